@@ -1,0 +1,318 @@
+"""Validated, sorted right-censored survival data and its risk-set structure.
+
+Everything the Cox formulas need is computed once here (DESIGN.md, after statsmodels'
+``PHReg``): rows sorted by stratum and *descending* time, so that the risk set
+``{j : time_j >= t}`` of every event time is a prefix of its stratum block, the tie
+groups (rows sharing stratum and time), and one "Efron term" per event.
+
+Efron's approximation (with R's case weights) replaces, for a tie group ``g`` with
+``d_g`` events, the denominator of the partial likelihood by the ``d_g`` terms
+
+    S0_g - (r / d_g) * S0D_g,   r = 0, ..., d_g - 1,
+
+each weighted by the mean event weight ``m_g = sum_{k in D_g} w_k / d_g``
+(Therneau & Grambsch 2000, Sec. 3.3; R survival ``coxfit6.c``). Breslow's is the
+same with ``r / d_g`` replaced by 0. We store these terms as arrays of length
+``n_events`` (``term_group``, ``term_frac``), which makes the loss, gradient and
+Hessian loop-free over rows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+TIES = ("efron", "breslow")
+
+
+class CoxInputError(ValueError):
+    """Invalid input to a Cox model (a ``ValueError`` naming the problem)."""
+
+
+def _as_float_matrix(X, name="X"):
+    """Return (float64 copy of X as 2-D array, column names, index or None)."""
+    index = None
+    columns = None
+    if isinstance(X, pd.DataFrame):
+        index = X.index
+        columns = [str(c) for c in X.columns]
+        non_numeric = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])
+                       and not pd.api.types.is_bool_dtype(X[c])]
+        if non_numeric:
+            raise CoxInputError(f"{name} has non-numeric columns: {non_numeric}; encode them "
+                                "(e.g. pandas.get_dummies(..., drop_first=True)) first")
+        arr = X.to_numpy(dtype=np.float64, copy=True)
+    elif isinstance(X, pd.Series):
+        index = X.index
+        columns = [str(X.name) if X.name is not None else "x0"]
+        arr = X.to_numpy(dtype=np.float64, copy=True)[:, None]
+    else:
+        try:
+            arr = np.array(X, dtype=np.float64, copy=True)
+        except (TypeError, ValueError) as exc:
+            raise CoxInputError(f"{name} must be numeric: {exc}") from None
+        if arr.ndim == 1:
+            arr = arr[:, None]
+    if arr.ndim != 2:
+        raise CoxInputError(f"{name} must be 2-D (n rows, d covariates); got shape {arr.shape}")
+    if columns is None:
+        columns = [f"x{j}" for j in range(arr.shape[1])]
+    return arr, columns, index
+
+
+def _as_vector(v, n, name, *, dtype=np.float64):
+    if isinstance(v, (pd.Series, pd.Index)):
+        v = v.to_numpy()
+    try:
+        arr = np.array(v, dtype=dtype, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise CoxInputError(f"{name} must be numeric: {exc}") from None
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = arr.ravel()
+    if arr.ndim != 1:
+        raise CoxInputError(f"{name} must be 1-D; got shape {arr.shape}")
+    if arr.shape[0] != n:
+        raise CoxInputError(f"{name} has length {arr.shape[0]} but X has {n} rows")
+    return arr
+
+
+def _bad_rows(mask):
+    rows = np.flatnonzero(mask)
+    shown = ", ".join(str(r) for r in rows[:10])
+    return f"{rows.size} row(s) (positions {shown}{', ...' if rows.size > 10 else ''})"
+
+
+def _check_finite(arr, name):
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        if arr.ndim == 2:
+            bad = bad.any(axis=1)
+        raise CoxInputError(f"{name} contains NaN or infinite values in {_bad_rows(bad)}")
+
+
+def _encode_strata(strata, n):
+    if strata is None:
+        return np.zeros(n, dtype=np.intp), 1
+    if isinstance(strata, pd.DataFrame):
+        if strata.isna().any(axis=None):
+            raise CoxInputError("strata contain missing values in "
+                                + _bad_rows(strata.isna().any(axis=1).to_numpy()))
+        codes = strata.groupby(list(strata.columns), sort=True).ngroup().to_numpy()
+        if codes.shape[0] != n:
+            raise CoxInputError(f"strata has length {codes.shape[0]} but X has {n} rows")
+        return codes.astype(np.intp), int(codes.max()) + 1
+    values = pd.Series(np.asarray(strata).ravel() if not isinstance(strata, pd.Series)
+                       else strata.to_numpy())
+    if values.shape[0] != n:
+        raise CoxInputError(f"strata has length {values.shape[0]} but X has {n} rows")
+    if values.isna().any():
+        raise CoxInputError("strata contain missing values in " + _bad_rows(values.isna().to_numpy()))
+    codes, uniques = pd.factorize(values, sort=True)
+    return codes.astype(np.intp), len(uniques)
+
+
+@dataclass(frozen=True, eq=False)
+class CoxData:
+    """Survival data sorted for risk-set sums (rows in sorted order unless noted).
+
+    ``order[k]`` is the caller's row position of sorted row ``k``; ``X``, ``time``,
+    ``event``, ``weights``, ``strata`` are in sorted order (descending time within
+    stratum). ``group`` gives each sorted row its tie group (same stratum and time);
+    ``group_end[g]`` is one past the last sorted row of group ``g``, so the risk set
+    of ``g`` is the sorted rows ``stratum_start[s] : group_end[g]``.
+    """
+
+    X: np.ndarray
+    time: np.ndarray
+    event: np.ndarray
+    weights: np.ndarray
+    strata: np.ndarray
+    order: np.ndarray
+    ties: str
+    columns: list
+    index: object = None
+    # tie-group structure
+    group: np.ndarray = field(repr=False, default=None)
+    group_start: np.ndarray = field(repr=False, default=None)
+    group_end: np.ndarray = field(repr=False, default=None)
+    group_stratum: np.ndarray = field(repr=False, default=None)
+    stratum_start: np.ndarray = field(repr=False, default=None)
+    # Efron terms: one per event (sorted row positions of events: ``event_rows``)
+    event_rows: np.ndarray = field(repr=False, default=None)
+    term_group: np.ndarray = field(repr=False, default=None)
+    term_rank: np.ndarray = field(repr=False, default=None)
+    term_frac: np.ndarray = field(repr=False, default=None)
+    group_n_events: np.ndarray = field(repr=False, default=None)
+    group_event_weight: np.ndarray = field(repr=False, default=None)
+
+    @property
+    def n(self):
+        return self.X.shape[0]
+
+    @property
+    def d(self):
+        return self.X.shape[1]
+
+    @property
+    def n_groups(self):
+        return self.group_start.shape[0]
+
+    @property
+    def inverse_order(self):
+        """``inverse_order[i]`` is the sorted position of the caller's row ``i``."""
+        inv = np.empty_like(self.order)
+        inv[self.order] = np.arange(self.order.size)
+        return inv
+
+    def to_caller_order(self, values_sorted):
+        """Rows in sorted order -> the caller's row order."""
+        out = np.empty_like(values_sorted)
+        out[self.order] = values_sorted
+        return out
+
+    @property
+    def term_mean_weight(self):
+        """``m_g`` of each Efron term: mean case weight of the events of its group."""
+        return (self.group_event_weight / np.maximum(self.group_n_events, 1))[self.term_group]
+
+    def subset(self, keep_sorted):
+        """The data with only the sorted rows where ``keep_sorted`` is True (still sorted)."""
+        keep = np.asarray(keep_sorted, dtype=bool)
+        return build_cox_data(self.X[keep], self.time[keep], self.event[keep], self.weights[keep],
+                              self.strata[keep], order=np.arange(int(keep.sum())),
+                              ties=self.ties, columns=self.columns, presorted=True)
+
+
+def build_cox_data(X, time, event, weights, strata_codes, *, order=None, ties="efron",
+                   columns=None, index=None, presorted=False):
+    """Sort validated arrays and precompute the tie-group and Efron-term structure."""
+    n = X.shape[0]
+    if not presorted:
+        # stratum ascending, time descending; events before censored within a tie is
+        # irrelevant for the sums but makes the layout deterministic.
+        order = np.lexsort((-event, -time, strata_codes))
+        X, time, event = X[order], time[order], event[order]
+        weights, strata_codes = weights[order], strata_codes[order]
+    new_group = np.ones(n, dtype=bool)
+    if n > 1:
+        new_group[1:] = (time[1:] != time[:-1]) | (strata_codes[1:] != strata_codes[:-1])
+    group_start = np.flatnonzero(new_group)
+    group = np.cumsum(new_group) - 1
+    group_end = np.append(group_start[1:], n)
+    new_stratum = np.ones(n, dtype=bool)
+    if n > 1:
+        new_stratum[1:] = strata_codes[1:] != strata_codes[:-1]
+    stratum_start_rows = np.flatnonzero(new_stratum)
+    stratum_of_row = np.cumsum(new_stratum) - 1
+    stratum_start = stratum_start_rows  # indexed by the block number of the stratum
+    group_stratum = stratum_of_row[group_start]
+
+    is_event = event > 0
+    event_rows = np.flatnonzero(is_event)
+    n_groups = group_start.size
+    group_n_events = np.bincount(group[event_rows], minlength=n_groups)
+    group_event_weight = np.bincount(group[event_rows], weights=weights[event_rows],
+                                     minlength=n_groups)
+    term_group = group[event_rows]
+    # rank of each event within its group: 0, 1, ..., d_g - 1
+    first_event = np.searchsorted(term_group, term_group, side="left")
+    rank = np.arange(event_rows.size) - first_event
+    if ties == "efron":
+        term_frac = rank / group_n_events[term_group]
+    else:
+        term_frac = np.zeros(event_rows.size)
+    return CoxData(X=X, time=time, event=event, weights=weights, strata=stratum_of_row,
+                   order=np.asarray(order), ties=ties, columns=list(columns), index=index,
+                   group=group, group_start=group_start, group_end=group_end,
+                   group_stratum=group_stratum, stratum_start=stratum_start,
+                   event_rows=event_rows, term_group=term_group, term_rank=rank,
+                   term_frac=term_frac,
+                   group_n_events=group_n_events, group_event_weight=group_event_weight)
+
+
+def make_cox_data(X, time, event, *, weights=None, strata=None, ties="efron",
+                  check_identifiable=True):
+    """Validate caller input and return a sorted :class:`CoxData`.
+
+    Raises :class:`CoxInputError` (a ``ValueError``) naming the problem for NaN/inf,
+    negative times, events not 0/1, non-positive weights, mismatched lengths, no
+    events, fewer rows than covariates, and constant or collinear columns. The
+    caller's objects are copied, never modified.
+    """
+    if ties not in TIES:
+        raise CoxInputError(f"ties must be one of {TIES}; got {ties!r}")
+    Xa, columns, index = _as_float_matrix(X)
+    n, d = Xa.shape
+    if n == 0:
+        raise CoxInputError("no rows: X is empty")
+    if d == 0:
+        raise CoxInputError("X has no columns (covariates)")
+    if index is None:
+        for v in (time, event):
+            if isinstance(v, pd.Series):
+                index = v.index
+                break
+    t = _as_vector(time, n, "time")
+    e = _as_vector(event, n, "event")
+    w = np.ones(n) if weights is None else _as_vector(weights, n, "weights")
+    _check_finite(Xa, "X")
+    _check_finite(t, "time")
+    _check_finite(e, "event")
+    _check_finite(w, "weights")
+    if (t < 0).any():
+        raise CoxInputError(f"time must be non-negative; negative in {_bad_rows(t < 0)}")
+    not_binary = (e != 0) & (e != 1)
+    if not_binary.any():
+        raise CoxInputError(f"event must be 0/1 (1 = event, 0 = censored); other values in "
+                            f"{_bad_rows(not_binary)}")
+    if (w <= 0).any():
+        raise CoxInputError(f"weights must be positive (as in R's coxph); non-positive in "
+                            f"{_bad_rows(w <= 0)}. To remove rows, drop them")
+    if e.sum() == 0:
+        raise CoxInputError("no events: every row is censored, the partial likelihood is empty")
+    codes, _ = _encode_strata(strata, n)
+    if n <= d:
+        raise CoxInputError(f"fewer rows ({n}) than covariates plus one ({d + 1})")
+    data = build_cox_data(Xa, t, e, w, codes, ties=ties, columns=columns, index=index)
+    if check_identifiable:
+        check_design(data)
+    return data
+
+
+def check_design(data):
+    """Raise if a column is constant (within every stratum) or columns are collinear.
+
+    The Cox partial likelihood is invariant to adding a per-stratum constant to a
+    covariate, so identifiability is the rank of X centred within strata.
+    """
+    Xc = data.X - _stratum_means(data)
+    scale = np.sqrt((Xc ** 2).sum(axis=0))
+    ref = np.maximum(np.abs(data.X).max(axis=0), 1.0)
+    const = scale <= 1e-12 * ref * np.sqrt(data.n)
+    if const.any():
+        names = [data.columns[j] for j in np.flatnonzero(const)]
+        within = " within every stratum" if data.strata.max() > 0 else ""
+        raise CoxInputError(f"constant column(s){within}: {names}; the Cox model has no "
+                            "intercept, remove them")
+    sv = np.linalg.svd(Xc / scale, compute_uv=False)
+    if sv[-1] <= 1e-10 * sv[0]:
+        _, _, vt = np.linalg.svd(Xc / scale)
+        combo = np.flatnonzero(np.abs(vt[-1]) > 1e-6)
+        names = [data.columns[j] for j in combo]
+        raise CoxInputError(f"collinear columns: {names} are linearly dependent "
+                            f"(condition number {sv[0] / max(sv[-1], 1e-300):.3g})")
+
+
+def _stratum_means(data):
+    # rows are sorted by stratum, so each stratum is one contiguous block
+    sums = np.add.reduceat(data.X, data.stratum_start, axis=0)
+    counts = np.diff(np.append(data.stratum_start, data.n))
+    return (sums / counts[:, None])[data.strata]
+
+
+def wrap_rows(values, data, columns=None):
+    """Per-row results (caller's order) as a DataFrame when the caller gave pandas, else ndarray."""
+    if data.index is None:
+        return values
+    return pd.DataFrame(values, index=data.index, columns=columns or data.columns)
