@@ -1,0 +1,45 @@
+"""Generic Versatile Influence Function (VIF) by automatic differentiation (JAX).
+
+This subpackage generalizes the closed-form Cox VIF of :mod:`coxinfluence.vif` to any
+*non-decomposable loss* ``L(theta, b)`` (paper, Definition "Non-Decomposable Loss"),
+where ``b`` is a presence vector over the ``n`` objects (1 present, 0 removed):
+
+    VIF(i) = -(H/n)^{-1} grad_theta [ L(theta_hat, 1) - L(theta_hat, 1_{-i}) ],
+    H = grad^2_theta L(theta_hat, 1)                     (paper, Eq. VIF)
+
+Only this subpackage imports JAX; ``import coxinfluence`` never does.  Importing it
+switches JAX to 64-bit floats (``jax_enable_x64``) for the whole process, because
+influence values are differences of nearly equal gradients and need float64.
+
+Public API
+----------
+vif, weight_influence            (core)
+explicit / cg / lissa solvers    (solvers: ExplicitSolver, CGSolver, LiSSASolver)
+losses.cox, losses.glm, losses.cox_mlp, losses.contrastive, losses.listmle
+"""
+import jax as _jax
+
+_jax.config.update("jax_enable_x64", True)
+
+from .solvers import (  # noqa: E402
+    CGSolver,
+    ExplicitSolver,
+    HessianMemoryError,
+    LiSSASolver,
+    hessian_matrix,
+    make_solver,
+)
+from .core import vif, weight_influence  # noqa: E402
+from . import losses  # noqa: E402
+
+__all__ = [
+    "vif",
+    "weight_influence",
+    "make_solver",
+    "ExplicitSolver",
+    "CGSolver",
+    "LiSSASolver",
+    "HessianMemoryError",
+    "hessian_matrix",
+    "losses",
+]

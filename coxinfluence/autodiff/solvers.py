@@ -1,0 +1,332 @@
+"""Inverse-Hessian solvers for the VIF: explicit (Cholesky), conjugate gradient, LiSSA.
+
+All solvers solve, for a batch of right-hand sides ``V`` (k, d), the linear systems
+
+    A x = v,    A = H / n + damping * I,    H = grad^2_theta L(theta_hat, 1),
+
+i.e. they apply ``(H/n + damping I)^{-1}``, the matrix in the paper's VIF (Eq. VIF)
+with an optional Tikhonov damping (Koh & Liang 2017) for Hessians that are not
+positive definite (neural networks, embeddings with gauge symmetries).
+
+* ``ExplicitSolver``: materializes ``H`` (chunked Hessian-vector products, or
+  ``jax.hessian`` when small), Cholesky factorization (scipy).  Memory O(d^2): refuses
+  with :class:`HessianMemoryError` above ``max_bytes``.
+* ``CGSolver``: conjugate gradient on Hessian-vector products (forward-over-reverse),
+  never forms ``H``; paper appendix "Efficient Inverse Hessian Approximation".
+* ``LiSSASolver``: the stochastic Neumann-series estimator of Agarwal, Bullins & Hazan
+  (2017) as used by Koh & Liang (2017):
+  ``h_0 = v``, ``h_j = v + (1 - damping/scale) h_{j-1} - (H_j/n) h_{j-1} / scale``,
+  ``x = h_J / scale`` averaged over repeats, where ``H_j`` is an unbiased estimate
+  of ``H`` from a random batch of the loss's *terms* (paper appendix: non-decomposable
+  losses that are sums of simpler terms, e.g. Cox event-time terms, ListMLE queries).
+"""
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.linalg
+
+__all__ = [
+    "HessianMemoryError",
+    "hessian_matrix",
+    "ExplicitSolver",
+    "CGSolver",
+    "LiSSASolver",
+    "make_solver",
+    "DEFAULT_MAX_HESSIAN_BYTES",
+]
+
+DEFAULT_MAX_HESSIAN_BYTES = 4 * 1024**3
+
+
+class HessianMemoryError(MemoryError):
+    """The explicit d x d Hessian would exceed the allowed memory (use CG or LiSSA)."""
+
+
+def _hvp_fn(f, theta):
+    """Return v -> grad^2 f(theta) v (forward-over-reverse, jit-compiled)."""
+    g = jax.grad(f)
+
+    def hvp(v):
+        return jax.jvp(g, (theta,), (v,))[1]
+
+    return hvp
+
+
+def hessian_matrix(f, theta, *, chunk_size=None, max_bytes=DEFAULT_MAX_HESSIAN_BYTES):
+    """Dense Hessian of scalar ``f`` at ``theta`` (d,) as a float64 numpy array.
+
+    Columns are built from Hessian-vector products on basis vectors, ``chunk_size``
+    at a time (vmapped), so the intermediate memory is bounded.  Raises
+    :class:`HessianMemoryError` if ``d*d*8`` bytes (times 2 for the factorization that
+    usually follows) exceeds ``max_bytes``.
+    """
+    theta = jnp.asarray(theta, dtype=jnp.float64)
+    d = int(theta.shape[0])
+    need = 2 * d * d * 8
+    if max_bytes is not None and need > max_bytes:
+        raise HessianMemoryError(
+            f"explicit Hessian with d={d} parameters needs about {need / 1e9:.2f} GB "
+            f"(H and its Cholesky factor) > max_bytes={max_bytes / 1e9:.2f} GB; "
+            "use solver='cg' or solver='lissa'"
+        )
+    if chunk_size is None:
+        chunk_size = d if d <= 256 else 64
+    hvp = jax.jit(jax.vmap(_hvp_fn(f, theta)))
+    H = np.empty((d, d))
+    eye_chunk = np.zeros((chunk_size, d))
+    for start in range(0, d, chunk_size):
+        stop = min(start + chunk_size, d)
+        E = eye_chunk.copy()
+        E[np.arange(stop - start), np.arange(start, stop)] = 1.0
+        H[start:stop] = np.asarray(hvp(jnp.asarray(E)))[: stop - start]
+    return 0.5 * (H + H.T)
+
+
+def _check_rhs(V, d):
+    V = jnp.asarray(V, dtype=jnp.float64)
+    if V.ndim == 1:
+        V = V[None, :]
+    if V.ndim != 2 or V.shape[1] != d:
+        raise ValueError(f"right-hand sides must have shape (k, {d}), got {tuple(V.shape)}")
+    return V
+
+
+class _Base:
+    def __init__(self, loss_fn, theta_hat, n_objects, damping=0.0):
+        if not (np.isfinite(damping) and damping >= 0):
+            raise ValueError(f"damping must be a finite number >= 0, got {damping!r}")
+        self.theta = jnp.asarray(theta_hat, dtype=jnp.float64)
+        self.d = int(self.theta.shape[0])
+        self.n = int(n_objects)
+        self.damping = float(damping)
+        ones = jnp.ones(self.n)
+        self.loss_fn = loss_fn
+        self._f = lambda th: loss_fn(th, ones)
+
+
+class ExplicitSolver(_Base):
+    """Cholesky solve with the explicit Hessian ``A = H/n + damping*I``.
+
+    Raises ``ValueError`` naming the smallest eigenvalue when ``A`` is not positive
+    definite, and :class:`HessianMemoryError` when ``H`` would not fit in ``max_bytes``.
+    """
+
+    name = "explicit"
+
+    def __init__(self, loss_fn, theta_hat, n_objects, damping=0.0, *,
+                 max_bytes=DEFAULT_MAX_HESSIAN_BYTES, chunk_size=None):
+        super().__init__(loss_fn, theta_hat, n_objects, damping)
+        H = hessian_matrix(self._f, self.theta, chunk_size=chunk_size, max_bytes=max_bytes)
+        if not np.all(np.isfinite(H)):
+            raise ValueError("Hessian of the loss at theta_hat has non-finite entries")
+        A = H / self.n + self.damping * np.eye(self.d)
+        self.A = A
+        try:
+            self._cf = scipy.linalg.cho_factor(A, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            lam_min = float(np.linalg.eigvalsh(A)[0])
+            raise ValueError(
+                "Hessian/n + damping*I is not positive definite "
+                f"(smallest eigenvalue {lam_min:.3e}, damping={self.damping:g}); "
+                "theta_hat may not be a strict local minimum: pass damping > "
+                f"{max(-lam_min, 0.0):.3e} or check the fit"
+            ) from None
+
+    def solve(self, V):
+        V = _check_rhs(V, self.d)
+        X = scipy.linalg.cho_solve(self._cf, np.asarray(V).T, check_finite=False).T
+        return np.ascontiguousarray(X)
+
+
+class CGSolver(_Base):
+    """Conjugate gradient on Hessian-vector products, batched over right-hand sides.
+
+    Stops a column when ``||A x - v|| <= tol * ||v||``; warns if ``max_iter`` is hit.
+    ``rhs_batch`` bounds how many systems are solved at once (memory ~ rhs_batch HVPs).
+    """
+
+    name = "cg"
+
+    def __init__(self, loss_fn, theta_hat, n_objects, damping=0.0, *, tol=1e-10,
+                 max_iter=None, rhs_batch=64):
+        super().__init__(loss_fn, theta_hat, n_objects, damping)
+        self.tol = float(tol)
+        self.max_iter = int(max_iter) if max_iter is not None else max(10 * self.d, 100)
+        self.rhs_batch = int(rhs_batch)
+        hvp = _hvp_fn(self._f, self.theta)
+        n, lam = float(self.n), self.damping
+
+        def apply_A(P):  # (k, d) -> (k, d)
+            return jax.vmap(hvp)(P) / n + lam * P
+
+        tol2, max_iter = self.tol**2, self.max_iter
+
+        def cg(B):
+            X = jnp.zeros_like(B)
+            R = B
+            P = R
+            rs = jnp.sum(R * R, axis=1)
+            bn = jnp.maximum(jnp.sum(B * B, axis=1), 1e-300)
+
+            def cond(state):
+                X, R, P, rs, it = state
+                return jnp.logical_and(it < max_iter, jnp.any(rs > tol2 * bn))
+
+            def body(state):
+                X, R, P, rs, it = state
+                active = rs > tol2 * bn
+                AP = apply_A(P)
+                pAp = jnp.sum(P * AP, axis=1)
+                alpha = jnp.where(active, rs / jnp.where(pAp != 0, pAp, 1.0), 0.0)
+                X = X + alpha[:, None] * P
+                R = R - alpha[:, None] * AP
+                rs_new = jnp.sum(R * R, axis=1)
+                beta = jnp.where(active, rs_new / jnp.where(rs > 0, rs, 1.0), 0.0)
+                P = jnp.where(active[:, None], R + beta[:, None] * P, P)
+                return X, R, P, jnp.where(active, rs_new, rs), it + 1
+
+            X, R, P, rs, it = jax.lax.while_loop(cond, body, (X, R, P, rs, 0))
+            return X, jnp.sqrt(rs / bn), it
+
+        self._cg = jax.jit(cg)
+        self.last_n_iter = 0
+        self.last_max_rel_residual = 0.0
+
+    def solve(self, V):
+        V = _check_rhs(V, self.d)
+        out = []
+        worst, iters = 0.0, 0
+        for s in range(0, V.shape[0], self.rhs_batch):
+            X, rel, it = self._cg(V[s:s + self.rhs_batch])
+            out.append(np.asarray(X))
+            worst = max(worst, float(jnp.max(rel)))
+            iters = max(iters, int(it))
+        self.last_n_iter, self.last_max_rel_residual = iters, worst
+        if not np.isfinite(worst) or worst > max(self.tol, 1e-300) * 1.0001:
+            warnings.warn(
+                f"CG did not reach tol={self.tol:g} in {self.max_iter} iterations "
+                f"(worst relative residual {worst:.3e}); is H/n + damping*I positive "
+                "definite?", RuntimeWarning, stacklevel=2)
+        return np.concatenate(out, axis=0)
+
+
+class LiSSASolver(_Base):
+    """LiSSA: stochastic Neumann series for ``A^{-1} v`` (Agarwal et al. 2017).
+
+    Recursion (Koh & Liang 2017, with our scale/damping convention)::
+
+        h_0 = v
+        h_j = v + h_{j-1} - (H_j / n + damping I) h_{j-1} / scale
+        x   = h_depth / scale,  averaged over ``repeats`` independent chains,
+
+    valid when ``scale`` exceeds the largest eigenvalue of every ``H_j/n + damping I``.
+    ``H_j`` is the Hessian of a random batch of ``batch_terms`` loss terms, rescaled to
+    be unbiased, when the loss exposes ``n_terms`` and ``sampled_loss(theta, presence,
+    idx)`` (= sum of the terms in ``idx`` plus ``len(idx)/n_terms`` of any
+    regularizer); otherwise the full Hessian is used (deterministic Neumann series).
+    ``scale=None`` takes ``scale_factor`` times the largest eigenvalue of ``H/n +
+    damping I`` estimated by power iteration.  Randomness: ``seed`` (int or JAX key).
+    """
+
+    name = "lissa"
+
+    def __init__(self, loss_fn, theta_hat, n_objects, damping=0.0, *, depth=1000,
+                 repeats=1, batch_terms=None, scale=None, scale_factor=1.5, seed=0,
+                 rhs_batch=256, power_iters=50):
+        super().__init__(loss_fn, theta_hat, n_objects, damping)
+        if depth < 1 or repeats < 1:
+            raise ValueError("LiSSA depth and repeats must be >= 1")
+        self.depth, self.repeats = int(depth), int(repeats)
+        self.rhs_batch = int(rhs_batch)
+        self.key = seed if isinstance(seed, jax.Array) else jax.random.PRNGKey(int(seed))
+        n, lam = float(self.n), self.damping
+        full_hvp = _hvp_fn(self._f, self.theta)
+        n_terms = getattr(loss_fn, "n_terms", None)
+        self.sampled = n_terms is not None and hasattr(loss_fn, "sampled_loss") \
+            and batch_terms is not None
+        if batch_terms is not None and not self.sampled:
+            raise ValueError("batch_terms given but the loss has no n_terms/sampled_loss")
+        if scale is None:
+            v = jax.random.normal(jax.random.PRNGKey(12345), (self.d,))
+            mv = jax.jit(lambda v: full_hvp(v) / n + lam * v)
+            lam_max = 0.0
+            for _ in range(power_iters):
+                v = v / jnp.linalg.norm(v)
+                w = mv(v)
+                lam_max = float(jnp.vdot(v, w))
+                v = w
+            scale = scale_factor * abs(lam_max)
+        if not (np.isfinite(scale) and scale > 0):
+            raise ValueError(f"LiSSA scale must be a positive number, got {scale!r}")
+        self.scale = float(scale)
+        depth, scale = self.depth, self.scale
+        ones = jnp.ones(self.n)
+        theta = self.theta
+
+        if self.sampled:
+            n_terms, bsz = int(n_terms), int(batch_terms)
+            factor = n_terms / bsz
+
+            def hvp_batch(idx, P):
+                fb = lambda th: loss_fn.sampled_loss(th, ones, idx)  # noqa: E731
+                h = _hvp_fn(fb, theta)
+                return factor * jax.vmap(h)(P) / n + lam * P
+
+            def draw(key):
+                return jax.random.randint(key, (bsz,), 0, n_terms)
+        else:
+            def hvp_batch(idx, P):
+                return jax.vmap(full_hvp)(P) / n + lam * P
+
+            def draw(key):
+                return jnp.zeros((1,), dtype=jnp.int32)
+
+        def chain(key, V):
+            keys = jax.random.split(key, depth)
+
+            def step(Hs, k):
+                Hs = V + Hs - hvp_batch(draw(k), Hs) / scale
+                return Hs, None
+
+            Hs, _ = jax.lax.scan(step, V, keys)
+            return Hs / scale
+
+        def run(key, V):
+            keys = jax.random.split(key, self.repeats)
+            acc = jnp.zeros_like(V)
+            for r in range(self.repeats):
+                acc = acc + chain(keys[r], V)
+            return acc / self.repeats
+
+        self._run = jax.jit(run)
+
+    def solve(self, V):
+        V = _check_rhs(V, self.d)
+        out = []
+        for s in range(0, V.shape[0], self.rhs_batch):
+            self.key, sub = jax.random.split(self.key)
+            X = np.asarray(self._run(sub, V[s:s + self.rhs_batch]))
+            if not np.all(np.isfinite(X)):
+                raise ValueError(
+                    f"LiSSA diverged (scale={self.scale:.3e} too small for the sampled "
+                    "Hessians?): pass a larger scale or scale_factor")
+            out.append(X)
+        return np.concatenate(out, axis=0)
+
+
+_SOLVERS = {"explicit": ExplicitSolver, "cg": CGSolver, "lissa": LiSSASolver}
+
+
+def make_solver(solver, loss_fn, theta_hat, n_objects, *, damping=0.0, **options):
+    """Build the named solver (``"explicit"``, ``"cg"``, ``"lissa"``) or pass through
+    an already constructed solver object (anything with ``.solve(V)``)."""
+    if hasattr(solver, "solve"):
+        return solver
+    if solver not in _SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; choose one of {sorted(_SOLVERS)}")
+    return _SOLVERS[solver](loss_fn, theta_hat, n_objects, damping, **options)
+
