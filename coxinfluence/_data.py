@@ -19,6 +19,7 @@ Hessian loop-free over rows.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -153,6 +154,12 @@ class CoxData:
     @property
     def d(self):
         return self.X.shape[1]
+
+    @cached_property
+    def X_outer(self):
+        """(n, d*d) row-wise outer products ``x_j x_j'``: turns ``X' diag(c_b) X`` for a
+        batch of weight vectors ``c`` into one matrix product ``c @ X_outer``."""
+        return (self.X[:, :, None] * self.X[:, None, :]).reshape(self.n, -1)
 
     @property
     def n_groups(self):

@@ -193,8 +193,13 @@ def _loss_grad_hess(data: CoxData, theta, terms: _Terms, *, hess=True):
     if not hess:
         return loss, grad, None
     a = _term_means(data, r, den, terms.frac)
-    H = np.einsum("bn,ni,nj->bij", coef, data.X, data.X, optimize=True)
-    H -= np.einsum("bk,bki,bkj->bij", m, a, a, optimize=True)
+    # X' diag(coef_b) X - sum_k m_k a_k a_k', as BLAS matrix products
+    B, d = coef.shape[0], data.d
+    if B == 1:
+        H = ((data.X.T * coef[0]) @ data.X)[None]
+    else:
+        H = (coef @ data.X_outer).reshape(B, d, d)
+    H -= np.einsum("bki,bkj->bij", m[:, :, None] * a, a, optimize=True)
     return loss, grad, H
 
 

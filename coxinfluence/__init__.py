@@ -1,0 +1,24 @@
+"""coxinfluence: influence diagnostics for Cox regression.
+
+Closed-form Cox partial likelihood (Efron/Breslow ties, strata, case weights), Reid's
+(1985) empirical influence function, the Versatile Influence Function (VIF) of
+"A Versatile Influence Function for Data Attribution with Non-Decomposable Loss",
+and exact leave-one-out refits as ground truth.
+
+Conventions (DESIGN.md): ``reid_influence`` and ``vif`` are on the paper's scale,
+approximating ``n (theta_hat - theta_hat_{-i})``; the leave-one-out change is
+``theta_hat_{-i} - theta_hat``; R's ``resid(fit, "dfbeta") = IF_n / n``.
+"""
+from ._data import CoxData, CoxInputError
+from .cox import ConvergenceWarning, CoxFit, cox_gradient, cox_hessian, cox_loss, fit_cox
+from .loo import LeaveOneOutWarning, exact_loo, newton_loo
+from .reid import reid_influence, score_residuals
+from .vif import vif
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CoxData", "CoxFit", "CoxInputError", "ConvergenceWarning", "LeaveOneOutWarning",
+    "fit_cox", "cox_loss", "cox_gradient", "cox_hessian",
+    "reid_influence", "score_residuals", "vif", "exact_loo", "newton_loo",
+]
