@@ -323,3 +323,20 @@ def wrap_rows(values, data, columns=None):
     if data.index is None:
         return values
     return pd.DataFrame(values, index=data.index, columns=columns or data.columns)
+
+
+def rows_whose_deletion_breaks_rank(data):
+    """Sorted rows whose removal leaves the stratum-centred design rank deficient.
+
+    With ``C = Xc' Xc`` the stratum-centred Gram matrix and ``v_i = x_i - mean_s(i)``,
+    deleting row i gives ``C - n_s/(n_s - 1) v_i v_i'`` (rank-one downdate of a centred
+    sum of squares), which is singular exactly when the leverage
+    ``n_s/(n_s - 1) v_i' C^{-1} v_i`` reaches 1: for instance the only patient with a
+    given level of a dummy covariate. O(n d^2).
+    """
+    Xc = data.X - _stratum_means(data)
+    C = Xc.T @ Xc
+    counts = np.diff(np.append(data.stratum_start, data.n))[data.strata].astype(float)
+    lev = np.einsum("ij,ij->i", Xc, np.linalg.solve(C, Xc.T).T)
+    factor = np.where(counts > 1, counts / np.maximum(counts - 1, 1), 0.0)
+    return 1.0 - factor * lev < 1e-9

@@ -24,7 +24,7 @@ import warnings
 
 import numpy as np
 
-from ._data import CoxInputError, check_design, wrap_rows
+from ._data import CoxInputError, check_design, rows_whose_deletion_breaks_rank, wrap_rows
 from ._influence_common import _fit_data
 from .cox import _loss_grad_hess, _presence_terms, _solve_batch, newton_batch
 
@@ -154,8 +154,8 @@ def _identifiable_columns(data):
 def _warn_undefined(data, rows_sorted, what):
     if rows_sorted.size == 0:
         return
-    labels = data.order[rows_sorted] if data.index is None else \
-        np.asarray(data.index)[data.order[rows_sorted]]
+    positions = np.sort(data.order[rows_sorted])
+    labels = positions if data.index is None else np.asarray(data.index)[positions]
     shown = ", ".join(str(v) for v in labels[:20])
     more = ", ..." if labels.size > 20 else ""
     warnings.warn(f"{what} is undefined for {labels.size} row(s) whose removal leaves the model "
@@ -211,7 +211,9 @@ def exact_loo(fit, *, executor=None, progress=None, batch_size=None, tol=None, m
         theta[rows], ok[rows] = th, good
         bar.update(len(rows))
     bar.close()
-    bad = np.flatnonzero(~ok)
+    # a refit can converge in the identifiable directions while a coefficient that lost
+    # all its information stays where it started: find those rows structurally
+    bad = np.flatnonzero(~ok | rows_whose_deletion_breaks_rank(data))
     for row in bad:
         theta[row] = _refit_reduced(data, fit.coef, row, tol, max_iter)
     _warn_undefined(data, bad, "exact leave-one-out")
@@ -229,11 +231,13 @@ def newton_loo(fit, *, batch_size=None):
     batch_size = batch_size or _default_batch(data)
     theta = np.empty((data.n, data.d))
     bad = []
+    pivotal = rows_whose_deletion_breaks_rank(data)
     for start in range(0, data.n, batch_size):
         rows = np.arange(start, min(start + batch_size, data.n))
         terms = _presence_terms(data, _presence_for(data, rows))
         _, g, H = _loss_grad_hess(data, np.repeat(fit.coef[None, :], rows.size, axis=0), terms)
         step, ok = _solve_batch(H, g)
+        ok &= ~pivotal[rows]
         theta[rows] = fit.coef - step
         theta[rows[~ok]] = np.nan
         bad.extend(rows[~ok])
