@@ -657,14 +657,15 @@ class GapResult:
         return pd.DataFrame(rows)
 
     def summary(self) -> pd.DataFrame:
-        """Per-``n`` summary: geometric means of the positive columns, means of the rest."""
+        """Per-``n`` summary: geometric means over replicates of the norm columns
+        (``gap*``, ``n_gap*``, ``if_*``, ``vif_*``, ``lead_*``), means of the rest."""
         cols = [c for c in self.table.columns if c not in ("n", "rep")]
         out = []
         for n, g in self.table.groupby("n", sort=True):
             row = {"n": int(n), "reps": len(g)}
             for c in cols:
                 v = g[c].to_numpy(dtype=np.float64)
-                if c in _SLOPE_COLUMNS or c.startswith(("gap", "n_gap", "if_", "lead_m")):
+                if c.startswith(("gap", "n_gap", "if_", "vif_", "lead_")):
                     row[c] = float(np.exp(np.mean(np.log(v)))) if np.all(v > 0) else float(v.mean())
                 else:
                     row[c] = float(v.mean())

@@ -372,6 +372,16 @@ def test_simulate_gap_rejects_bad_input(kwargs, word):
         simulate_gap(**kwargs)
 
 
+def test_summary_uses_geometric_means_of_norms(small_run):
+    s = small_run.summary().set_index("n")
+    g = small_run.table[small_run.table["n"] == 400]
+    assert s.loc[400, "gap_mean"] == pytest.approx(np.exp(np.log(g["gap_mean"]).mean()), rel=1e-12)
+    assert s.loc[400, "lead_at_argmax"] == pytest.approx(np.exp(np.log(g["lead_at_argmax"]).mean()),
+                                                         rel=1e-12)
+    assert s.loc[400, "argmax_event"] == pytest.approx(g["argmax_event"].mean())
+    assert s.loc[400, "reps"] == 8
+
+
 # ------------------------------------------------------------------ plot and notebook
 
 def test_plot_returns_a_figure(small_run, tmp_path):
