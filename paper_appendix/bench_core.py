@@ -1,0 +1,88 @@
+"""Benchmark of the Cox core (issue 2): our fit_cox, reid_influence, vif, exact_loo and
+newton_loo beside R's coxph + resid(fit, "dfbeta") and lifelines' delta_beta, on the
+METABRIC and SUPPORT training sets (paper split), all in one run.
+
+    python paper_appendix/bench_core.py [--repeats 5] [--skip-newton]
+
+Writes paper_appendix/out/bench_core.md: medians (seconds) and ratios to R's dfbeta.
+Also checks, as a by-product, that our IF_n / n equals R's dfbeta on the same data.
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+
+import numpy as np
+import pandas as pd
+
+import coxinfluence as ci
+from coxinfluence.datasets import paper_split
+
+from _common import data_path, markdown_table, median_time, r_available, r_dfbeta_time, write_result
+
+PAPER = {"metabric": {"VIF (paper, autodiff)": 2.43, "brute-force LOO (paper)": 24 * 60},
+         "support": {"VIF (paper, autodiff)": 12.3, "brute-force LOO (paper)": 225 * 60}}
+
+
+def lifelines_delta_beta_time(X, t, e, repeats):
+    from lifelines import CoxPHFitter
+    df = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    df["T"], df["E"] = t, e
+    cph = CoxPHFitter().fit(df, "T", "E")
+    return median_time(lambda: cph.compute_residuals(df, "delta_beta"), repeats)
+
+
+def bench(name, repeats, newton):
+    X, t, e = paper_split(name, path=data_path()).arrays("train")
+    fit = ci.fit_cox(X, t, e)
+    times = {
+        "fit_cox": median_time(lambda: ci.fit_cox(X, t, e), repeats),
+        "reid_influence": median_time(lambda: ci.reid_influence(fit), repeats),
+        "vif": median_time(lambda: ci.vif(fit), repeats),
+        "exact_loo": median_time(lambda: ci.exact_loo(fit, progress=False), max(1, repeats // 3)),
+    }
+    if newton:
+        times["newton_loo"] = median_time(lambda: ci.newton_loo(fit), 1)
+    times["lifelines delta_beta"] = lifelines_delta_beta_time(X, t, e, repeats)
+    check = ""
+    if r_available():
+        r_fit, r_dfb, dfb = r_dfbeta_time(X, t, e, repeats=repeats)
+        times["R coxph fit"] = r_fit
+        times["R resid dfbeta"] = r_dfb
+        err = np.abs(np.asarray(ci.reid_influence(fit)) / fit.n - dfb).max() / np.abs(dfb).max()
+        check = f"max |IF_n/n - R dfbeta| / max |R dfbeta| = {err:.2e}"
+    return fit, times, check
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--skip-newton", action="store_true")
+    args = ap.parse_args(argv)
+    t_start = time.perf_counter()
+    parts = [f"# Cox core benchmark\n\nMachine: {platform.processor() or platform.machine()}, "
+             f"{ci.__name__} {ci.__version__}; medians of {args.repeats} runs (exact_loo: "
+             f"{max(1, args.repeats // 3)}); ratio = time / R's resid(fit, 'dfbeta').\n"]
+    if not r_available():
+        parts.append("R (Rscript) not installed: R columns missing.\n")
+    for name in ("metabric", "support"):
+        fit, times, check = bench(name, args.repeats, not args.skip_newton)
+        ref = times.get("R resid dfbeta")
+        rows = []
+        for k, v in times.items():
+            ratio = f"{v / ref:.2f}" if ref else "n/a"
+            rows.append([k, f"{v:.4f}", ratio])
+        for k, v in PAPER[name].items():
+            rows.append([k, f"{v:.1f}", f"{v / ref:.0f}" if ref else "n/a"])
+        parts.append(f"## {name} (n = {fit.n}, d = {fit.data.d}, events = "
+                     f"{int(fit.data.event.sum())})\n")
+        parts.append(markdown_table(["method", "median s", "ratio to R dfbeta"], rows))
+        if check:
+            parts.append(f"\nAgreement with R on this data: {check}\n")
+    parts.append(f"\nTotal wall time: {time.perf_counter() - t_start:.1f} s\n")
+    write_result("bench_core.md", "\n".join(parts))
+
+
+if __name__ == "__main__":
+    main()
