@@ -154,12 +154,13 @@ def vif(loss_fn, theta_hat, n_objects, *, target_fn=None, solver="explicit",
     theta_j = jnp.asarray(theta)
     ones = jnp.ones(n)
     grad = jax.grad(loss_fn)
-    g_full = grad(theta_j, ones)
+    g_full = jax.jit(grad)(theta_j, ones)
 
-    def one(i):
-        return g_full - grad(theta_j, ones.at[i].set(0.0))
+    def one(th, gf, i):  # theta as an argument, not a constant (no XLA constant folding)
+        return gf - grad(th, ones.at[i].set(0.0))
 
-    grad_batch = jax.jit(jax.vmap(one))
+    batched = jax.jit(jax.vmap(one, in_axes=(None, None, 0)))
+    grad_batch = lambda idx: batched(theta_j, g_full, idx)  # noqa: E731
     return _apply(loss_fn, theta, n, objs, grad_batch, target_fn=target_fn, solver=solver,
                   damping=damping, solver_options=solver_options, batch_size=batch_size)
 
@@ -181,11 +182,12 @@ def weight_influence(loss_fn, theta_hat, n_objects, *, target_fn=None, solver="e
     lw = getattr(loss_fn, "weighted", None) or loss_fn
     theta_j = jnp.asarray(theta)
     ones = jnp.ones(n)
-    gw = lambda w: jax.grad(lw)(theta_j, w)  # noqa: E731
 
-    def one(i):
+    def one(th, i):
+        gw = lambda w: jax.grad(lw)(th, w)  # noqa: E731
         return jax.jvp(gw, (ones,), (jnp.zeros(n).at[i].set(1.0),))[1]
 
-    grad_batch = jax.jit(jax.vmap(one))
+    batched = jax.jit(jax.vmap(one, in_axes=(None, 0)))
+    grad_batch = lambda idx: batched(theta_j, idx)  # noqa: E731
     return _apply(loss_fn, theta, n, objs, grad_batch, target_fn=target_fn, solver=solver,
                   damping=damping, solver_options=solver_options, batch_size=batch_size)

@@ -751,21 +751,40 @@ class ListMLELoss(Loss):
         return _listmle_query_terms(self.scores(theta, features), jnp.asarray(rankings),
                                     jnp.ones(self.n_items))
 
+    def _compiled(self):
+        if not hasattr(self, "_vg"):
+            self._vg = jax.jit(jax.value_and_grad(self.loss))
+            self._hcols = jax.jit(jax.vmap(
+                lambda th, p, v: jax.jvp(lambda t: jax.grad(self.loss)(t, p), (th,), (v,))[1],
+                in_axes=(None, None, 0)))
+        return self._vg, self._hcols
+
     def fit(self, presence=None, theta0=None, *, gtol=1e-9, newton_tol=1e-9):
         """L-BFGS to ``gtol``, then Newton steps (explicit Hessian) to ``newton_tol``."""
         p = _presence(presence, self.n_objects)
-        f = lambda t: self.loss(t, p)  # noqa: E731
-        th, _ = _lbfgs(f, self.init_params() if theta0 is None else theta0, gtol=gtol)
-        return self._polish(f, th, newton_tol)
+        vg, hcols = self._compiled()
 
-    def _polish(self, f, th, tol, max_steps=5):
-        g = jax.jit(jax.grad(f))
-        for _ in range(max_steps):
-            gr = np.asarray(g(jnp.asarray(th)))
-            if np.max(np.abs(gr)) <= tol:
+        def fun(x):
+            v, g = vg(jnp.asarray(x), p)
+            return float(v), np.asarray(g, dtype=np.float64)
+
+        th0 = self.init_params() if theta0 is None else np.asarray(theta0, dtype=np.float64)
+        res = scipy.optimize.minimize(fun, th0, jac=True, method="L-BFGS-B",
+                                      options={"gtol": gtol, "ftol": 0.0, "maxiter": 5000,
+                                               "maxcor": 30})
+        th = res.x
+        d = th.size
+        for _ in range(5):  # Newton polish with the explicit Hessian (chunks of 128)
+            g = np.asarray(vg(jnp.asarray(th), p)[1])
+            if np.max(np.abs(g)) <= newton_tol:
                 break
-            H = hessian_matrix(f, jnp.asarray(th))
-            th = th - np.linalg.solve(H, gr)
+            H = np.empty((d, d))
+            for s0 in range(0, d, 128):
+                E = np.zeros((128, d))
+                k = min(128, d - s0)
+                E[np.arange(k), s0 + np.arange(k)] = 1.0
+                H[s0:s0 + k] = np.asarray(hcols(jnp.asarray(th), p, jnp.asarray(E)))[:k]
+            th = th - np.linalg.solve(0.5 * (H + H.T), g)
         return np.asarray(th)
 
     def loo(self, theta_hat, objects=None, *, tol=1e-9):

@@ -75,7 +75,9 @@ def hessian_matrix(f, theta, *, chunk_size=None, max_bytes=DEFAULT_MAX_HESSIAN_B
         )
     if chunk_size is None:
         chunk_size = d if d <= 256 else 64
-    hvp = jax.jit(jax.vmap(_hvp_fn(f, theta)))
+    # theta is a jit argument, not a closure constant (avoids XLA constant folding)
+    hvp_t = jax.jit(jax.vmap(lambda th, v: _hvp_fn(f, th)(v), in_axes=(None, 0)))
+    hvp = lambda E: hvp_t(theta, E)  # noqa: E731
     H = np.empty((d, d))
     eye_chunk = np.zeros((chunk_size, d))
     for start in range(0, d, chunk_size):
@@ -157,15 +159,16 @@ class CGSolver(_Base):
         self.tol = float(tol)
         self.max_iter = int(max_iter) if max_iter is not None else max(10 * self.d, 100)
         self.rhs_batch = int(rhs_batch)
-        hvp = _hvp_fn(self._f, self.theta)
+        f = self._f
         n, lam = float(self.n), self.damping
-
-        def apply_A(P):  # (k, d) -> (k, d)
-            return jax.vmap(hvp)(P) / n + lam * P
-
         tol2, max_iter = self.tol**2, self.max_iter
 
-        def cg(B):
+        def cg(theta, B):
+            hvp = _hvp_fn(f, theta)
+
+            def apply_A(P):  # (k, d) -> (k, d)
+                return jax.vmap(hvp)(P) / n + lam * P
+
             X = jnp.zeros_like(B)
             R = B
             P = R
@@ -201,7 +204,7 @@ class CGSolver(_Base):
         out = []
         worst, iters = 0.0, 0
         for s in range(0, V.shape[0], self.rhs_batch):
-            X, rel, it = self._cg(V[s:s + self.rhs_batch])
+            X, rel, it = self._cg(self.theta, V[s:s + self.rhs_batch])
             out.append(np.asarray(X))
             worst = max(worst, float(jnp.max(rel)))
             iters = max(iters, int(it))
@@ -244,7 +247,6 @@ class LiSSASolver(_Base):
         self.rhs_batch = int(rhs_batch)
         self.key = seed if isinstance(seed, jax.Array) else jax.random.PRNGKey(int(seed))
         n, lam = float(self.n), self.damping
-        full_hvp = _hvp_fn(self._f, self.theta)
         n_terms = getattr(loss_fn, "n_terms", None)
         self.sampled = n_terms is not None and hasattr(loss_fn, "sampled_loss") \
             and batch_terms is not None
@@ -252,11 +254,12 @@ class LiSSASolver(_Base):
             raise ValueError("batch_terms given but the loss has no n_terms/sampled_loss")
         if scale is None:
             v = jax.random.normal(jax.random.PRNGKey(12345), (self.d,))
-            mv = jax.jit(lambda v: full_hvp(v) / n + lam * v)
+            f = self._f
+            mv = jax.jit(lambda th, v: _hvp_fn(f, th)(v) / n + lam * v)
             lam_max = 0.0
             for _ in range(power_iters):
                 v = v / jnp.linalg.norm(v)
-                w = mv(v)
+                w = mv(self.theta, v)
                 lam_max = float(jnp.vdot(v, w))
                 v = w
             scale = scale_factor * abs(lam_max)
@@ -265,13 +268,13 @@ class LiSSASolver(_Base):
         self.scale = float(scale)
         depth, scale = self.depth, self.scale
         ones = jnp.ones(self.n)
-        theta = self.theta
+        f = self._f
 
         if self.sampled:
             n_terms, bsz = int(n_terms), int(batch_terms)
             factor = n_terms / bsz
 
-            def hvp_batch(idx, P):
+            def hvp_batch(theta, idx, P):
                 fb = lambda th: loss_fn.sampled_loss(th, ones, idx)  # noqa: E731
                 h = _hvp_fn(fb, theta)
                 return factor * jax.vmap(h)(P) / n + lam * P
@@ -279,27 +282,27 @@ class LiSSASolver(_Base):
             def draw(key):
                 return jax.random.randint(key, (bsz,), 0, n_terms)
         else:
-            def hvp_batch(idx, P):
-                return jax.vmap(full_hvp)(P) / n + lam * P
+            def hvp_batch(theta, idx, P):
+                return jax.vmap(_hvp_fn(f, theta))(P) / n + lam * P
 
             def draw(key):
                 return jnp.zeros((1,), dtype=jnp.int32)
 
-        def chain(key, V):
+        def chain(theta, key, V):
             keys = jax.random.split(key, depth)
 
             def step(Hs, k):
-                Hs = V + Hs - hvp_batch(draw(k), Hs) / scale
+                Hs = V + Hs - hvp_batch(theta, draw(k), Hs) / scale
                 return Hs, None
 
             Hs, _ = jax.lax.scan(step, V, keys)
             return Hs / scale
 
-        def run(key, V):
+        def run(theta, key, V):
             keys = jax.random.split(key, self.repeats)
             acc = jnp.zeros_like(V)
             for r in range(self.repeats):
-                acc = acc + chain(keys[r], V)
+                acc = acc + chain(theta, keys[r], V)
             return acc / self.repeats
 
         self._run = jax.jit(run)
@@ -309,7 +312,7 @@ class LiSSASolver(_Base):
         out = []
         for s in range(0, V.shape[0], self.rhs_batch):
             self.key, sub = jax.random.split(self.key)
-            X = np.asarray(self._run(sub, V[s:s + self.rhs_batch]))
+            X = np.asarray(self._run(self.theta, sub, V[s:s + self.rhs_batch]))
             if not np.all(np.isfinite(X)):
                 raise ValueError(
                     f"LiSSA diverged (scale={self.scale:.3e} too small for the sampled "
