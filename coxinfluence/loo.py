@@ -97,8 +97,12 @@ def _subset_terms(terms, idx):
     return _Terms(terms.weights[idx], terms.frac[idx], terms.mean_weight[idx])
 
 
-def _chunks(n, n_chunks):
-    return [c for c in np.array_split(np.arange(n), n_chunks) if c.size]
+def _chunks(n, n_chunks, batch_size):
+    """Split rows 0..n-1 into about ``n_chunks`` chunks made of whole batches, so every
+    refit sees the same batch (hence bit-identical arithmetic) however the work is spread."""
+    batches = [np.arange(s, min(s + batch_size, n)) for s in range(0, n, batch_size)]
+    groups = np.array_split(np.arange(len(batches)), min(n_chunks, len(batches)))
+    return [np.concatenate([batches[b] for b in g]) for g in groups if g.size]
 
 
 def _refit_reduced(data, coef, row, tol, max_iter):
@@ -175,8 +179,9 @@ def exact_loo(fit, *, executor=None, progress=None, batch_size=None, tol=None, m
     ----------
     executor : a ``concurrent.futures.Executor`` (e.g. ``ProcessPoolExecutor`` or a
         ``dask.distributed`` client's ``get_executor()``); the rows are split into
-        ``n_chunks`` chunks (default 4 per worker, or 8) submitted to it. Results are
-        identical to the serial run.
+        ``n_chunks`` chunks of whole batches (default 4 per worker, or 8) submitted to
+        it. Every row is refitted in the same batch as in the serial run, so results are
+        bit-for-bit identical to it.
     progress : show a tqdm progress bar (default: when n > 2000).
     batch_size : refits evaluated together as one batch of array operations.
 
@@ -196,13 +201,13 @@ def exact_loo(fit, *, executor=None, progress=None, batch_size=None, tol=None, m
     theta = np.empty((data.n, data.d))
     ok = np.empty(data.n, dtype=bool)
     if executor is None:
-        chunks = _chunks(data.n, max(1, int(np.ceil(data.n / batch_size))))
+        chunks = _chunks(data.n, data.n, batch_size)
         results = map(lambda rows: _loo_chunk(*args, rows, tol, max_iter, batch_size), chunks)
     else:
         if n_chunks is None:
             workers = getattr(executor, "_max_workers", None) or 2
             n_chunks = 4 * workers
-        chunks = _chunks(data.n, n_chunks)
+        chunks = _chunks(data.n, n_chunks, batch_size)
         futures = [executor.submit(_loo_chunk, *args, rows, tol, max_iter, batch_size)
                    for rows in chunks]
         results = (f.result() for f in futures)

@@ -106,3 +106,16 @@ def test_exact_loo_gradient_is_converged():
         keep = np.arange(70) != i
         g = ci.cox_gradient(loo[i], X[keep], t[keep], e[keep], weights=w[keep], strata=s[keep])
         assert np.abs(g).max() < 1e-9
+
+
+def test_exact_loo_through_an_executor_equals_serial():
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+    X, t, e, w, s = tied_data(7, n=90)
+    fit = ci.fit_cox(X, t, e, weights=w, strata=s)
+    serial = ci.exact_loo(fit, progress=False)
+    with ThreadPoolExecutor(2) as ex:
+        threaded = ci.exact_loo(fit, executor=ex, progress=False, n_chunks=5)
+    with ProcessPoolExecutor(2) as ex:
+        processes = ci.exact_loo(fit, executor=ex, progress=False)
+    assert np.array_equal(serial, threaded)
+    assert np.array_equal(serial, processes)
