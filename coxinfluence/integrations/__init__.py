@@ -1,0 +1,77 @@
+"""Fitted models from other libraries -> a :class:`coxinfluence.CoxFit` on the same data.
+
+:func:`resolve` accepts a ``CoxFit``, a fitted lifelines ``CoxPHFitter`` (with its training
+DataFrame) or a statsmodels ``PHRegResults`` and returns a :class:`Resolved`: our fit of the
+same model (refitted to a gradient of 1e-10, started at the library's coefficients, which
+must agree with ours: otherwise the data do not match the model and a ``ValueError`` says
+so), the training frame (covariates, time, event; caller's row order and index) and, where
+the library builds the design from raw columns (formulas, dummies), a function mapping raw
+new-patient frames to the design.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+import pandas as pd
+
+from ..cox import CoxFit
+
+__all__ = ["Resolved", "resolve", "check_agreement"]
+
+
+@dataclass
+class Resolved:
+    fit: CoxFit
+    frame: pd.DataFrame              # covariates + time + event (+ strata/weights), caller order
+    source: str                      # "coxinfluence", "lifelines", "statsmodels"
+    transform: Optional[Callable] = None
+
+
+def check_agreement(fit, params, source):
+    """Raise if ``params`` (the library's coefficients) differ from our refit by more than
+    1e-3 standard errors (plus 1e-6 absolute): the data passed are not the training data,
+    or the library's fit had not converged."""
+    params = np.asarray(params, dtype=np.float64)
+    gap = np.abs(params - fit.coef)
+    tol = 1e-3 * fit.se + 1e-6
+    if not fit.converged or (gap > tol).any():
+        worst = int(np.argmax(gap / tol))
+        raise ValueError(
+            f"the {source} model's coefficients do not match a refit on the data given "
+            f"(coefficient {fit.columns[worst]!r}: {params[worst]:.6g} vs {fit.coef[worst]:.6g}); "
+            "pass the exact training DataFrame the model was fitted on")
+
+
+def _frame_from_fit(fit: CoxFit) -> pd.DataFrame:
+    data = fit.data
+    index = data.index if data.index is not None else pd.RangeIndex(data.n)
+    frame = pd.DataFrame(data.to_caller_order(data.X), index=index, columns=data.columns)
+    frame["time"] = data.to_caller_order(data.time)
+    frame["event"] = data.to_caller_order(data.event)
+    return frame
+
+
+def resolve(model, data=None) -> Resolved:
+    """See module docstring."""
+    if isinstance(model, CoxFit):
+        frame = _frame_from_fit(model)
+        if data is not None:
+            if len(data) != model.n:
+                raise ValueError(f"data has {len(data)} rows but the model was fitted on "
+                                 f"{model.n}")
+            if isinstance(data, pd.DataFrame):
+                extra = data.drop(columns=[c for c in data.columns if c in frame.columns])
+                extra.index = frame.index
+                frame = pd.concat([frame, extra], axis=1)
+        return Resolved(model, frame, "coxinfluence")
+    kind = f"{type(model).__module__}.{type(model).__name__}"
+    if kind.startswith("lifelines"):
+        from .lifelines import resolve_lifelines
+        return resolve_lifelines(model, data)
+    if kind.startswith("statsmodels"):
+        from .statsmodels import resolve_statsmodels
+        return resolve_statsmodels(model, data)
+    raise TypeError(f"unsupported model type {kind}: pass a coxinfluence CoxFit, a fitted "
+                    "lifelines CoxPHFitter or a statsmodels PHRegResults")

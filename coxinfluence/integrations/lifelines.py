@@ -1,0 +1,86 @@
+"""lifelines ``CoxPHFitter`` -> the same Cox model as a :class:`coxinfluence.CoxFit`.
+
+lifelines does not keep its training DataFrame, so pass it (``ci.influence(cph, df)``).
+We rebuild the design exactly as lifelines does (``cph.regressors.transform_df``, which
+covers formulas and all-columns models), with its duration, event, weights and strata
+columns, and refit with Efron ties (lifelines' only tie method).
+
+lifelines standardises the covariates internally but reports ``params_`` on the original
+scale; our fit works on the original scale throughout, so no rescaling is needed. Its own
+``compute_residuals(kind="score" / "delta_beta")`` (0.30.3) mixes the two scales and is
+wrong for covariates without unit variance (DESIGN.md); we compute our own.
+
+Not supported (a clear ``ValueError``): ``penalizer > 0`` (lifelines' penalty is
+``n * penalizer * (...)`` on its internally standardised coefficients, so deleting a
+patient changes the penalty itself through ``n`` and the standard deviations; there is
+no unpenalised partial likelihood to attribute), ``entry_col`` (delayed entry),
+non-semiparametric baselines.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..cox import fit_cox
+from . import Resolved, check_agreement
+
+
+def _as_list(v):
+    if v is None:
+        return []
+    return [v] if isinstance(v, str) else list(v)
+
+
+def resolve_lifelines(cph, data) -> Resolved:
+    if type(cph).__name__ != "CoxPHFitter":
+        raise TypeError(f"unsupported lifelines model {type(cph).__name__}; use CoxPHFitter")
+    if not hasattr(cph, "params_"):
+        raise ValueError("the CoxPHFitter is not fitted: call cph.fit(df, ...) first")
+    if data is None:
+        raise ValueError("lifelines does not keep its training data: pass the DataFrame the "
+                         "CoxPHFitter was fitted on, ci.influence(cph, df)")
+    if not isinstance(data, pd.DataFrame):
+        raise ValueError(f"data must be the training pandas DataFrame; got {type(data).__name__}")
+    if getattr(cph, "baseline_estimation_method", "breslow") != "breslow":
+        raise ValueError("only the semi-parametric CoxPHFitter (baseline_estimation_method="
+                         "'breslow') is supported")
+    if np.any(np.asarray(cph.penalizer) != 0):
+        raise ValueError(
+            f"penalizer={cph.penalizer!r} is not supported: lifelines penalises n * penalizer "
+            "times its internally standardised coefficients, so removing a patient changes the "
+            "penalty itself; refit with penalizer=0 to audit the partial likelihood")
+    if getattr(cph, "entry_col", None):
+        raise ValueError("entry_col (delayed entry / left truncation) is not supported")
+    duration, event = cph.duration_col, cph.event_col
+    strata = _as_list(cph.strata)
+    weights = cph.weights_col
+    special = [duration] + _as_list(event) + strata + _as_list(weights) + _as_list(
+        getattr(cph, "cluster_col", None))
+    missing = [c for c in special if c not in data.columns]
+    if missing:
+        raise ValueError(f"data lacks the model's column(s) {missing}")
+    if len(data) != cph._n_examples:
+        raise ValueError(f"data has {len(data)} rows but the CoxPHFitter was fitted on "
+                         f"{cph._n_examples}")
+    raw = data.drop(columns=special)
+
+    def transform(frame):
+        return cph.regressors.transform_df(frame)["beta_"].astype(np.float64)
+
+    X = transform(raw)
+    X.index = data.index
+    X = X[list(cph.params_.index)]
+    time = data[duration].astype(np.float64)
+    ev = (data[event].astype(np.float64) if event is not None
+          else pd.Series(1.0, index=data.index))
+    w = data[weights].astype(np.float64) if weights else None
+    st = data[strata] if strata else None
+    fit = fit_cox(X, time, ev, weights=w, strata=st, ties="efron",
+                  init=cph.params_.to_numpy(dtype=np.float64))
+    check_agreement(fit, cph.params_.to_numpy(), "lifelines")
+    frame = X.copy()
+    frame[duration] = time
+    frame["event" if event is None else event] = ev
+    for c in strata + _as_list(weights):
+        frame[c] = data[c]
+    return Resolved(fit, frame, "lifelines", transform=transform)
