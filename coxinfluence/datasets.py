@@ -5,7 +5,12 @@ rows, i.e. ``pycox.datasets.<name>.read_df()`` order) are looked up, in order, a
 the ``path`` argument (a file or a folder holding ``<name>.csv``), the folder in the
 environment variable ``COXINFLUENCE_DATA`` (with or without a ``deepsurv/`` sub-folder),
 the cache folder ``~/.cache/coxinfluence`` (or ``$COXINFLUENCE_CACHE``), and the
-project's ``../shared/data`` next to a source checkout. Nothing is downloaded here.
+project's ``../shared/data`` next to a source checkout. A DeepSurv HDF5 file
+(``<name>.h5``, groups ``train`` and ``test`` with datasets ``x``, ``t``, ``e``) in any of these
+places is read too (needs ``h5py``). When the data set is found nowhere and ``download``
+is true (the default unless ``COXINFLUENCE_NO_DOWNLOAD`` is set), the HDF5 file is fetched
+from the DeepSurv GitHub repository into the cache folder, converted (``h5py``) and the CSV
+cached beside it.
 
 ``paper_split`` reproduces the paper's preprocessing (its public code, pycox style):
 ``np.random.seed(seed)``; test = 20% sample; validation = 20% of the rest; the listed
@@ -55,23 +60,114 @@ def find_deepsurv_file(name, path=None) -> Path:
         "or set COXINFLUENCE_DATA to the folder holding the DeepSurv CSV files")
 
 
-def load_deepsurv(name, path=None) -> pd.DataFrame:
-    """The raw DeepSurv data set ``name`` (metabric, support, gbsg, whas) as a DataFrame."""
-    df = pd.read_csv(find_deepsurv_file(name, path))
+DEEPSURV_URL = "https://raw.githubusercontent.com/jaredleekatzman/DeepSurv/master/experiments/data/"
+DEEPSURV_FILES = {
+    "metabric": "metabric/metabric_IHC4_clinical_train_test.h5",
+    "support": "support/support_train_test.h5",
+    "gbsg": "gbsg/gbsg_cancer_train_test.h5",
+    "whas": "whas/whas_train_test.h5",
+}
+
+
+def cache_dir() -> Path:
+    """``$COXINFLUENCE_CACHE`` or ``~/.cache/coxinfluence``."""
+    return Path(os.environ.get("COXINFLUENCE_CACHE", Path.home() / ".cache" / "coxinfluence"))
+
+
+def _fetch(url, dest):
+    """Download ``url`` to ``dest`` (the tests replace this function; they never download)."""
+    import urllib.request
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_suffix(dest.suffix + ".part")
+    with urllib.request.urlopen(url, timeout=60) as resp, open(tmp, "wb") as fh:
+        fh.write(resp.read())
+    tmp.replace(dest)
+    return dest
+
+
+def read_deepsurv_h5(path) -> pd.DataFrame:
+    """A DeepSurv HDF5 file as a DataFrame (``x0..``, ``duration``, ``event``; ``train`` rows
+    then ``test`` rows, the CSV layout). Needs ``h5py``: a clear ``ImportError`` otherwise."""
+    try:
+        import h5py
+    except ImportError:
+        raise ImportError(f"reading the DeepSurv HDF5 file {path} needs h5py: "
+                          "pip install h5py (or provide the CSV version)") from None
+    parts = []
+    with h5py.File(path, "r") as f:
+        for group in ("train", "test"):
+            if group not in f:
+                raise ValueError(f"{path} has no {group!r} group (not a DeepSurv file)")
+            g = f[group]
+            x = np.asarray(g["x"], dtype=np.float64)
+            part = pd.DataFrame(x, columns=[f"x{j}" for j in range(x.shape[1])])
+            part["duration"] = np.asarray(g["t"], dtype=np.float64).ravel()
+            part["event"] = np.asarray(g["e"]).ravel().astype(int)
+            parts.append(part)
+    return pd.concat(parts, ignore_index=True)
+
+
+def _find_h5(name, path=None):
+    if path is not None:
+        p = Path(path)
+        cands = [p] if p.suffix == ".h5" else [p / f"{name}.h5", p / "deepsurv" / f"{name}.h5"]
+    else:
+        cands = [d / f"{name}.h5" for d in _candidate_dirs()]
+    return next((c for c in cands if c.is_file()), None)
+
+
+def _download(name) -> Path:
+    if name not in DEEPSURV_FILES:
+        raise FileNotFoundError(f"no download known for data set {name!r}")
+    h5 = cache_dir() / f"{name}.h5"
+    if not h5.is_file():
+        _fetch(DEEPSURV_URL + DEEPSURV_FILES[name], h5)
+    df = read_deepsurv_h5(h5)
+    csv = cache_dir() / f"{name}.csv"
+    df.to_csv(csv, index=False)
+    return csv
+
+
+def load_deepsurv(name, path=None, download=None) -> pd.DataFrame:
+    """The raw DeepSurv data set ``name`` (metabric, support, gbsg, whas) as a DataFrame.
+
+    Looks for the CSV, then the HDF5 file (module docstring); if neither is found,
+    ``path`` is not given and ``download`` is true (default: unless
+    ``$COXINFLUENCE_NO_DOWNLOAD`` is set), fetches it into :func:`cache_dir`."""
+    if download is None:
+        download = not os.environ.get("COXINFLUENCE_NO_DOWNLOAD")
+    try:
+        csv = find_deepsurv_file(name, path)
+    except FileNotFoundError as missing:
+        h5 = _find_h5(name, path)
+        if h5 is not None:
+            df = read_deepsurv_h5(h5)
+        elif download and path is None:
+            try:
+                csv = _download(name)
+            except OSError as exc:
+                raise FileNotFoundError(f"{missing}; downloading it from the DeepSurv "
+                                        f"repository failed: {exc}") from None
+            df = pd.read_csv(csv)
+        else:
+            raise
+    else:
+        df = pd.read_csv(csv)
     missing = {"duration", "event"} - set(df.columns)
     if missing:
         raise ValueError(f"{name}.csv lacks columns {sorted(missing)}")
     return df
 
 
-def load_metabric(path=None) -> pd.DataFrame:
-    """METABRIC (1904 rows, x0..x8) from the DeepSurv files."""
-    return load_deepsurv("metabric", path)
+def load_metabric(path=None, download=None) -> pd.DataFrame:
+    """METABRIC (1904 rows, x0..x8) from the DeepSurv files (see :func:`load_deepsurv`)."""
+    return load_deepsurv("metabric", path, download)
 
 
-def load_support(path=None) -> pd.DataFrame:
-    """SUPPORT (8873 rows, x0..x13) from the DeepSurv files."""
-    return load_deepsurv("support", path)
+def load_support(path=None, download=None) -> pd.DataFrame:
+    """SUPPORT (8873 rows, x0..x13) from the DeepSurv files (see :func:`load_deepsurv`)."""
+    return load_deepsurv("support", path, download)
 
 
 def load_gbsg2() -> pd.DataFrame:
