@@ -8,6 +8,7 @@
 #   efron_strata_weights  + strata(tgrade), weights = w
 #   breslow               Breslow ties (statsmodels' default)
 # Quantities: coef, loglik, dfbeta (resid(fit, "dfbeta")), and for efron and breslow:
+#   dfbetas (resid(fit, "dfbetas")),
 #   surv (survfit(fit, newdata)$surv at the times below for the 3 new patients below;
 #   row = patient, col = time) and, for efron, surv_loo (the same survival probabilities
 #   refitted without each of the first 25 rows; row = deleted row, col = patient * 3 + time).
@@ -43,6 +44,7 @@ for (config in c("efron", "efron_strata_weights", "breslow")) {
   emit(config, "coef", matrix(coef(fit), nrow = 1))
   emit(config, "loglik", matrix(fit$loglik[2], nrow = 1))
   emit(config, "dfbeta", resid(fit, "dfbeta"))
+  if (config != "efron_strata_weights") emit(config, "dfbetas", resid(fit, "dfbetas"))
   if (config != "efron_strata_weights") emit(config, "surv", surv_at(fit))
   if (config == "efron") {
     loo <- t(sapply(1:25, function(i) {
