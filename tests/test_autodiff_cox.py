@@ -110,12 +110,16 @@ def test_cg_and_lissa_reproduce_explicit(ties):
     n = len(t)
     ref = np.asarray(ci.vif(fit))
     assert _rel(ad.vif(L, fit.coef, n, solver="cg"), ref) < 1e-6
-    li = ad.vif(L, fit.coef, n, solver="lissa",
-                solver_options=dict(depth=3000, batch_terms=10, seed=0))
-    assert np.corrcoef(li.ravel(), ref.ravel())[0, 1] > 0.98
+    # LiSSA on three target directions (few right-hand sides keep it fast)
+    T = np.array([[1.0, 0, 0], [0, 1.0, 0], [0.3, -0.5, 1.0]])
+    tgt = lambda th: jnp.asarray(T) @ th  # noqa: E731
+    li = ad.vif(L, fit.coef, n, solver="lissa", target_fn=tgt,
+                solver_options=dict(depth=2000, batch_terms=10, seed=0))
+    assert np.corrcoef(li.ravel(), (ref @ T.T).ravel())[0, 1] > 0.98
     # the deterministic Neumann series converges to the exact answer
-    li_full = ad.vif(L, fit.coef, n, solver="lissa", solver_options=dict(depth=3000))
-    assert _rel(li_full, ref) < 1e-6
+    li_full = ad.vif(L, fit.coef, n, solver="lissa", target_fn=tgt,
+                     solver_options=dict(depth=2000))
+    assert _rel(li_full, ref @ T.T) < 1e-6
 
 
 def test_cox_mlp_cg_and_lissa_match_explicit():
@@ -128,7 +132,7 @@ def test_cox_mlp_cg_and_lissa_match_explicit():
     cg = ad.vif(L, th, n, target_fn=tgt, damping=damp, solver="cg")
     assert _rel(cg, ex) < 1e-6
     li = ad.vif(L, th, n, target_fn=tgt, damping=damp, solver="lissa",
-                solver_options=dict(depth=4000, batch_terms=20, seed=1, repeats=2))
+                solver_options=dict(depth=2000, batch_terms=20, seed=1))
     assert np.corrcoef(li.ravel(), ex.ravel())[0, 1] > 0.95
     assert L.n_params == (3 + 2) * 4
 

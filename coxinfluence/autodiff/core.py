@@ -50,7 +50,7 @@ def _check_inputs(loss_fn, theta_hat, n_objects, objects):
             raise ValueError("objects must be a 1-D array of integer object indices")
         if objs.size and (objs.min() < 0 or objs.max() >= n):
             raise ValueError(f"objects must lie in [0, {n}), got range [{objs.min()}, {objs.max()}]")
-    val = loss_fn(jnp.asarray(theta), jnp.ones(n))
+    val = jax.jit(loss_fn)(jnp.asarray(theta), jnp.ones(n))
     if jnp.ndim(val) != 0:
         raise ValueError(f"loss_fn(theta, presence) must return a scalar, got shape {jnp.shape(val)}")
     if not np.isfinite(float(val)):
