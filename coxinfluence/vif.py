@@ -262,7 +262,8 @@ def _vif_delta_direct(data, state, block_rows=None):
     for start in range(0, data.n, block_rows):
         rows = slice(start, min(start + block_rows, data.n))
         inside = (k[None, :] >= lo[rows, None]) & (k[None, :] < hi[rows, None])
-        wk = np.where(inside, m[None, :] / (den[None, :] - u[rows, None]), 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):   # outside the range only
+            wk = np.where(inside, m[None, :] / (den[None, :] - u[rows, None]), 0.0)
         delta[rows] += u[rows, None] * (X[rows] * wk.sum(axis=1)[:, None] - wk @ a)
     return delta
 
