@@ -316,6 +316,7 @@ def newton_batch(data: CoxData, theta0, *, presence=None, tol=1e-10, max_iter=50
             break
         n_iter[active] += 1
         # step halving: accept the largest step 2^-h that does not increase the loss
+        full_step = step.copy()
         todo = np.arange(active.size)
         new_theta = theta[active] - step
         new = [None, None, None]
@@ -336,12 +337,13 @@ def newton_batch(data: CoxData, theta0, *, presence=None, tol=1e-10, max_iter=50
                 break
             step[todo] /= 2
             new_theta[todo] = theta[active[todo]] - step[todo]
-        # rows that never decreased: at a rounding-level optimum, or stuck
+        # rows where no step decreased the loss: stuck (on a flat, diverging direction of a
+        # separated likelihood the gradient is tiny but the Newton step is not)
         if todo.size:
             stuck = active[todo]
-            small = np.abs(grad[stuck]).max(axis=1) <= 1e3 * tol
-            converged[stuck[small]] = True
-            failed[stuck[~small]] = True
+            at_optimum = _newton_converged(theta[stuck], grad[stuck], full_step[todo], 1e3 * tol)
+            converged[stuck[at_optimum]] = True
+            failed[stuck[~at_optimum]] = True
             keep = np.setdiff1d(np.arange(active.size), todo)
             active, new_theta, new_loss = active[keep], new_theta[keep], new_loss[keep]
             new = [new[0][keep], new[1][keep], None]

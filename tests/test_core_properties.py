@@ -13,6 +13,8 @@ ties_methods = st.sampled_from(["efron", "breslow"])
 
 
 def influences(fit):
+    import warnings
+    warnings.simplefilter("ignore", ci.LeaveOneOutWarning)
     return {"reid": np.asarray(ci.reid_influence(fit)), "vif": np.asarray(ci.vif(fit)),
             "loo": np.asarray(ci.exact_loo(fit, progress=False))}
 
@@ -26,7 +28,8 @@ def test_row_permutation_permutes_results(seed, ties, n):
     fit_p = ci.fit_cox(X[perm], t[perm], e[perm], weights=w[perm], strata=s[perm], ties=ties)
     b = influences(fit_p)
     for key in a:
-        assert np.allclose(b[key], a[key][perm], rtol=1e-8, atol=1e-10), key
+        # undefined refits (separation in a small sample) are NaN in both orders
+        assert np.allclose(b[key], a[key][perm], rtol=1e-8, atol=1e-10, equal_nan=True), key
 
 
 @SETTINGS
