@@ -18,6 +18,9 @@ likelihood displacement
 
     LD_i = 2 [logL(theta_hat) - logL(theta_hat_{-i})]   (exact: full-data logL at the refit)
     LD_i ~ Delta_i' I Delta_i                            (approximate methods; I = information)
+
+(for a penalised lifelines model, logL is minus the penalised objective J and I its
+Hessian: :mod:`coxinfluence.integrations._penalty`).
 """
 from __future__ import annotations
 
@@ -86,6 +89,7 @@ class InfluenceResult:
     _resolved: Resolved = field(default=None, repr=False)
     _exact: "InfluenceResult" = field(default=None, repr=False)
     _loglik_loo: np.ndarray = field(default=None, repr=False)
+    _loglik_ref: float = field(default=None, repr=False)   # -J(theta_hat) for penalised fits
     include_data_effect: bool = True
 
     def __repr__(self):
@@ -111,7 +115,8 @@ class InfluenceResult:
         """``2 [logL(theta_hat) - logL(theta_hat_{-i})]``: exact for refits (full-data
         logL at the refit), else the quadratic form ``Delta_i' I Delta_i``."""
         if self._loglik_loo is not None:
-            ld = 2.0 * (self.fit.loglik - self._loglik_loo)
+            ref = self.fit.loglik if self._loglik_ref is None else self._loglik_ref
+            ld = 2.0 * (ref - self._loglik_loo)
         else:
             D = self.theta_change.to_numpy()
             ld = np.einsum("ij,jk,ik->i", D, self.fit.information, D)
@@ -171,12 +176,24 @@ class InfluenceResult:
 def _compute(resolved, method, target, *, progress=None, executor=None,
              include_data_effect=True):
     fit = resolved.fit
-    dtheta, loo = theta_change(fit, method, progress=progress, executor=executor)
+    penalty = resolved.penalty
+    if penalty is not None:
+        from .integrations._penalty import penalized_loglik, penalized_theta_change
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+        dtheta, loo = penalized_theta_change(fit, penalty, method)
+    else:
+        dtheta, loo = theta_change(fit, method, progress=progress, executor=executor)
     index = resolved.frame.index
     cols = target.columns(fit)
+    loglik_ref = None
     if method == "exact":
         change = target_exact(fit, loo, target)
-        loglik_loo = _full_loglik(fit, loo)
+        if penalty is not None:
+            loglik_loo = penalized_loglik(fit, penalty, np.nan_to_num(loo))
+            loglik_ref = float(penalized_loglik(fit, penalty, fit.coef)[0])
+        else:
+            loglik_loo = _full_loglik(fit, loo)
     else:
         change = target_change(fit, dtheta, target, include_data_effect=include_data_effect)
         loglik_loo = None
@@ -184,7 +201,8 @@ def _compute(resolved, method, target, *, progress=None, executor=None,
         loo_change=pd.DataFrame(change, index=index, columns=cols),
         theta_change=pd.DataFrame(dtheta, index=index, columns=fit.columns),
         method=method, target=target, fit=fit, frame=resolved.frame, source=resolved.source,
-        _resolved=resolved, _loglik_loo=loglik_loo, include_data_effect=include_data_effect)
+        _resolved=resolved, _loglik_loo=loglik_loo, _loglik_ref=loglik_ref,
+        include_data_effect=include_data_effect)
 
 
 def influence(model, data=None, *, method="vif", target=None, include_data_effect=True,

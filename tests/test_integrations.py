@@ -185,8 +185,8 @@ def test_bad_models_and_data(gbsg, cph_plain):
         ci.influence(cph, df.drop(columns="cens"))
     with pytest.raises(ValueError, match="not fitted"):
         ci.influence(CoxPHFitter(), df)
-    pen = CoxPHFitter(penalizer=0.1).fit(df, "time", "cens")
-    with pytest.raises(ValueError, match="penalizer"):
+    pen = CoxPHFitter(penalizer=0.1, l1_ratio=0.5).fit(df, "time", "cens")
+    with pytest.raises(ValueError, match="l1_ratio"):
         ci.influence(pen, df)
     with pytest.raises(ValueError, match="method must be"):
         ci.influence(cph, df, method="jackknife")
@@ -196,6 +196,48 @@ def test_bad_models_and_data(gbsg, cph_plain):
     off = PHReg(gbsg.time, gbsg[COVS], status=gbsg.cens, offset=np.zeros(len(gbsg))).fit()
     with pytest.raises(ValueError, match="offset"):
         ci.influence(off)
+
+
+@pytest.fixture(scope="module")
+def cph_ridge(gbsg):
+    df = gbsg[COVS + ["time", "cens"]]
+    return CoxPHFitter(penalizer=0.05).fit(df, "time", "cens"), df
+
+
+def test_lifelines_ridge_exact_equals_lifelines_refits(cph_ridge):
+    """Exact penalised refits equal lifelines refitted without the row (its coefficients,
+    not its residuals, are trustworthy), to lifelines' convergence tolerance."""
+    cph, df = cph_ridge
+    exact = ci.influence(cph, df, method="exact")
+    for i in (0, 42, 114):
+        refit = CoxPHFitter(penalizer=0.05).fit(df.drop(df.index[i]), "time", "cens")
+        np.testing.assert_allclose(exact.fit.coef + exact.loo_change.iloc[i].to_numpy(),
+                                   refit.params_.to_numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_lifelines_ridge_vif_equals_its_definition(cph_ridge):
+    """-(H_J/n)^{-1} (grad J - grad J_{-i}) with J_{-i} recomputed from scratch: the
+    partial likelihood without row i plus lifelines' penalty with n - 1 rows and the
+    standard deviations of the remaining rows."""
+    cph, df = cph_ridge
+    res = ci.influence(cph, df)
+    fit = res.fit
+    X, t, e = df[COVS].to_numpy(), df.time.to_numpy(), df.cens.to_numpy()
+
+    def grad_J(keep):
+        Xk = X[keep]
+        s = len(Xk) * 0.05 * Xk.std(axis=0, ddof=1) ** 2
+        return ci.cox_gradient(fit.coef, Xk, t[keep], e[keep]) + s * fit.coef
+
+    full = grad_J(np.ones(len(df), bool))
+    np.testing.assert_allclose(full, 0, atol=1e-8)
+    for i in (0, 42, 114, 299):
+        keep = np.arange(len(df)) != i
+        expected = np.linalg.solve(fit.information, full - grad_J(keep))
+        np.testing.assert_allclose(res.loo_change.iloc[i].to_numpy(), expected, rtol=1e-9,
+                                   atol=1e-14)
+    assert (res.correlation(res.exact()) > 0.95).all()
+    assert (ci.influence(cph, df, method="newton").correlation(res.exact()) > 0.999).all()
 
 
 def test_caller_frame_not_modified(cph_plain):

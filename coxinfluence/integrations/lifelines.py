@@ -10,10 +10,11 @@ scale; our fit works on the original scale throughout, so no rescaling is needed
 ``compute_residuals(kind="score" / "delta_beta")`` (0.30.3) mixes the two scales and is
 wrong for covariates without unit variance (DESIGN.md); we compute our own.
 
-Not supported (a clear ``ValueError``): ``penalizer > 0`` (lifelines' penalty is
-``n * penalizer * (...)`` on its internally standardised coefficients, so deleting a
-patient changes the penalty itself through ``n`` and the standard deviations; there is
-no unpenalised partial likelihood to attribute), ``entry_col`` (delayed entry),
+``penalizer > 0`` with ``l1_ratio = 0`` (ridge) is handled in closed form
+(:mod:`._penalty`: the penalty is on lifelines' standardised scale and scales with n, so
+deleting a patient changes it too). Not supported (a clear ``ValueError``):
+``l1_ratio > 0`` (lifelines smooths |beta| with a sharpness that grows with its iteration
+count, so the fitted objective is not a fixed function), ``entry_col`` (delayed entry),
 non-semiparametric baselines.
 """
 from __future__ import annotations
@@ -44,11 +45,12 @@ def resolve_lifelines(cph, data) -> Resolved:
     if getattr(cph, "baseline_estimation_method", "breslow") != "breslow":
         raise ValueError("only the semi-parametric CoxPHFitter (baseline_estimation_method="
                          "'breslow') is supported")
-    if np.any(np.asarray(cph.penalizer) != 0):
+    penalized = bool(np.any(np.asarray(cph.penalizer) != 0))
+    if penalized and np.any(np.asarray(cph.l1_ratio) != 0):
         raise ValueError(
-            f"penalizer={cph.penalizer!r} is not supported: lifelines penalises n * penalizer "
-            "times its internally standardised coefficients, so removing a patient changes the "
-            "penalty itself; refit with penalizer=0 to audit the partial likelihood")
+            f"l1_ratio={cph.l1_ratio!r} is not supported: lifelines smooths the L1 penalty with "
+            "a sharpness that grows with its iteration count, so the fitted objective has no "
+            "closed form; use l1_ratio=0 (ridge) or penalizer=0")
     if getattr(cph, "entry_col", None):
         raise ValueError("entry_col (delayed entry / left truncation) is not supported")
     duration, event = cph.duration_col, cph.event_col
@@ -75,12 +77,20 @@ def resolve_lifelines(cph, data) -> Resolved:
           else pd.Series(1.0, index=data.index))
     w = data[weights].astype(np.float64) if weights else None
     st = data[strata] if strata else None
-    fit = fit_cox(X, time, ev, weights=w, strata=st, ties="efron",
-                  init=cph.params_.to_numpy(dtype=np.float64))
+    init = cph.params_.to_numpy(dtype=np.float64)
+    penalty = None
+    if penalized:
+        from .._data import make_cox_data
+        from ._penalty import penalized_fit, ridge_penalty
+        penalty = ridge_penalty(X.to_numpy(), cph.penalizer)
+        data = make_cox_data(X, time, ev, weights=w, strata=st, ties="efron")
+        fit = penalized_fit(data, init, penalty, "efron")
+    else:
+        fit = fit_cox(X, time, ev, weights=w, strata=st, ties="efron", init=init)
     check_agreement(fit, cph.params_.to_numpy(), "lifelines")
     frame = X.copy()
     frame[duration] = time
     frame["event" if event is None else event] = ev
     for c in strata + _as_list(weights):
         frame[c] = data[c]
-    return Resolved(fit, frame, "lifelines", transform=transform)
+    return Resolved(fit, frame, "lifelines", transform=transform, penalty=penalty)
