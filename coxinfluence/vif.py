@@ -336,7 +336,7 @@ def _segmented_prefix_sums(V, plan):
     return out
 
 
-def _part1_series(data, state, rho=None, n_terms=None, pair_block=1 << 18):
+def _part1_series(data, state, rho=None, n_terms=None, pair_block=1 << 16):
     """Part 1 of the module docstring, ``sum_{k in [lo_i, hi_i)} m_k (x_i - a_k) /
     (den_k - u_i)`` for every sorted row (n, d), *without* the factor ``u_i``: direct sums
     where ``u_i / den_k > rho``, the P-term series in ``u_i / den_k`` elsewhere.
@@ -367,7 +367,9 @@ def _part1_series(data, state, rho=None, n_terms=None, pair_block=1 << 18):
     centre = np.zeros((int(data.strata.max()) + 1, d))
     centre[t_stratum[s_last]] = state.term_mean[perm[s_last]]
     a = state.term_mean[perm] - centre[t_stratum]
-    Xc = data.X - centre[data.strata]
+
+    def x_centred(rows):
+        return data.X[rows] - centre[data.strata[rows]]
 
     # monotone search key: stratum blocks, then log den (made exactly non-decreasing)
     logden = np.log(den)
@@ -414,7 +416,7 @@ def _part1_series(data, state, rho=None, n_terms=None, pair_block=1 << 18):
             pr = np.repeat(r, c)
             k = np.repeat(lo[r] - first, c) + np.arange(pr.size)
             wk = m[k] / (den[k] - u[pr])
-            out[r] += np.add.reduceat(wk[:, None] * (Xc[pr] - a[k]), first, axis=0)
+            out[r] += np.add.reduceat(wk[:, None] * (x_centred(pr) - a[k]), first, axis=0)
 
     # ---- series part: segments of each stratum with den growing by <= f
     seg_key = (key - np.repeat(key[s_first], s_last - s_first + 1)) / (_LOG_SPAN / P)
@@ -448,25 +450,27 @@ def _part1_series(data, state, rho=None, n_terms=None, pair_block=1 << 18):
     extra = np.where(empty, 0, seg_last[kl] - sl)
     n_extra = int(extra.max())
     acc = np.zeros((d + 1, live.size))
-    gathered = np.empty_like(acc)
+    block = 1 << 16                                    # rows per gather (bounded memory)
+    gathered = np.empty((d + 1, min(block, live.size)))
     tp = np.ones(live.size)
     for p in range(P):
         if p:
             Vp[:, :K] *= ratio
             tp *= t
         L = _segmented_prefix_sums(Vp, plan)
-        np.take(L, col, axis=1, out=gathered)
-        gathered *= tp
-        acc += gathered
+        for b0 in range(0, live.size, block):
+            b1 = min(b0 + block, live.size)
+            g = gathered[:, :b1 - b0]
+            np.take(L, col[b0:b1], axis=1, out=g)
+            g *= tp[b0:b1]
+            acc[:, b0:b1] += g
         for j in range(1, n_extra + 1):
             more = np.flatnonzero(extra >= j)
             seg = sl[more] + j
             acc[:, more] += (u[live[more]] / scale[seg]) ** p * L[:, K - 1 - seg_start[seg]]
-    if live.size == n:
-        out += Xc * acc[0][:, None]
-        out -= acc[1:].T
-    else:
-        out[live] += Xc[live] * acc[0][:, None] - acc[1:].T
+    for b0 in range(0, live.size, block):
+        rows = live[b0:b0 + block]
+        out[rows] += x_centred(rows) * acc[0, b0:b0 + block, None] - acc[1:, b0:b0 + block].T
     return out
 
 

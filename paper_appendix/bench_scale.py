@@ -106,10 +106,21 @@ import coxinfluence as ci
 X, t, e = synthetic({n})
 fit = ci.fit_cox(X, t, e)
 del X, t, e
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) / 1024
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+rss_now = status("VmRSS:")
+try:   # reset the high-water mark (Linux >= 4.0) so that VmHWM is the peak during ci.vif
+    open("/proc/self/clear_refs", "w").write("5")
+    reset = True
+except OSError:
+    reset = False
 t0 = time.perf_counter(); v = ci.vif(fit); dt = time.perf_counter() - t0
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps(dict(before_mb=before, after_mb=after, vif_s=dt)))
+print(json.dumps(dict(before_mb=before, after_mb=after, vif_s=dt, rss_at_start_mb=rss_now,
+                      vif_peak_mb=status("VmHWM:") if reset else float("nan"))))
 """
 
 
@@ -210,13 +221,15 @@ def main(argv=None):
                      + " | ".join(fmt(r[m]) for m in methods)
                      + f" | {fmt(r['vif'] / r['reid_influence'])} | "
                      f"{fmt(r['R dfbeta'] / r['vif'])} |")
-    lines.append("| slope (log-log, n >= 10^4 where measured) | | | "
+    lines.append("| slope (log-log; n >= 10^4, or all n when fewer than 2 there) | | | "
                  + " | ".join(f"{slopes[m]:.2f}" for m in methods) + " | | |")
     lines += ["", f"VIF (series) vs O(n K d) direct reference, n = 20,000: max over "
               f"coefficients of max_i |error| / max_i |VIF| = {acc:.2e}"]
     if rss:
         lines.append(f"Peak RSS, fresh process at n = {max(sizes):,}: {rss['before_mb']:.0f} MB "
-                     f"after data + fit, {rss['after_mb']:.0f} MB after ci.vif "
+                     f"after data + fit (ru_maxrss), {rss['after_mb']:.0f} MB after ci.vif; "
+                     f"resident when ci.vif starts {rss['rss_at_start_mb']:.0f} MB, peak "
+                     f"during ci.vif (VmHWM after reset) {rss['vif_peak_mb']:.0f} MB "
                      f"(ci.vif took {rss['vif_s']:.2f} s there)")
     if sup:
         lines += ["", f"SUPPORT (paper split, {sup['n']} training rows): "
