@@ -162,7 +162,7 @@ class InfluenceResult:
         return self._exact
 
     # ------------------------------------------------------------------------ plots
-    def plot_index(self, columns=None, label_top=3, ax=None):
+    def plot_index(self, columns=None, label_top=3):
         """Index plot: the change of each column against the patient's row number."""
         from .plotting import index_plot
         return index_plot(self, columns=columns, label_top=label_top)
