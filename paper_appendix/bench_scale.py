@@ -161,6 +161,7 @@ def support(reps, use_dask, tmpdir):
                                             progress=False))
             out["exact_loo dask(2)"] = time.perf_counter() - t0
             out["dask == serial"] = bool(np.array_equal(loo, loo_d, equal_nan=True))
+            out["dask - serial max abs"] = float(np.nanmax(np.abs(loo - loo_d)))
     return out
 
 
