@@ -102,6 +102,7 @@ def test_target_and_objects_subset():
     assert _rel(tb, np.asarray(ci.vif(fit)) @ big.T) < 1e-10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ties", ["breslow", "efron"])
 def test_cg_and_lissa_reproduce_explicit(ties):
     X, t, e, st, w = _data(6, n=120)
@@ -122,6 +123,7 @@ def test_cg_and_lissa_reproduce_explicit(ties):
     assert _rel(li_full, ref @ T.T) < 1e-6
 
 
+@pytest.mark.slow
 def test_cox_mlp_cg_and_lissa_match_explicit():
     X, t, e, _, _ = _data(7, n=100)
     L = losses.cox_mlp(X, t, e, hidden=4)

@@ -125,6 +125,7 @@ def test_listmle_item_vif_correlates_with_loo_retraining():
     assert np.corrcoef(pred[own], true[own])[0, 1] > 0.7
 
 
+@pytest.mark.slow
 @settings(max_examples=2, deadline=None)
 @given(seed=st.integers(0, 10_000))
 def test_property_listmle_over_queries_vif_equals_if(seed):
