@@ -121,14 +121,14 @@ def _group_event_sums(data: CoxData, r_events: np.ndarray) -> np.ndarray:
     return out
 
 
-def _risk(data: CoxData, theta: np.ndarray, terms: _Terms):
+def _risk(data: CoxData, theta: np.ndarray, terms: _Terms, blas=True):
     """Linear predictor, shifted risk scores and the Efron denominators of each term.
 
     Returns ``eta`` (B, n), ``r = w exp(eta - shift)`` (B, n), ``shift`` (B, 1) and
     ``den`` (B, K) = ``S0 - c S0D`` on the shifted scale (log-sum-exp: the loss is
     invariant to adding a constant to eta, so ``shift = max eta`` costs nothing).
     """
-    eta = theta @ data.X.T
+    eta = theta @ data.X.T if blas else np.einsum("bd,nd->bn", theta, data.X)
     shift = eta.max(axis=1, keepdims=True)
     r = np.broadcast_to(terms.weights, eta.shape) * np.exp(eta - shift)
     S0 = _cumsum_within_strata(data, r)[:, data.group_end - 1]
@@ -179,27 +179,39 @@ def _term_means(data: CoxData, r, den, frac):
     return (S1[:, tg] - frac[:, :, None] * S1D[:, tg]) / den[:, :, None]
 
 
-def _loss_grad_hess(data: CoxData, theta, terms: _Terms, *, hess=True):
-    """Loss (B,), gradient (B, d) and Hessian (B, d, d) of the negative log partial likelihood."""
+def _loss_grad_hess(data: CoxData, theta, terms: _Terms, *, hess=True, blas=True):
+    """Loss (B,), gradient (B, d) and Hessian (B, d, d) of the negative log partial likelihood.
+
+    ``blas=False`` does every reduction over rows with einsum's single-threaded loops
+    instead of BLAS, whose multi-threaded reductions round differently with the thread
+    count: leave-one-out refits then give the same bits on a dask worker (one BLAS
+    thread) as in the serial run.
+    """
     theta = np.atleast_2d(theta)
-    eta, r, shift, den = _risk(data, theta, terms)
+    eta, r, shift, den = _risk(data, theta, terms, blas)
     m = np.broadcast_to(terms.mean_weight, den.shape)
     w = np.broadcast_to(terms.weights, eta.shape)
     ev = data.event_rows
     loss = (-(w[:, ev] * eta[:, ev]).sum(axis=1)
             + (m * (np.log(den) + shift)).sum(axis=1))
     coef = _row_coefficients(data, r, den, terms)
-    grad = coef @ data.X - w[:, ev] @ data.X[ev]
+    if blas:
+        grad = coef @ data.X - w[:, ev] @ data.X[ev]
+    else:
+        grad = (np.einsum("bn,nd->bd", coef, data.X)
+                - np.einsum("bk,kd->bd", w[:, ev], data.X[ev]))
     if not hess:
         return loss, grad, None
     a = _term_means(data, r, den, terms.frac)
     # X' diag(coef_b) X - sum_k m_k a_k a_k', as BLAS matrix products
     B, d = coef.shape[0], data.d
-    if B == 1:
+    if not blas:
+        H = np.einsum("bn,ni,nj->bij", coef, data.X, data.X)
+    elif B == 1:
         H = ((data.X.T * coef[0]) @ data.X)[None]
     else:
         H = (coef @ data.X_outer).reshape(B, d, d)
-    H -= np.einsum("bki,bkj->bij", m[:, :, None] * a, a, optimize=True)
+    H -= np.einsum("bki,bkj->bij", m[:, :, None] * a, a)
     return loss, grad, H
 
 
@@ -278,7 +290,7 @@ def _newton_converged(theta, grad, step, tol):
 
 
 def newton_batch(data: CoxData, theta0, *, presence=None, tol=1e-10, max_iter=50,
-                 max_halving=30) -> _NewtonResult:
+                 max_halving=30, blas=True) -> _NewtonResult:
     """Newton-Raphson with step halving for B problems sharing one sorted data set.
 
     Problem b uses the rows with ``presence[b] == 1`` (all rows when None); convergence
@@ -293,7 +305,7 @@ def newton_batch(data: CoxData, theta0, *, presence=None, tol=1e-10, max_iter=50
 
     def evaluate(idx, th, hess=True):
         try:
-            return _loss_grad_hess(data, th, terms_for(idx), hess=hess)
+            return _loss_grad_hess(data, th, terms_for(idx), hess=hess, blas=blas)
         except FloatingPointError:
             nan = np.full(len(idx), np.inf)
             return nan, np.full(th.shape, np.nan), np.full(th.shape + (th.shape[1],), np.nan)

@@ -48,7 +48,8 @@ def _presence_for(data, sorted_rows):
 
 def _loo_chunk(data, coef, theta_start, hess_chol, sorted_rows, tol, max_iter, batch_size):
     """Refit without each of ``sorted_rows`` from ``theta_start`` (n, d: starting points of all
-    sorted rows); returns (theta (m, d), converged (m,)).
+    sorted rows); returns (theta (m, d), converged (m,)). No BLAS reductions
+    (``blas=False``), so the bits do not depend on where the chunk runs.
 
     Quasi-Newton iterations first: steps with the full-data inverse Hessian, refined by
     Broyden updates, and the leave-one-out gradient. One row moves the Hessian by O(1/n)
@@ -73,7 +74,7 @@ def _loo_chunk(data, coef, theta_start, hess_chol, sorted_rows, tol, max_iter, b
                 break
             try:
                 _, g, _ = _loss_grad_hess(data, theta[live], _subset_terms(terms, live),
-                                          hess=False)
+                                          hess=False, blas=False)
             except FloatingPointError:
                 break
             if prev is not None:
@@ -94,7 +95,8 @@ def _loo_chunk(data, coef, theta_start, hess_chol, sorted_rows, tol, max_iter, b
         predicted = np.abs(theta_start[rows] - coef).max(axis=1)
         rest = np.flatnonzero(~done | (moved > 1e-2 * (1 + predicted)))
         if rest.size:
-            res = newton_batch(data, theta[rest], presence=P[rest], tol=tol, max_iter=max_iter)
+            res = newton_batch(data, theta[rest], presence=P[rest], tol=tol, max_iter=max_iter,
+                               blas=False)
             theta[rest] = res.theta
             done[rest] = res.converged
         thetas.append(theta)
