@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .integrations import Resolved, resolve
-from .targets import Coefficients, Target, resolve_target, target_change, target_exact
+from .targets import Target, resolve_target, target_change, target_exact
 
 __all__ = ["influence", "InfluenceResult", "METHODS"]
 

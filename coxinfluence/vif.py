@@ -98,6 +98,24 @@ def _term_ranges(data):
     return lo, hi
 
 
+def _group_sums(data, state):
+    """Per tie group: risk-set sums ``S0``, ``S1``, event sums ``S0D``, ``S1D`` (shifted
+    scale) and the group's gradient term ``m_g sum_r a_{g,r}``."""
+    X, u, ev = data.X, state.risk, data.event_rows
+    G = data.n_groups
+    first_term = np.searchsorted(data.term_group, np.arange(G), side="left")
+    has = data.group_n_events > 0
+    S0 = np.zeros(G)
+    S1 = np.zeros((G, data.d))
+    S0[has] = state.den[first_term[has]]               # the r = 0 term has c = 0
+    S1[has] = state.term_mean[first_term[has]] * S0[has, None]
+    S0D = _group_event_sums(data, u[ev][None, :])[0]
+    S1D = _group_event_sums(data, (u[ev, None] * X[ev])[None, :, :])[0]
+    m = data.group_event_weight / np.maximum(data.group_n_events, 1)
+    full = m[:, None] * _group_event_sums(data, state.term_mean[None, :, :])[0]
+    return S0, S1, S0D, S1D, full
+
+
 def _own_group_change(data, state):
     """Part 2 for every event row (sorted order), (n, d) with zeros for censored rows."""
     X, w = data.X, data.weights
@@ -105,22 +123,11 @@ def _own_group_change(data, state):
     ev = data.event_rows
     if ev.size == 0:
         return out
-    tg = data.term_group
     u = state.risk
-    G = data.n_groups
-    first_term = np.searchsorted(tg, np.arange(G), side="left")
     n_ev = data.group_n_events
-    S0 = np.zeros(G)
-    S1 = np.zeros((G, data.d))
-    has = n_ev > 0
-    S0[has] = state.den[first_term[has]]               # the r = 0 term has c = 0
-    S1[has] = state.term_mean[first_term[has]] * S0[has, None]
-    S0D = _group_event_sums(data, u[ev][None, :])[0]
-    S1D = _group_event_sums(data, (u[ev, None] * X[ev])[None, :, :])[0]
-    m = data.group_event_weight / np.maximum(n_ev, 1)
-    full = m[:, None] * _group_event_sums(data, state.term_mean[None, :, :])[0]
+    S0, S1, S0D, S1D, full = _group_sums(data, state)
 
-    g = tg                                    # group of each event row (event_rows order)
+    g = data.term_group                       # group of each event row (event_rows order)
     d_i = n_ev[g]
     ui, xi = u[ev], X[ev]
     # expanded pairs (event i, remaining rank r' = 0..d_g-2)
@@ -213,19 +220,10 @@ def _own_group_change_fast(data, state):
     ev = data.event_rows
     if ev.size == 0:
         return out
-    tg = data.term_group
     u = state.risk
-    G = data.n_groups
-    first_term = np.searchsorted(tg, np.arange(G), side="left")
     n_ev = data.group_n_events
-    has = n_ev > 0
-    S0 = np.zeros(G)
-    S1 = np.zeros((G, data.d))
-    S0[has] = state.den[first_term[has]]               # the r = 0 term has c = 0
-    S1[has] = state.term_mean[first_term[has]] * S0[has, None]
-    m = data.group_event_weight / np.maximum(n_ev, 1)
-    full = m[:, None] * _group_event_sums(data, state.term_mean[None, :, :])[0]
-    g = tg
+    S0, S1, S0D, S1D, full = _group_sums(data, state)
+    g = data.term_group
     N = n_ev[g] - 1
     ui, xi = u[ev], X[ev]
     C = S0[g] - ui
@@ -236,8 +234,6 @@ def _own_group_change_fast(data, state):
         a0 = (S1[g[e]] - ui[e, None] * xi[e]) / C[e, None]
         remaining[e] = N[e, None] * a0
         if data.ties == "efron":
-            S0D = _group_event_sums(data, u[ev][None, :])[0]
-            S1D = _group_event_sums(data, (u[ev, None] * X[ev])[None, :, :])[0]
             D = S0D[g[e]] - ui[e]
             B = S1D[g[e]] - ui[e, None] * xi[e]
             x = np.clip(D / C[e], 0.0, 1.0)

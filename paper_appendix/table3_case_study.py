@@ -38,7 +38,7 @@ def main(argv=None):
     vif = ci.influence(fit, method="vif", target=target)
     exact = vif.exact(progress=False)
     corr = vif.correlation(exact)
-    out = [f"# Table 3 on METABRIC: top-5 training patients by VIF for two test patients\n",
+    out = ["# Table 3 on METABRIC: top-5 training patients by VIF for two test patients\n",
            f"Training n = {fit.n}; target: relative risk exp(theta' x) of the test patient; "
            "ranked by the increase of the relative risk when the training patient is removed "
            "(VIF, chain rule). Exact: refit without the patient.\n"]

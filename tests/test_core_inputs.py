@@ -1,6 +1,5 @@
 """Bad input gets a clear ValueError naming the problem; inputs are never modified;
 pandas indexes are kept; undefined leave-one-out refits are marked, not invented."""
-import warnings
 
 import numpy as np
 import pandas as pd

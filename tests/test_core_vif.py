@@ -4,24 +4,10 @@ import numpy as np
 import pytest
 
 import coxinfluence as ci
-from conftest import tied_data
+from conftest import tied_data, vif_by_definition
 
 CASES = [(ties, strata, weights) for ties in ("efron", "breslow")
          for strata in (False, True) for weights in (False, True)]
-
-
-def vif_by_definition(fit, X, t, e, w, s, ties):
-    """-(H/n)^{-1} (grad L(all) - grad L(row i deleted)), literally deleting each row."""
-    n = len(t)
-    g_all = ci.cox_gradient(fit.coef, X, t, e, weights=w, strata=s, ties=ties)
-    diffs = []
-    for i in range(n):
-        keep = np.arange(n) != i
-        g_i = ci.cox_gradient(fit.coef, X[keep], t[keep], e[keep],
-                              weights=None if w is None else w[keep],
-                              strata=None if s is None else s[keep], ties=ties)
-        diffs.append(g_all - g_i)
-    return -n * np.linalg.solve(fit.information, np.array(diffs).T).T
 
 
 @pytest.mark.parametrize("ties,strata,weights", CASES)

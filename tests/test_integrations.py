@@ -1,37 +1,21 @@
 """ci.influence on lifelines and statsmodels models against R's survival (golden fixture
 from tests/r/integration_reference.R on 300 GBSG2 patients with unscaled covariates) and
 against exact refits; lifelines' own delta_beta is shown to be wrong on the same model."""
-import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import coxinfluence as ci
+from conftest import r_matrix
 from coxinfluence import datasets
 
 lifelines = pytest.importorskip("lifelines")
 from lifelines import CoxPHFitter  # noqa: E402
 
-FIX = Path(__file__).parent / "fixtures" / "integration"
 COVS = ["age", "tsize", "pnodes", "progrec", "estrec", "horTh"]
 
 
-@pytest.fixture(scope="module")
-def gbsg():
-    return pd.read_csv(FIX / "gbsg2_subset.csv", index_col="pid")
-
-
-@pytest.fixture(scope="module")
-def ref():
-    return pd.read_csv(FIX / "reference.csv")
-
-
-def r_matrix(ref, config, quantity):
-    r = ref[(ref.config == config) & (ref.quantity == quantity)]
-    return r.pivot(index="row", columns="col", values="value").to_numpy()
 
 
 @pytest.fixture(scope="module")

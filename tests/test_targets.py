@@ -2,7 +2,6 @@
 differences, the baseline hazard's data effect against its definition (a naive loop over
 the Breslow/Efron formula with the patient deleted), and chain-rule estimates against exact
 leave-one-out refits (R's refits for S(t|x), ci.exact_loo otherwise)."""
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -10,9 +9,8 @@ import pytest
 
 import coxinfluence as ci
 from coxinfluence import targets as T
-from conftest import tied_data
+from conftest import tied_data, r_matrix
 
-FIX = Path(__file__).parent / "fixtures" / "integration"
 COVS = ["age", "tsize", "pnodes", "progrec", "estrec", "horTh"]
 NEWP = pd.DataFrame({"age": [45, 60, 70], "tsize": [20, 35, 50], "pnodes": [1, 5, 15],
                      "progrec": [100, 20, 5], "estrec": [80, 10, 200], "horTh": [1, 0, 0]},
@@ -20,19 +18,6 @@ NEWP = pd.DataFrame({"age": [45, 60, 70], "tsize": [20, 35, 50], "pnodes": [1, 5
 TIMES = [365.0, 1000.0, 1800.0]
 
 
-@pytest.fixture(scope="module")
-def gbsg():
-    return pd.read_csv(FIX / "gbsg2_subset.csv", index_col="pid")
-
-
-@pytest.fixture(scope="module")
-def ref():
-    return pd.read_csv(FIX / "reference.csv")
-
-
-def r_matrix(ref, config, quantity):
-    r = ref[(ref.config == config) & (ref.quantity == quantity)]
-    return r.pivot(index="row", columns="col", values="value").to_numpy()
 
 
 @pytest.mark.parametrize("ties", ["efron", "breslow"])
