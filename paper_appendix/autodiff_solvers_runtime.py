@@ -18,7 +18,8 @@ import time
 import numpy as np
 
 import coxinfluence.autodiff as ad
-from coxinfluence.autodiff import losses, datasets
+from coxinfluence.autodiff import losses
+from coxinfluence.datasets import paper_split
 
 
 def timed(fn):
@@ -38,9 +39,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", default=None)
     a = ap.parse_args()
-    sp = datasets.metabric_split(a.seed, a.data)
-    X, t, e = sp["train"]
-    Xt = sp["test"][0][: a.n_targets]
+    sp = paper_split("metabric", a.data, seed=a.seed)
+    X, t, e = sp.arrays("train")
+    Xt = sp.arrays("test")[0][: a.n_targets]
     n = X.shape[0]
     print(f"METABRIC train n={n}, d={X.shape[1]}, {a.n_targets} test targets\n")
 

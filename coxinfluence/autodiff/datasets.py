@@ -1,63 +1,189 @@
-"""Data for the autodiff examples: METABRIC paper split, karate club, synthetic
-Mediamill-format ranking data.
+"""Data for the autodiff examples: karate club, synthetic Mediamill-format ranking
+data, and a reader for the real Mediamill / Delicious files.
 
-Nothing here is bundled: METABRIC is read from ``path``, else ``$COXINFLUENCE_DATA``,
-else ``../shared/data`` relative to the repository root (file
-``deepsurv/metabric.csv`` below that folder).
+METABRIC comes from :func:`coxinfluence.datasets.paper_split` (the paper's split and
+standardisation); nothing here is bundled or downloaded.
+
+:func:`load_xc` reads the Extreme Classification Repository / LIBSVM multi-label text
+format (Mediamill: 43907 points, 120 features, 101 labels; Delicious: 16105, 500, 983)::
+
+    n_points n_features n_labels          <- header (XC repository files only)
+    l1,l2,... f:v f:v ...                 <- one line per point; labels may be empty
+
+:func:`labels_to_rankings` turns the label sets into the padded top-k lists that
+:func:`coxinfluence.autodiff.losses.listmle` takes.
 """
 from __future__ import annotations
 
-import os
+import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["metabric_path", "metabric_split", "karate_graph", "synthetic_mediamill"]
+__all__ = ["karate_graph", "synthetic_mediamill", "load_xc", "XCData",
+           "labels_to_rankings", "write_xc"]
 
-_REPO = Path(__file__).resolve().parents[2]
+
+@dataclass
+class XCData:
+    """A multi-label data set: dense float64 ``X`` (n, n_features) and ``labels``, a
+    list of n int64 arrays (labels of each point, in file order)."""
+
+    X: np.ndarray
+    labels: list
+    n_labels: int
+
+    @property
+    def n_points(self):
+        return self.X.shape[0]
 
 
-def metabric_path(path=None) -> Path:
-    """Locate ``metabric.csv`` (a file, or a folder holding it or ``deepsurv/`` with it)."""
-    cands = []
-    for base in (path, os.environ.get("COXINFLUENCE_DATA"), _REPO.parent / "shared" / "data"):
-        if base is None:
+def _parse_int(tok, what, where):
+    try:
+        return int(tok)
+    except ValueError:
+        raise ValueError(f"{where}: {what} {tok!r} is not an integer") from None
+
+
+def load_xc(path, *, zero_based="auto", n_features=None, n_labels=None) -> XCData:
+    """Read an Extreme Classification Repository or LIBSVM multi-label text file.
+
+    The first line is taken as the XC header ``n_points n_features n_labels`` when it
+    consists of exactly three integers (no ``:`` and no ``,``); the file must then
+    hold exactly ``n_points`` data lines and the header's sizes bound the indices.
+    Without a header (plain LIBSVM) the sizes are ``n_features`` / ``n_labels`` when
+    given, else one past the largest index seen.  Blank lines and ``#`` comments
+    (whole line or trailing) are skipped; a line whose first token contains ``:`` has
+    no labels.
+
+    ``zero_based``: feature indices are 0-based (XC repository files) or 1-based
+    (LIBSVM files).  ``"auto"``: 0-based when the file has the XC header (so an index
+    equal to the header's ``n_features`` is an error); without a header 0-based only
+    if some index is 0, else 1-based (the LIBSVM convention; the rule of
+    scikit-learn's ``load_svmlight_file``).  Labels are always 0-based, as in both
+    repositories.
+
+    Raises ``ValueError`` naming the line for: a malformed header, a wrong number of
+    points, a feature token without ``index:value``, a non-integer index or label, a
+    non-numeric or non-finite value, an index or label out of range, a feature or
+    label repeated within a line.
+    """
+    if zero_based not in (True, False, "auto"):
+        raise ValueError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
+    path = Path(path)
+    lines = path.read_text().splitlines()
+    rows = []  # (lineno, labels, idx, vals)
+    header = None
+    first = True
+    for lineno, raw in enumerate(lines, start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
             continue
-        b = Path(base)
-        cands += [b, b / "metabric.csv", b / "deepsurv" / "metabric.csv"]
-    for c in cands:
-        if c.is_file():
-            return c
-    raise FileNotFoundError(
-        "metabric.csv not found; pass path= or set COXINFLUENCE_DATA to the folder "
-        f"holding deepsurv/metabric.csv (looked at {[str(c) for c in cands]})")
+        toks = line.split()
+        if first:
+            first = False
+            if len(toks) == 3 and all(":" not in t and "," not in t for t in toks):
+                h = [_parse_int(t, "header field", f"{path}:{lineno}") for t in toks]
+                if min(h) < 1:
+                    raise ValueError(f"{path}:{lineno}: header sizes must be >= 1, got {h}")
+                header = h
+                continue
+        where = f"{path}:{lineno}"
+        if ":" in toks[0]:
+            lab_tok, feats = "", toks
+        else:
+            lab_tok, feats = toks[0], toks[1:]
+        labs = [] if lab_tok == "" else [
+            _parse_int(t, "label", where) for t in lab_tok.split(",")]
+        if any(lb < 0 for lb in labs):
+            raise ValueError(f"{where}: negative label in {lab_tok!r}")
+        if len(set(labs)) != len(labs):
+            raise ValueError(f"{where}: a label is repeated in {lab_tok!r}")
+        idx, vals = [], []
+        for t in feats:
+            k, sep, v = t.partition(":")
+            if not sep or not k or not v:
+                raise ValueError(f"{where}: feature token {t!r} is not index:value")
+            idx.append(_parse_int(k, "feature index", where))
+            try:
+                fv = float(v)
+            except ValueError:
+                raise ValueError(f"{where}: feature value {v!r} is not a number") from None
+            if not math.isfinite(fv):
+                raise ValueError(f"{where}: feature value {v!r} is not finite")
+            vals.append(fv)
+        if len(set(idx)) != len(idx):
+            raise ValueError(f"{where}: a feature index is repeated")
+        rows.append((lineno, labs, idx, vals))
+    if not rows:
+        raise ValueError(f"{path}: no data lines")
+    if header is not None:
+        if len(rows) != header[0]:
+            raise ValueError(f"{path}: header says {header[0]} points, found {len(rows)} "
+                             "data lines")
+        if n_features is not None and n_features != header[1] or \
+                n_labels is not None and n_labels != header[2]:
+            raise ValueError(f"{path}: n_features/n_labels arguments disagree with the "
+                             f"header {header}")
+        n_features, n_labels = header[1], header[2]
+    all_idx = [k for _, _, idx, _ in rows for k in idx]
+    lo = min(all_idx) if all_idx else 0
+    hi = max(all_idx) if all_idx else 0
+    if zero_based == "auto":
+        zero_based = header is not None or lo == 0
+    off = 0 if zero_based else 1
+    if n_features is None:
+        n_features = hi - off + 1 if all_idx else 0
+    if n_labels is None:
+        n_labels = max((max(lb) for _, lb, _, _ in rows if lb), default=-1) + 1
+    X = np.zeros((len(rows), int(n_features)), dtype=np.float64)
+    labels = []
+    for r, (lineno, labs, idx, vals) in enumerate(rows):
+        where = f"{path}:{lineno}"
+        for k in idx:
+            if not 0 <= k - off < n_features:
+                raise ValueError(f"{where}: feature index {k} outside [{off}, "
+                                 f"{n_features - 1 + off}] ({off}-based indices, "
+                                 f"{n_features} features)")
+        for lb in labs:
+            if lb >= n_labels:
+                raise ValueError(f"{where}: label {lb} outside [0, {n_labels - 1}]")
+        if idx:
+            X[r, np.asarray(idx) - off] = vals
+        labels.append(np.asarray(labs, dtype=np.int64))
+    return XCData(X=X, labels=labels, n_labels=int(n_labels))
 
 
-def metabric_split(seed=0, path=None):
-    """The paper's METABRIC split (its public code, pycox conventions).
+def write_xc(path, X, labels, n_labels, *, header=True, zero_based=True, precision=17):
+    """Write ``X`` (dense; zeros are left out) and label sets in the XC / LIBSVM text
+    format (the inverse of :func:`load_xc`)."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or len(labels) != X.shape[0]:
+        raise ValueError("X must be 2-D with one label set per row")
+    off = 0 if zero_based else 1
+    out = [f"{X.shape[0]} {X.shape[1]} {int(n_labels)}"] if header else []
+    for x, lab in zip(X, labels):
+        nz = np.nonzero(x)[0]
+        feats = " ".join(f"{k + off}:{x[k]:.{precision}g}" for k in nz)
+        out.append((",".join(str(int(v)) for v in lab) + " " + feats).rstrip())
+    Path(path).write_text("\n".join(out) + "\n")
 
-    ``np.random.seed(seed)``; test = ``df.sample(frac=0.2)``; rest = df minus test;
-    val = ``rest.sample(frac=0.2)``; train = rest minus val; columns x0, x1, x2, x3, x8
-    standardized with the training mean and (population) standard deviation.
-    Returns a dict of ``(X, time, event)`` tuples under ``train``, ``val``, ``test``."""
-    import pandas as pd
 
-    df = pd.read_csv(metabric_path(path))
-    np.random.seed(seed)
-    test = df.sample(frac=0.2)
-    rest = df.drop(test.index)
-    val = rest.sample(frac=0.2)
-    train = rest.drop(val.index)
-    cols = [f"x{k}" for k in range(9)]
-    std_cols = ["x0", "x1", "x2", "x3", "x8"]
-    mu, sd = train[std_cols].mean(), train[std_cols].std(ddof=0)
-    out = {}
-    for name, part in (("train", train), ("val", val), ("test", test)):
-        part = part.copy()
-        part[std_cols] = (part[std_cols] - mu) / sd
-        out[name] = (part[cols].to_numpy(np.float64), part["duration"].to_numpy(np.float64),
-                     part["event"].to_numpy(np.float64))
-    return out
+def labels_to_rankings(labels, max_k=None):
+    """Pad label lists into an int64 (n, k) ranking array (-1 = padding) for ListMLE,
+    keeping each list's order and its first ``max_k`` labels; ``k`` is the longest
+    (truncated) list.  Points without labels get an all -1 row (no ListMLE term)."""
+    k = max((len(lb) for lb in labels), default=0)
+    if max_k is not None:
+        if int(max_k) < 1:
+            raise ValueError(f"max_k must be >= 1, got {max_k!r}")
+        k = min(k, int(max_k))
+    R = np.full((len(labels), max(k, 1)), -1, dtype=np.int64)
+    for r, lb in enumerate(labels):
+        lb = np.asarray(lb, dtype=np.int64)[:k]
+        R[r, :lb.size] = lb
+    return R
 
 
 def karate_graph():
