@@ -82,6 +82,23 @@ def test_loo_retrainer_matches_core_exact_loo(ties):
     assert np.max(np.abs(loo - np.asarray(ci.exact_loo(fit)))) < 1e-8
 
 
+def test_second_call_reuses_compiled_functions():
+    """The per-loss cache: a second vif / weight_influence call on the same loss and
+    shapes (new theta included) compiles nothing, and gives the closed-form values."""
+    from coxinfluence.autodiff.core import compiled
+
+    X, t, e, _, _ = _data(9, n=40)
+    fit = ci.fit_cox(X, t, e)
+    L = losses.cox(X, t, e)
+    ad.vif(L, fit.coef, 40, batch_size=16)
+    fns = compiled(L)
+    sizes = {k: f._cache_size() for k, f in fns.items() if hasattr(f, "_cache_size")}
+    assert sizes["deletion_rows"] == 1 and sizes["value_and_grad"] == 1
+    v2 = ad.vif(L, fit.coef * 1.0, 40, batch_size=16)           # 40 = 16+16+8: padded
+    assert {k: fns[k]._cache_size() for k in sizes} == sizes
+    assert _rel(v2, ci.vif(fit)) < 1e-8
+
+
 def test_target_and_objects_subset():
     X, t, e, _, _ = _data(5)
     fit = ci.fit_cox(X, t, e)

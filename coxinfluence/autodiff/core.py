@@ -21,11 +21,44 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .solvers import make_solver
+from .solvers import make_solver, per_loss_cache
 
-__all__ = ["vif", "weight_influence"]
+__all__ = ["vif", "weight_influence", "compiled"]
 
 _DEFAULT_BATCH_BYTES = 256 * 1024**2
+_AHEAD = 4
+_MAX_BATCH = 128   # measured: larger batches are no faster on CPU (cache-bound)
+
+
+def compiled(loss_fn):
+    """Per-loss jit-compiled functions, built once and reused by every call.
+
+    Kept in :func:`~coxinfluence.autodiff.solvers.per_loss_cache` (weakly keyed on
+    the loss object, so a dropped loss frees its compilations); JAX's jit cache then
+    handles shapes, so a second :func:`vif` call with the same loss and batch size
+    compiles nothing.  ``theta``, the all-ones presence vector and the full gradient
+    are *arguments* of the compiled functions, never closure constants (no XLA
+    constant folding, no recompilation for a new ``theta``)."""
+    cache = per_loss_cache(loss_fn)
+    if "deletion_rows" in cache:
+        return cache
+    grad = jax.grad(loss_fn)
+    lw = getattr(loss_fn, "weighted", None) or loss_fn
+
+    def deletion_rows(th, gf, ones, idx):
+        """rows grad L(th, 1) - grad L(th, 1_{-i}) for i in idx (vmapped)."""
+        return jax.vmap(lambda i: gf - grad(th, ones.at[i].set(0.0)))(idx)
+
+    def weight_rows(th, ones, idx):
+        """rows d/dw_i grad L_w(th, w) at w = 1 (forward over reverse, vmapped)."""
+        gw = lambda w: jax.grad(lw)(th, w)  # noqa: E731
+        return jax.vmap(
+            lambda i: jax.jvp(gw, (ones,), (jnp.zeros_like(ones).at[i].set(1.0),))[1])(idx)
+
+    cache.update({"value_and_grad": jax.jit(jax.value_and_grad(loss_fn)),
+                  "weight_rows": jax.jit(weight_rows)})
+    cache["deletion_rows"] = jax.jit(deletion_rows)
+    return cache
 
 
 def _check_inputs(loss_fn, theta_hat, n_objects, objects):
@@ -50,12 +83,15 @@ def _check_inputs(loss_fn, theta_hat, n_objects, objects):
             raise ValueError("objects must be a 1-D array of integer object indices")
         if objs.size and (objs.min() < 0 or objs.max() >= n):
             raise ValueError(f"objects must lie in [0, {n}), got range [{objs.min()}, {objs.max()}]")
-    val = jax.jit(loss_fn)(jnp.asarray(theta), jnp.ones(n))
-    if jnp.ndim(val) != 0:
-        raise ValueError(f"loss_fn(theta, presence) must return a scalar, got shape {jnp.shape(val)}")
+    try:
+        val, g_full = compiled(loss_fn)["value_and_grad"](jnp.asarray(theta), jnp.ones(n))
+    except TypeError as err:
+        if "scalar" in str(err):
+            raise ValueError(f"loss_fn(theta, presence) must return a scalar: {err}") from None
+        raise
     if not np.isfinite(float(val)):
         raise ValueError("loss_fn(theta_hat, all present) is not finite")
-    return theta, n, objs.astype(np.int64)
+    return theta, n, objs.astype(np.int64), g_full
 
 
 def _batch_size(loss_fn, d, n, batch_size):
@@ -66,7 +102,7 @@ def _batch_size(loss_fn, d, n, batch_size):
         return b
     per = getattr(loss_fn, "per_object_bytes", None)
     per = int(per) if per else 8 * 4 * (d + n)
-    return int(max(1, min(n, 512, _DEFAULT_BATCH_BYTES // max(per, 1))))
+    return int(max(1, min(n, _MAX_BATCH, _DEFAULT_BATCH_BYTES // max(per, 1))))
 
 
 def _target_jacobian(target_fn, theta):
@@ -85,14 +121,22 @@ def _target_jacobian(target_fn, theta):
 
 def _iterate_batches(fn, objs, bsz):
     """Yield (slice, rows) of fn(padded index batch), padding the last batch so the
-    jit-compiled function sees one shape only."""
+    jit-compiled function sees one shape only.  Batches are dispatched ``_AHEAD`` at a
+    time before their results are read (JAX runs asynchronously), so Python overhead
+    overlaps the computation while at most ``_AHEAD`` batches are alive."""
     m = objs.size
+    pending = []
     for s in range(0, m, bsz):
         idx = objs[s:s + bsz]
         k = idx.size
         if k < bsz:
             idx = np.concatenate([idx, np.repeat(idx[-1:], bsz - k)])
-        yield slice(s, s + k), np.asarray(fn(jnp.asarray(idx)))[:k]
+        pending.append((slice(s, s + k), k, fn(jnp.asarray(idx))))
+        if len(pending) >= _AHEAD:
+            sl, k0, out = pending.pop(0)
+            yield sl, np.asarray(out)[:k0]
+    for sl, k0, out in pending:
+        yield sl, np.asarray(out)[:k0]
 
 
 def _apply(loss_fn, theta, n, objs, grad_batch, *, target_fn, solver, damping,
@@ -150,17 +194,10 @@ def vif(loss_fn, theta_hat, n_objects, *, target_fn=None, solver="explicit",
     -------
     numpy array, (m, d) without a target, (m, K) with one; m = len(objects).
     """
-    theta, n, objs = _check_inputs(loss_fn, theta_hat, n_objects, objects)
-    theta_j = jnp.asarray(theta)
-    ones = jnp.ones(n)
-    grad = jax.grad(loss_fn)
-    g_full = jax.jit(grad)(theta_j, ones)
-
-    def one(th, gf, i):  # theta as an argument, not a constant (no XLA constant folding)
-        return gf - grad(th, ones.at[i].set(0.0))
-
-    batched = jax.jit(jax.vmap(one, in_axes=(None, None, 0)))
-    grad_batch = lambda idx: batched(theta_j, g_full, idx)  # noqa: E731
+    theta, n, objs, g_full = _check_inputs(loss_fn, theta_hat, n_objects, objects)
+    rows = compiled(loss_fn)["deletion_rows"]
+    theta_j, ones = jnp.asarray(theta), jnp.ones(n)
+    grad_batch = lambda idx: rows(theta_j, g_full, ones, idx)  # noqa: E731
     return _apply(loss_fn, theta, n, objs, grad_batch, target_fn=target_fn, solver=solver,
                   damping=damping, solver_options=solver_options, batch_size=batch_size)
 
@@ -178,16 +215,9 @@ def weight_influence(loss_fn, theta_hat, n_objects, *, target_fn=None, solver="e
     ``-n H^{-1} grad l_i`` (paper Lemma IF-M); for Cox it is Reid's (1985) IF.
     Same arguments and return shape as :func:`vif`.
     """
-    theta, n, objs = _check_inputs(loss_fn, theta_hat, n_objects, objects)
-    lw = getattr(loss_fn, "weighted", None) or loss_fn
-    theta_j = jnp.asarray(theta)
-    ones = jnp.ones(n)
-
-    def one(th, i):
-        gw = lambda w: jax.grad(lw)(th, w)  # noqa: E731
-        return jax.jvp(gw, (ones,), (jnp.zeros(n).at[i].set(1.0),))[1]
-
-    batched = jax.jit(jax.vmap(one, in_axes=(None, 0)))
-    grad_batch = lambda idx: batched(theta_j, idx)  # noqa: E731
+    theta, n, objs, _ = _check_inputs(loss_fn, theta_hat, n_objects, objects)
+    rows = compiled(loss_fn)["weight_rows"]
+    theta_j, ones = jnp.asarray(theta), jnp.ones(n)
+    grad_batch = lambda idx: rows(theta_j, ones, idx)  # noqa: E731
     return _apply(loss_fn, theta, n, objs, grad_batch, target_fn=target_fn, solver=solver,
                   damping=damping, solver_options=solver_options, batch_size=batch_size)

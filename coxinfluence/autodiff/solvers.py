@@ -23,6 +23,7 @@ positive definite (neural networks, embeddings with gauge symmetries).
 from __future__ import annotations
 
 import warnings
+import weakref
 
 import jax
 import jax.numpy as jnp
@@ -42,6 +43,45 @@ __all__ = [
 DEFAULT_MAX_HESSIAN_BYTES = 4 * 1024**3
 
 
+_CACHE = weakref.WeakKeyDictionary()
+_CACHE_STRONG = {}
+
+
+def per_loss_cache(loss_fn) -> dict:
+    """The dict of compiled functions kept for ``loss_fn`` (weakly keyed on the loss
+    object; by identity, kept alive, for callables that cannot be weakly referenced).
+    Compiled functions stored here take ``theta`` and the presence vector as
+    arguments, so JAX's jit cache serves every later call with the same shapes."""
+    try:
+        d = _CACHE.get(loss_fn)
+        if d is None:
+            d = _CACHE[loss_fn] = {}
+        return d
+    except TypeError:
+        entry = _CACHE_STRONG.get(id(loss_fn))
+        if entry is None:
+            entry = _CACHE_STRONG[id(loss_fn)] = (loss_fn, {})
+        return entry[1]
+
+
+def _cached(loss_fn, key, build):
+    d = per_loss_cache(loss_fn)
+    if key not in d:
+        d[key] = build()
+    return d[key]
+
+
+def _loss_hvp_cols(loss_fn):
+    """jit(vmap) of (theta, presence, V) -> rows grad^2_theta L(theta, presence) v."""
+    def build():
+        g = jax.grad(loss_fn)
+
+        def cols(th, pres, V):
+            return jax.vmap(lambda v: jax.jvp(lambda t: g(t, pres), (th,), (v,))[1])(V)
+        return jax.jit(cols)
+    return _cached(loss_fn, "hvp_cols", build)
+
+
 class HessianMemoryError(MemoryError):
     """The explicit d x d Hessian would exceed the allowed memory (use CG or LiSSA)."""
 
@@ -56,36 +96,49 @@ def _hvp_fn(f, theta):
     return hvp
 
 
-def hessian_matrix(f, theta, *, chunk_size=None, max_bytes=DEFAULT_MAX_HESSIAN_BYTES):
-    """Dense Hessian of scalar ``f`` at ``theta`` (d,) as a float64 numpy array.
+def _hessian_need_bytes(d):
+    return 2 * d * d * 8
 
-    Columns are built from Hessian-vector products on basis vectors, ``chunk_size``
-    at a time (vmapped), so the intermediate memory is bounded.  Raises
-    :class:`HessianMemoryError` if ``d*d*8`` bytes (times 2 for the factorization that
-    usually follows) exceeds ``max_bytes``.
-    """
-    theta = jnp.asarray(theta, dtype=jnp.float64)
-    d = int(theta.shape[0])
-    need = 2 * d * d * 8
+
+def _check_hessian_memory(d, max_bytes):
+    need = _hessian_need_bytes(d)
     if max_bytes is not None and need > max_bytes:
         raise HessianMemoryError(
-            f"explicit Hessian with d={d} parameters needs about {need / 1e9:.2f} GB "
-            f"(H and its Cholesky factor) > max_bytes={max_bytes / 1e9:.2f} GB; "
+            f"explicit Hessian with d={d} parameters needs {need} bytes "
+            f"({need / 2**30:.2f} GiB: H and its Cholesky factor, float64) > "
+            f"max_bytes={int(max_bytes)} ({max_bytes / 2**30:.2f} GiB); "
             "use solver='cg' or solver='lissa'"
         )
+
+
+def _hessian_from_cols(hvp_rows, d, chunk_size):
     if chunk_size is None:
         chunk_size = d if d <= 256 else 64
-    # theta is a jit argument, not a closure constant (avoids XLA constant folding)
-    hvp_t = jax.jit(jax.vmap(lambda th, v: _hvp_fn(f, th)(v), in_axes=(None, 0)))
-    hvp = lambda E: hvp_t(theta, E)  # noqa: E731
     H = np.empty((d, d))
     eye_chunk = np.zeros((chunk_size, d))
     for start in range(0, d, chunk_size):
         stop = min(start + chunk_size, d)
         E = eye_chunk.copy()
         E[np.arange(stop - start), np.arange(start, stop)] = 1.0
-        H[start:stop] = np.asarray(hvp(jnp.asarray(E)))[: stop - start]
+        H[start:stop] = np.asarray(hvp_rows(jnp.asarray(E)))[: stop - start]
     return 0.5 * (H + H.T)
+
+
+def hessian_matrix(f, theta, *, chunk_size=None, max_bytes=DEFAULT_MAX_HESSIAN_BYTES):
+    """Dense Hessian of scalar ``f`` at ``theta`` (d,) as a float64 numpy array.
+
+    Columns are built from Hessian-vector products on basis vectors, ``chunk_size``
+    at a time (vmapped; all d at once when d <= 256, i.e. ``jax.hessian``), so the
+    intermediate memory is bounded.  Raises :class:`HessianMemoryError`, stating the
+    bytes needed, if ``2*d*d*8`` (H and the Cholesky factor that usually follows)
+    exceeds ``max_bytes``.
+    """
+    theta = jnp.asarray(theta, dtype=jnp.float64)
+    d = int(theta.shape[0])
+    _check_hessian_memory(d, max_bytes)
+    # theta is a jit argument, not a closure constant (avoids XLA constant folding)
+    hvp_t = jax.jit(jax.vmap(lambda th, v: _hvp_fn(f, th)(v), in_axes=(None, 0)))
+    return _hessian_from_cols(lambda E: hvp_t(theta, E), d, chunk_size)
 
 
 def _check_rhs(V, d):
@@ -122,7 +175,10 @@ class ExplicitSolver(_Base):
     def __init__(self, loss_fn, theta_hat, n_objects, damping=0.0, *,
                  max_bytes=DEFAULT_MAX_HESSIAN_BYTES, chunk_size=None):
         super().__init__(loss_fn, theta_hat, n_objects, damping)
-        H = hessian_matrix(self._f, self.theta, chunk_size=chunk_size, max_bytes=max_bytes)
+        _check_hessian_memory(self.d, max_bytes)
+        cols = _loss_hvp_cols(loss_fn)
+        ones = jnp.ones(self.n)
+        H = _hessian_from_cols(lambda E: cols(self.theta, ones, E), self.d, chunk_size)
         if not np.all(np.isfinite(H)):
             raise ValueError("Hessian of the loss at theta_hat has non-finite entries")
         A = H / self.n + self.damping * np.eye(self.d)
@@ -139,8 +195,15 @@ class ExplicitSolver(_Base):
             ) from None
 
     def solve(self, V):
-        V = _check_rhs(V, self.d)
-        X = scipy.linalg.cho_solve(self._cf, np.asarray(V).T, check_finite=False).T
+        V = np.asarray(_check_rhs(V, self.d))
+        if self.d <= 64:
+            # small d: apply A^{-1} (from the Cholesky factor) as one matrix product;
+            # LAPACK's triangular solves with many right-hand sides are slower here
+            if not hasattr(self, "_Ainv"):
+                Ai = scipy.linalg.cho_solve(self._cf, np.eye(self.d), check_finite=False)
+                self._Ainv = 0.5 * (Ai + Ai.T)
+            return V @ self._Ainv
+        X = scipy.linalg.cho_solve(self._cf, V.T, check_finite=False).T
         return np.ascontiguousarray(X)
 
 
