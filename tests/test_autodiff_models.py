@@ -104,6 +104,27 @@ def test_listmle_item_removal_matches_direct_formula():
         assert np.isclose(got, ref, rtol=1e-12)
 
 
+def test_listmle_label_only_removal_matches_direct_formula():
+    """removal="labels": the item's label leaves every ranking (the list closes up)
+    but the item stays a candidate in every softmax (full score matrix)."""
+    F, R = _small_rank_data(4, m=30)
+    L = losses.listmle(F, R, n_items=12, l2=0.0, removal="labels")
+    th = np.random.default_rng(5).normal(size=L.n_params)
+    q = L._unravel(jnp.asarray(th))
+    S = F @ np.asarray(q["W"]) + np.asarray(q["c"])
+    assert np.isclose(float(L(jnp.asarray(th), jnp.ones(12))), _listmle_numpy(S, R), rtol=1e-12)
+    for item in (0, 5, 11):
+        R2 = np.array([[x for x in r if x >= 0 and x != item] + [-1] *
+                       (np.sum(r == item) + np.sum(r < 0)) for r in R])
+        got = float(L(jnp.asarray(th), jnp.ones(12).at[item].set(0.0)))
+        assert np.isclose(got, _listmle_numpy(S, R2), rtol=1e-12)
+        # and it differs from deleting the item from the candidate sets
+        Ld = losses.listmle(F, R, n_items=12, l2=0.0)
+        assert abs(float(Ld(jnp.asarray(th), jnp.ones(12).at[item].set(0.0))) - got) > 1e-3
+    with pytest.raises(ValueError, match="removal"):
+        losses.listmle(F, R, n_items=12, removal="both")
+
+
 def test_listmle_item_vif_correlates_with_loo_retraining():
     """Oracle: exact retraining without each item.  Removing an item from every
     candidate set is a large perturbation (its own parameters lose all data and are

@@ -171,7 +171,9 @@ class _CoxStructure:
 
     Rows are sorted by (stratum, time descending); the risk set of an event time t
     in stratum s is {j : stratum_j = s, time_j >= t}, a contiguous block of that order
-    starting at the stratum start, so its sum is a difference of cumulative sums."""
+    starting at the stratum start, so its sum is a difference of cumulative sums.
+    Death positions (sorted order) come with ascending tie-group ids, so the group
+    sums are sorted segment sums."""
 
     def __init__(self, time, event, strata):
         n = time.size
@@ -182,24 +184,26 @@ class _CoxStructure:
         new_st = np.r_[True, st_sorted[1:] != st_sorted[:-1]]
         starts = np.maximum.accumulate(np.where(new_st, np.arange(n), 0))
         # last sorted position with the same (stratum, time)
-        new_tie = np.r_[st_sorted[1:] != st_sorted[:-1], True] | np.r_[t_sorted[1:] != t_sorted[:-1], True]
-        last = np.minimum.accumulate(np.where(new_tie, np.arange(n), n)[::-1])[::-1]
+        brk = np.r_[st_sorted[1:] != st_sorted[:-1]] | np.r_[t_sorted[1:] != t_sorted[:-1]]
+        last = np.minimum.accumulate(np.where(np.r_[brk, True], np.arange(n), n)[::-1])[::-1]
         ev_sorted = event[order] == 1
         # tie groups: distinct (stratum, time) among events
-        key_pos = last[ev_sorted]                     # unique id of (stratum,time)
-        uniq, gid = np.unique(key_pos, return_inverse=True)
+        uniq, gid, cnt = np.unique(last[ev_sorted], return_inverse=True, return_counts=True)
         self.G = uniq.size
         self.g_end = uniq                              # inclusive end in sorted order
-        first_of = {}
-        for p in np.nonzero(ev_sorted)[0]:
-            first_of.setdefault(last[p], starts[p])
-        self.g_start = np.array([first_of[u] for u in uniq], dtype=np.int64)
+        self.g_start = starts[uniq]                    # risk set = [g_start, g_end]
         self.death_rows = order[ev_sorted]             # caller-order row indices
         self.death_group = gid.astype(np.int64)
-        self.dmax = int(np.bincount(gid).max())
+        self.dmax = int(cnt.max())
+        self.death_pos = np.nonzero(ev_sorted)[0]      # sorted positions, groups ascending
+        self.multi = np.nonzero(cnt >= 2)[0]           # groups with tied deaths
+        in_multi = np.isin(gid, self.multi)
+        self.multi_pos = self.death_pos[in_multi]
+        self.multi_group = np.searchsorted(self.multi, gid[in_multi]).astype(np.int64)
+        self.dmax_multi = int(cnt[self.multi].max()) if self.multi.size else 1
 
 
-def _cox_terms(eta, b, w, S, ties):
+def _cox_terms(eta_s, b, w, S, ties):
     """Per-event-time terms of the negative log partial likelihood (R's formula).
 
     For the tie group D at time t (d present deaths), with S0 = sum_{R(t)} b w e^eta,
@@ -208,28 +212,38 @@ def _cox_terms(eta, b, w, S, ties):
         Breslow: -sum_D b w eta + (sum_D b w) log S0
         Efron:   -sum_D b w eta + meanwt * sum_{r=0}^{d-1} log(S0 - (r/d) S0D)
 
-    ``b`` is presence (it also sets d: deleting a death removes it from the tie
-    count), ``w`` the case weights (they do not change d: R's weighted Efron)."""
-    eta = eta - jax.lax.stop_gradient(jnp.max(eta))   # the loss is shift invariant
-    v = b * w * jnp.exp(eta)
-    cs = jnp.concatenate([jnp.zeros(1), jnp.cumsum(v[S.order])])
+    ``eta_s`` is the log-risk in the structure's sorted row order; ``b`` is presence
+    (it also sets d: deleting a death removes it from the tie count) and ``w`` the
+    case weights (they do not change d: R's weighted Efron), both in caller order.
+    Efron differs from Breslow only for groups with two or more deaths
+    (``S.multi``): it is computed as Breslow plus a correction over those groups."""
+    eta_s = eta_s - jax.lax.stop_gradient(jnp.max(eta_s))   # the loss is shift invariant
+    bw_s = (b * w)[S.order]
+    ex = jnp.exp(eta_s)
+    cs = jnp.concatenate([jnp.zeros(1), jnp.cumsum(bw_s * ex)])
     S0 = cs[S.g_end + 1] - cs[S.g_start]
-    dr, gid = S.death_rows, S.death_group
-    bw = (b * w)[dr]
-    sumw = jax.ops.segment_sum(bw, gid, num_segments=S.G)
-    lin = jax.ops.segment_sum(bw * eta[dr], gid, num_segments=S.G)
-    if ties == "breslow":
-        logt = sumw * jnp.log(jnp.where(sumw > 0, S0, 1.0))
-    else:
-        S0D = jax.ops.segment_sum(v[dr], gid, num_segments=S.G)
-        dcount = jax.ops.segment_sum(b[dr], gid, num_segments=S.G)
+    dp, gid = S.death_pos, S.death_group             # sorted positions, sorted groups
+    bwd = bw_s[dp]
+    seg = lambda x, ids, k: jax.ops.segment_sum(x, ids, num_segments=k,  # noqa: E731
+                                                indices_are_sorted=True)
+    sumw = seg(bwd, gid, S.G)
+    lin = seg(bwd * eta_s[dp], gid, S.G)
+    logS0 = jnp.log(jnp.where(sumw > 0, S0, 1.0))
+    terms = -lin + sumw * logS0
+    if ties == "efron" and S.multi.size:
+        m, mp, mg = S.multi, S.multi_pos, S.multi_group
+        k = m.size
+        S0D = seg(bw_s[mp] * ex[mp], mg, k)
+        dcount = seg(b[S.order][mp], mg, k)
+        S0m, sw = S0[m], sumw[m]
         dsafe = jnp.where(dcount > 0, dcount, 1.0)
-        r = jnp.arange(S.dmax, dtype=jnp.float64)
+        r = jnp.arange(S.dmax_multi, dtype=jnp.float64)
         mask = r[None, :] < dcount[:, None]
-        arg = S0[:, None] - (r[None, :] / dsafe[:, None]) * S0D[:, None]
+        arg = S0m[:, None] - (r[None, :] / dsafe[:, None]) * S0D[:, None]
         logs = jnp.where(mask, jnp.log(jnp.where(mask, arg, 1.0)), 0.0)
-        logt = (sumw / dsafe) * jnp.sum(logs, axis=1)
-    return -lin + logt
+        corr = (sw / dsafe) * jnp.sum(logs, axis=1) - sw * logS0[m]
+        terms = terms.at[m].add(corr)
+    return terms
 
 
 class CoxLoss(Loss):
@@ -269,6 +283,7 @@ class CoxLoss(Loss):
         self.S = _CoxStructure(time, ev.astype(np.int64), st)
         self.n_terms = self.S.G
         self._Xj = jnp.asarray(X)
+        self._Xs = jnp.asarray(X[self.S.order])          # rows in risk-set order
         self._wj = jnp.asarray(w)
 
     # log-risk -------------------------------------------------------------
@@ -284,13 +299,13 @@ class CoxLoss(Loss):
         return np.zeros(self.n_params)
 
     def terms(self, theta, presence):
-        return _cox_terms(self.eta(theta), presence, self._wj, self.S, self.ties)
+        return _cox_terms(self.eta(theta, self._Xs), presence, self._wj, self.S, self.ties)
 
     def loss(self, theta, presence):
         return jnp.sum(self.terms(theta, presence))
 
     def weighted(self, theta, multiplier):
-        return jnp.sum(_cox_terms(self.eta(theta), jnp.ones(self.n_objects),
+        return jnp.sum(_cox_terms(self.eta(theta, self._Xs), jnp.ones(self.n_objects),
                                   self._wj * multiplier, self.S, self.ties))
 
     def sampled_loss(self, theta, presence, idx):
@@ -663,20 +678,23 @@ def contrastive(graph, dim=2, walks_per_node=1000, walk_length=6, window=3,
 
 
 # ======================================================================= 5. ListMLE
-def _listmle_query_terms(S, R, b):
+def _listmle_query_terms(S, R, b, removal="delete"):
     """-log Plackett-Luce likelihood of each query's top-k list (paper Eq. listmle).
 
     S: (m, n) scores, R: (m, k) item indices (-1 = padding), b: (n,) item presence.
-    Term of position j (if item y_j present): ``-(s_{y_j} - log sum_{l present, not
-    ranked before j} e^{s_l})``; a removed item leaves both its term and all sums."""
+    Term of position j (if item y_j present): ``-(s_{y_j} - log sum_{l candidate, not
+    ranked before j} e^{s_l})``.  ``removal="delete"``: a removed item leaves the
+    rankings *and* every candidate set (the sums); ``removal="labels"``: it leaves
+    only the rankings (its label is dropped, the list closes up) and stays a
+    candidate in every softmax."""
     sm = jax.lax.stop_gradient(jnp.max(S, axis=1, keepdims=True))
-    e = b[None, :] * jnp.exp(S - sm)
+    e = jnp.exp(S - sm) if removal == "labels" else b[None, :] * jnp.exp(S - sm)
     tot = e.sum(1)
     valid = R >= 0
     Rc = jnp.where(valid, R, 0)
     by = b[Rc] * valid
     sy = jnp.take_along_axis(S, Rc, axis=1) - sm
-    ey = jnp.take_along_axis(e, Rc, axis=1) * valid
+    ey = jnp.take_along_axis(e, Rc, axis=1) * (by if removal == "labels" else valid)
     Z = tot[:, None] - (jnp.cumsum(ey, axis=1) - ey)
     logZ = jnp.log(jnp.where(by > 0, Z, 1.0))
     return -jnp.sum(by * (sy - logZ), axis=1)
@@ -690,7 +708,8 @@ class ListMLELoss(Loss):
     ``objects="queries"``: presence over queries, a decomposable loss written as a
     non-decomposable one (VIF = classical IF exactly).  Terms for LiSSA: queries."""
 
-    def __init__(self, features, rankings, n_items=None, *, objects="items", l2=1.0):
+    def __init__(self, features, rankings, n_items=None, *, objects="items", l2=1.0,
+                 removal="delete"):
         F = _as_float_matrix(features, "features")
         R = np.asarray(rankings)
         if R.ndim != 2 or R.shape[0] != F.shape[0] or not np.issubdtype(R.dtype, np.integer):
@@ -706,6 +725,9 @@ class ListMLELoss(Loss):
             raise ValueError(f"objects must be 'items' or 'queries', got {objects!r}")
         if not (np.isfinite(l2) and l2 >= 0):
             raise ValueError("l2 must be >= 0")
+        if removal not in ("delete", "labels"):
+            raise ValueError(f"removal must be 'delete' or 'labels', got {removal!r}")
+        self.removal = removal
         self.F, self.R, self.n_items, self.objects, self.l2 = F, R, n_items, objects, float(l2)
         self.m = F.shape[0]
         self.n_objects = n_items if objects == "items" else self.m
@@ -736,14 +758,14 @@ class ListMLELoss(Loss):
 
     def loss(self, theta, presence):
         bi, bq = self._split(presence)
-        t = _listmle_query_terms(self.scores(theta), self._R, bi)
+        t = _listmle_query_terms(self.scores(theta), self._R, bi, self.removal)
         return jnp.sum(bq * t) + 0.5 * self.l2 * jnp.sum(theta * theta)
 
     def sampled_loss(self, theta, presence, idx):
         bi, bq = self._split(presence)
         Fi, Ri = self._F[idx], self._R[idx]
         q = self._unravel(theta)
-        t = _listmle_query_terms(Fi @ q["W"] + q["c"], Ri, bi)
+        t = _listmle_query_terms(Fi @ q["W"] + q["c"], Ri, bi, self.removal)
         return jnp.sum(bq[idx] * t) + 0.5 * self.l2 * (idx.shape[0] / self.m) * jnp.sum(theta * theta)
 
     def query_loss(self, theta, features, rankings):
@@ -760,7 +782,8 @@ class ListMLELoss(Loss):
         return self._vg, self._hcols
 
     def fit(self, presence=None, theta0=None, *, gtol=1e-9, newton_tol=1e-9):
-        """L-BFGS to ``gtol``, then Newton steps (explicit Hessian) to ``newton_tol``."""
+        """L-BFGS to ``gtol``, then Newton steps (explicit Hessian) to ``newton_tol``
+        (``newton_tol=None``: no Newton polish)."""
         p = _presence(presence, self.n_objects)
         vg, hcols = self._compiled()
 
@@ -774,7 +797,7 @@ class ListMLELoss(Loss):
                                                "maxcor": 30})
         th = res.x
         d = th.size
-        for _ in range(5):  # Newton polish with the explicit Hessian (chunks of 128)
+        for _ in range(0 if newton_tol is None else 5):  # Newton polish with the explicit Hessian (chunks of 128)
             g = np.asarray(vg(jnp.asarray(th), p)[1])
             if np.max(np.abs(g)) <= newton_tol:
                 break
@@ -787,15 +810,29 @@ class ListMLELoss(Loss):
             th = th - np.linalg.solve(0.5 * (H + H.T), g)
         return np.asarray(th)
 
-    def loo(self, theta_hat, objects=None, *, tol=1e-9):
-        """Brute-force LOO: refit (warm-started L-BFGS + Newton polish) per object."""
+    def loo(self, theta_hat, objects=None, *, tol=1e-9, polish=False, start_noise=0.0,
+            seed=0):
+        """Brute-force LOO: one refit per object, L-BFGS from ``theta_hat`` (plus
+        N(0, start_noise^2) noise drawn with ``seed``, for a "different seed" run) to
+        ``max|grad| <= tol``.  The loss is convex in theta (ListMLE is convex in the
+        linear scores) plus ``l2/2 ||theta||^2``, hence l2-strongly convex: the refit
+        is within ``||grad|| / l2`` of the exact minimizer, so no Newton polish is
+        needed (``polish=True`` adds it, with the explicit Hessian: slow).  The
+        compiled loss and gradient are shared by all refits."""
         objs, P = self._loo_presences(objects)
+        if self.l2 <= 0 and not polish:
+            raise ValueError("loo without polish needs l2 > 0 (strong convexity)")
+        rng = np.random.default_rng(seed)
         out = np.empty((objs.size, self.n_params))
+        th0 = np.asarray(theta_hat, dtype=np.float64)
         for k in range(objs.size):
-            out[k] = self.fit(P[k], theta_hat, gtol=tol, newton_tol=tol)
+            start = th0 + start_noise * rng.normal(size=th0.size) if start_noise else th0
+            out[k] = self.fit(P[k], start, gtol=tol, newton_tol=tol if polish else None)
         return out
 
 
-def listmle(features, rankings, n_items=None, objects="items", l2=1.0):
-    """ListMLE loss with a linear scorer (paper Example 3, Eq. listmle)."""
-    return ListMLELoss(features, rankings, n_items, objects=objects, l2=l2)
+def listmle(features, rankings, n_items=None, objects="items", l2=1.0, removal="delete"):
+    """ListMLE loss with a linear scorer (paper Example 3, Eq. listmle).  ``removal``
+    (objects = items): "delete" removes the item from every candidate set and ranking
+    (the paper's [n] becomes [n] minus the item), "labels" only from the rankings."""
+    return ListMLELoss(features, rankings, n_items, objects=objects, l2=l2, removal=removal)
