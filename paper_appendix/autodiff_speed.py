@@ -71,7 +71,7 @@ def main():
         # the two parts of a compiled call
         fns = compiled(L)
         th, ones = jnp.asarray(fit.coef), jnp.ones(n)
-        gf = fns["grad"](th, ones)
+        gf = fns["value_and_grad"](th, ones)[1]
         pad = -(-n // bs) * bs
         idx = np.concatenate([np.arange(n), np.repeat(n - 1, pad - n)])
 
