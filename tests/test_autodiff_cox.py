@@ -159,8 +159,10 @@ def test_cox_mlp_cg_and_lissa_match_explicit():
 def test_explicit_solver_errors_and_damping():
     A = np.diag([2.0, -1.0, 3.0])
     loss = lambda th, p: 0.5 * th @ jnp.asarray(A) @ th + jnp.sum(p * th[0])  # noqa: E731
-    with pytest.raises(ValueError, match="not positive definite"):
+    with pytest.raises(ValueError, match=r"not positive definite.*damping > 2\.500e-01") as err:
         ad.vif(loss, np.zeros(3), 4)
+    assert isinstance(err.value, ad.NotPositiveDefiniteError)
+    assert err.value.min_eigenvalue == pytest.approx(-0.25)       # of H/n = A/4
     lam = 0.7
     v = ad.vif(loss, np.zeros(3), 4, damping=lam)
     # oracle: -(A/n + lam I)^{-1} e_0 for each object (gradient difference = e_0)

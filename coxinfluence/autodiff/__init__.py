@@ -26,6 +26,7 @@ from .solvers import (  # noqa: E402
     ExplicitSolver,
     HessianMemoryError,
     LiSSASolver,
+    NotPositiveDefiniteError,
     hessian_matrix,
     make_solver,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "CGSolver",
     "LiSSASolver",
     "HessianMemoryError",
+    "NotPositiveDefiniteError",
     "hessian_matrix",
     "losses",
 ]

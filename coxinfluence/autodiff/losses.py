@@ -33,7 +33,6 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 import scipy.optimize
 
-from .solvers import hessian_matrix
 
 __all__ = ["Loss", "cox", "glm", "cox_mlp", "contrastive", "listmle",
            "deepwalk_counts", "expected_deepwalk_counts"]

@@ -82,6 +82,15 @@ def _loss_hvp_cols(loss_fn):
     return _cached(loss_fn, "hvp_cols", build)
 
 
+class NotPositiveDefiniteError(ValueError):
+    """``H/n + damping I`` is not positive definite; ``min_eigenvalue`` is that of ``H/n``
+    (a damping above ``-min_eigenvalue`` makes the explicit solve possible)."""
+
+    def __init__(self, message, min_eigenvalue):
+        super().__init__(message)
+        self.min_eigenvalue = min_eigenvalue
+
+
 class HessianMemoryError(MemoryError):
     """The explicit d x d Hessian would exceed the allowed memory (use CG or LiSSA)."""
 
@@ -186,13 +195,12 @@ class ExplicitSolver(_Base):
         try:
             self._cf = scipy.linalg.cho_factor(A, lower=True, check_finite=False)
         except np.linalg.LinAlgError:
-            lam_min = float(np.linalg.eigvalsh(A)[0])
-            raise ValueError(
-                "Hessian/n + damping*I is not positive definite "
-                f"(smallest eigenvalue {lam_min:.3e}, damping={self.damping:g}); "
-                "theta_hat may not be a strict local minimum: pass damping > "
-                f"{max(-lam_min, 0.0):.3e} or check the fit"
-            ) from None
+            lam_h = float(np.linalg.eigvalsh(H / self.n)[0])
+            raise NotPositiveDefiniteError(
+                "Hessian/n + damping*I is not positive definite (smallest eigenvalue of "
+                f"Hessian/n {lam_h:.3e}, damping={self.damping:g}); theta_hat may not be a "
+                f"strict local minimum: pass damping > {max(-lam_h, 0.0):.3e} or check the fit",
+                lam_h) from None
 
     def solve(self, V):
         V = np.asarray(_check_rhs(V, self.d))
