@@ -314,7 +314,7 @@ def newton_batch(data: CoxData, theta0, *, presence=None, tol=1e-10, max_iter=50
     converged = np.zeros(B, dtype=bool)
     failed = ~np.isfinite(loss)
     n_iter = np.zeros(B, dtype=int)
-    for _ in range(max_iter + 1):
+    for iteration in range(max_iter + 1):   # the last pass only tests convergence
         active = np.flatnonzero(~converged & ~failed)
         if active.size == 0:
             break
@@ -324,7 +324,7 @@ def newton_batch(data: CoxData, theta0, *, presence=None, tol=1e-10, max_iter=50
         done = _newton_converged(theta[active], grad[active], step, tol)
         converged[active[done]] = True
         active, step = active[~done], step[~done]
-        if _ == max_iter or active.size == 0:
+        if iteration == max_iter or active.size == 0:
             break
         n_iter[active] += 1
         # step halving: accept the largest step 2^-h that does not increase the loss
