@@ -14,7 +14,7 @@ from .cox import ConvergenceWarning, CoxFit, cox_gradient, cox_hessian, cox_loss
 from .loo import LeaveOneOutWarning, exact_loo, newton_loo
 from .reid import reid_influence, score_residuals
 from .vif import vif
-from . import targets
+from . import datasets, metrics, targets
 from .influence import InfluenceResult, influence
 
 __version__ = "0.1.0"
@@ -23,5 +23,5 @@ __all__ = [
     "CoxData", "CoxFit", "CoxInputError", "ConvergenceWarning", "LeaveOneOutWarning",
     "fit_cox", "cox_loss", "cox_gradient", "cox_hessian",
     "reid_influence", "score_residuals", "vif", "exact_loo", "newton_loo",
-    "influence", "InfluenceResult", "targets",
+    "influence", "InfluenceResult", "targets", "datasets", "metrics",
 ]

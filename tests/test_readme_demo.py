@@ -34,3 +34,15 @@ def test_demo_prints_top_five(capsys):
     rows = [line for line in table.splitlines() if re.match(r"^\d+\s", line)]
     assert len(rows) == 5
     assert "VIF" in table and "Reid" in table and "exact LOO" in table
+
+
+def test_public_namespace():
+    """``ci.datasets`` and friends are reachable from the package (issue 3 spells them so),
+    and importing the package does not import JAX (the autodiff path is optional)."""
+    import subprocess
+    import sys
+    code = ("import sys, coxinfluence as ci; ci.datasets.load_gbsg2; ci.metrics; ci.vif; "
+            "ci.influence; assert callable(ci.vif); print('jax' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "False"
