@@ -13,6 +13,13 @@ import numpy as np
 OUT = Path(__file__).resolve().parent / "out"
 
 
+def timed(fn):
+    """``(fn(), seconds it took)``: one timed call, first-call costs (compilation) included."""
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
 def median_time(fn, repeats=5, min_total=0.0):
     """Median wall time of ``fn()`` over ``repeats`` runs (after one warm-up run)."""
     fn()

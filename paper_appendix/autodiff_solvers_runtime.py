@@ -24,7 +24,6 @@ batches of 100 event-time terms, scale from power iteration.
 Writes paper_appendix/out/autodiff_solvers_runtime.md.
 """
 import argparse
-import time
 
 import os
 import sys
@@ -37,7 +36,7 @@ import coxinfluence.autodiff as ad  # noqa: E402
 from coxinfluence.autodiff import losses  # noqa: E402
 from coxinfluence.autodiff.solvers import _loss_hvp_cols  # noqa: E402
 from coxinfluence.datasets import paper_split  # noqa: E402
-from _common import write_result  # noqa: E402
+from _common import timed, write_result  # noqa: E402
 
 LINES = []
 
@@ -53,12 +52,6 @@ def mem_total_bytes():
             if ln.startswith("MemTotal:"):
                 return int(ln.split()[1]) * 1024
     raise RuntimeError("MemTotal not found in /proc/meminfo")
-
-
-def timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
 
 
 def main():

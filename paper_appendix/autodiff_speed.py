@@ -22,7 +22,6 @@ import argparse
 import os
 import platform
 import sys
-import time
 
 import numpy as np
 
@@ -35,15 +34,9 @@ from coxinfluence.datasets import paper_split  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from _common import data_path, markdown_table, median_time, write_result  # noqa: E402
+from _common import data_path, markdown_table, median_time, timed, write_result  # noqa: E402
 
 PAPER_VIF_S = 2.43   # the paper's Table 2, METABRIC
-
-
-def timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
 
 
 def main():

@@ -120,7 +120,7 @@ def main(argv=None):
                                 capture_output=True, text=True).stdout.strip()
     except OSError:
         commit = "?"
-    head = [f"# Paper results on coxinfluence\n",
+    head = ["# Paper results on coxinfluence\n",
             f"**Mode: {mode}. Wall time of `python paper_appendix/run_all.py"
             f"{' --quick' if args.quick else ''}`: {wall:.0f} s ({wall / 60:.1f} min).**\n",
             *([f"**{args.note}**\n"] if args.note else []),

@@ -292,7 +292,7 @@ def run_dataset(name, adam_rows, tie_rows, seed, newton):
     _, _, v_c = vif_at(full_c, X, t, e)
     exact_c = np.asarray(ci.exact_loo(fit_br, progress=False))[sub_c]
     scope_c = f"{len(sub_c)} of {n}" if len(sub_c) < n else f"{n}"
-    lbl_c = f"C: as B, tied times in a random order per training run"
+    lbl_c = "C: as B, tied times in a random order per training run"
     rows += [
         [name, lbl_c, "VIF (Breslow) at Adam parameters vs Adam retraining", scope_c,
          rr(full_c, full_c - v_c[sub_c] / n, loo_c), PAPER[name]["VIF"]],

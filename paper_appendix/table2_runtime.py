@@ -72,7 +72,7 @@ def main(argv=None):
             [[k, f"{v:.4f}", f"{v / ref:.2f}"] for k, v in tm.items()]))
         if check:
             detail.append(f"\nOur IF_n/n vs R's dfbeta on this data: max rel. difference {check}.")
-    text = [f"# Table 2, Cox rows: runtime\n",
+    text = ["# Table 2, Cox rows: runtime\n",
             f"Machine: {platform.machine()}, 2 shared cores; medians of {reps} runs "
             f"(exact_loo: {loo_reps}). Paper: Intel Xeon Gold 6338, autodiff VIF, Adam "
             "brute-force retraining.\n",
