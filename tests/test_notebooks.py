@@ -3,7 +3,6 @@ COXINFLUENCE_QUICK=1) without raising, and the PNG figures it writes to COXINFLU
 are real images (decode, reasonable size, not a single flat colour)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
