@@ -646,10 +646,11 @@ class GapResult:
     def slope_ci(self) -> tuple:
         return self.fit("gap_mean").ci
 
-    def slopes(self) -> pd.DataFrame:
-        """Slopes and intervals for every slope-worthy column present."""
+    def slopes(self, columns=_SLOPE_COLUMNS) -> pd.DataFrame:
+        """Slopes and intervals for each of ``columns`` present (default: every
+        slope-worthy column)."""
         rows = []
-        for col in _SLOPE_COLUMNS:
+        for col in columns:
             if col in self.table.columns:
                 f = self.fit(col)
                 rows.append({"column": col, "slope": f.slope, "ci_low": f.ci_low,

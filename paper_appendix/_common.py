@@ -20,9 +20,11 @@ def timed(fn):
     return out, time.perf_counter() - t0
 
 
-def median_time(fn, repeats=5, min_total=0.0):
-    """Median wall time of ``fn()`` over ``repeats`` runs (after one warm-up run)."""
-    fn()
+def median_time(fn, repeats=5, warm=True):
+    """Median wall time of ``fn()`` over ``repeats`` runs, after one untimed warm-up run
+    (imports, caches, compilation) unless ``warm=False``."""
+    if warm:
+        fn()
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()

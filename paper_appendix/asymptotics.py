@@ -32,13 +32,9 @@ SIZES = (200, 500, 1000, 2000, 5000, 10000, 20000)
 
 
 def _slopes_md(result, columns):
-    rows = []
-    for c in columns:
-        if c in result.table.columns:
-            f = result.fit(c)
-            rows.append({"quantity": c, "slope": f.slope, "95% CI low": f.ci_low,
-                         "95% CI high": f.ci_high})
-    return _md_table(pd.DataFrame(rows))
+    table = result.slopes(columns).rename(columns={"column": "quantity", "ci_low": "95% CI low",
+                                                   "ci_high": "95% CI high"})
+    return _md_table(table)
 
 
 def _mean_ci(g, col):

@@ -36,6 +36,7 @@ OUT = HERE / "out"
 sys.path.insert(0, str(HERE.parent))
 
 import coxinfluence as ci  # noqa: E402
+from _common import median_time  # noqa: E402
 
 
 def synthetic(n, d=10, seed=0):
@@ -48,18 +49,6 @@ def synthetic(n, d=10, seed=0):
     levels = max(n // 10, 10)
     time_ = np.ceil(y / np.quantile(y, 0.999) * levels) / levels
     return X, time_, (t <= c).astype(float)
-
-
-def median_time(fn, reps, warm=True):
-    """Median wall time of ``reps`` calls, after one untimed call (imports, caches)."""
-    if warm:
-        fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
 
 
 R_SCRIPT = r"""
