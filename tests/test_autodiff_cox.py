@@ -119,6 +119,49 @@ def test_target_and_objects_subset():
     assert _rel(tb, np.asarray(ci.vif(fit)) @ big.T) < 1e-10
 
 
+def test_few_targets_use_forward_mode_and_agree_with_full_vif():
+    """K < d targets: VIF_f(i) = -g_i . s_k by forward-mode JVPs (never forming g_i);
+    oracle: the full reverse-mode VIF rows contracted with the target Jacobian."""
+    X, t, e, _, _ = _data(8, n=60)
+    L = losses.cox_mlp(X, t, e, hidden=6)              # d = 30 parameters
+    th = L.fit(seed=0, steps=300)
+    n, damp = len(t), 0.1
+    tgt = lambda p: L.eta(p, X[:3])  # noqa: E731  K = 3 log-risks
+    J = np.asarray(jax.jacrev(tgt)(jnp.asarray(th)))
+    full = ad.vif(L, th, n, damping=damp)
+    assert _rel(ad.vif(L, th, n, target_fn=tgt, damping=damp), full @ J.T) < 1e-10
+    objs = np.array([5, 0, 59, 5])
+    sub = ad.vif(L, th, n, target_fn=tgt, damping=damp, objects=objs, batch_size=3)
+    assert _rel(sub, (full @ J.T)[objs]) < 1e-10
+    wfull = ad.weight_influence(L, th, n, damping=damp)
+    w = ad.weight_influence(L, th, n, target_fn=tgt, damping=damp, objects=objs)
+    assert _rel(w, (wfull @ J.T)[objs]) < 1e-10
+    # linear Cox, Efron with strata and weights: weight-influence target = Reid's IF . J
+    X, t, e, st, wt = _data(9)
+    fit = ci.fit_cox(X, t, e, ties="efron", weights=wt, strata=st)
+    Lc = losses.cox(X, t, e, ties="efron", weights=wt, strata=st)
+    T = np.array([[1.0, -2.0, 0.5], [0.0, 1.0, 3.0]])
+    got = ad.weight_influence(Lc, fit.coef, len(t), target_fn=lambda p: jnp.asarray(T) @ p)
+    assert _rel(got, np.asarray(ci.reid_influence(fit)) @ T.T) < 1e-8
+
+
+def test_hessian_extreme_eigenvalues_lanczos():
+    X, t, e, _, _ = _data(10, n=60)
+    L = losses.cox_mlp(X, t, e, hidden=5)              # d = 25, indefinite after Adam
+    th = L.fit(seed=0, steps=100)
+    n = len(t)
+    ev = np.linalg.eigvalsh(ad.hessian_matrix(lambda p: L(p, jnp.ones(n)), th)) / n
+    lo, hi = ad.hessian_extreme_eigenvalues(L, th, n, iters=L.n_params)
+    assert lo == pytest.approx(ev[0], rel=1e-8, abs=1e-10)
+    assert hi == pytest.approx(ev[-1], rel=1e-8)
+    # fewer steps: Ritz values lie inside the spectrum and approach its ends
+    lo8, hi8 = ad.hessian_extreme_eigenvalues(L, th, n, iters=8, seed=3)
+    assert ev[0] - 1e-12 <= lo8 <= ev[-1] and ev[0] <= hi8 <= ev[-1] + 1e-12
+    assert hi8 == pytest.approx(ev[-1], rel=1e-3)
+    with pytest.raises(ValueError, match="iters"):
+        ad.hessian_extreme_eigenvalues(L, th, n, iters=0)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("ties", ["breslow", "efron"])
 def test_cg_and_lissa_reproduce_explicit(ties):

@@ -27,6 +27,7 @@ from .solvers import (  # noqa: E402
     HessianMemoryError,
     LiSSASolver,
     NotPositiveDefiniteError,
+    hessian_extreme_eigenvalues,
     hessian_matrix,
     make_solver,
 )
@@ -43,5 +44,6 @@ __all__ = [
     "HessianMemoryError",
     "NotPositiveDefiniteError",
     "hessian_matrix",
+    "hessian_extreme_eigenvalues",
     "losses",
 ]

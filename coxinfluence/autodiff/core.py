@@ -55,8 +55,27 @@ def compiled(loss_fn):
         return jax.vmap(
             lambda i: jax.jvp(gw, (ones,), (jnp.zeros_like(ones).at[i].set(1.0),))[1])(idx)
 
+    def deletion_directional(th, S, ones, idx):
+        """rows (grad L(th, 1) - grad L(th, 1_{-i})) . s_k, k = 1..K, for i in idx:
+        forward-mode JVPs along the K rows of S (vmapped over objects).  The parts of
+        the loss that do not depend on presence (e.g. a network's forward pass and its
+        JVP) are not batched over objects by vmap, so each object costs only the
+        presence-dependent work, never a backward pass through the whole model."""
+        def along(pres):
+            return jax.vmap(lambda s: jax.jvp(lambda t: loss_fn(t, pres), (th,), (s,))[1])(S)
+        return along(ones)[None, :] - jax.vmap(lambda i: along(ones.at[i].set(0.0)))(idx)
+
+    def weight_directional(th, S, ones):
+        """(n, K): d/dw_i [grad L_w(th, w) . s_k] at w = 1, all i in one reverse pass
+        over w per direction (the mixed partial as a gradient of a JVP)."""
+        def dir_grad(s):
+            return jax.grad(lambda w: jax.jvp(lambda t: lw(t, w), (th,), (s,))[1])(ones)
+        return jax.vmap(dir_grad)(S).T
+
     cache.update({"value_and_grad": jax.jit(jax.value_and_grad(loss_fn)),
-                  "weight_rows": jax.jit(weight_rows)})
+                  "weight_rows": jax.jit(weight_rows),
+                  "deletion_directional": jax.jit(deletion_directional),
+                  "weight_directional": jax.jit(weight_directional)})
     cache["deletion_rows"] = jax.jit(deletion_rows)
     return cache
 
@@ -139,19 +158,39 @@ def _iterate_batches(fn, objs, bsz):
         yield sl, np.asarray(out)[:k0]
 
 
-def _apply(loss_fn, theta, n, objs, grad_batch, *, target_fn, solver, damping,
-           solver_options, batch_size):
+def _jvp_batch_size(d, n, k, batch_size):
+    """Objects per batch of forward-mode directional derivatives: only the
+    presence-dependent part of the loss is batched, O((k + 1) n) floats per object
+    for losses like Cox (risk-set sums), whatever the model size."""
+    if batch_size is not None:
+        return _batch_size(None, d, n, batch_size)
+    per = 8 * 8 * (k + 1) * (n + d)
+    return int(max(1, min(n, _MAX_BATCH, _DEFAULT_BATCH_BYTES // per)))
+
+
+def _apply(loss_fn, theta, n, objs, grad_batch, directional, *, target_fn, solver,
+           damping, solver_options, batch_size):
+    """Solve and contract.  Without a target: rows g_i (reverse mode, batched) and
+    ``-(H/n)^{-1} g_i``.  With K targets and K < d: ``s_k = (H/n)^{-1} grad f_k`` first,
+    then ``VIF_f(i) = -g_i . s_k`` as forward-mode directional derivatives
+    (``directional(S, objs, batch)``), which never forms g_i: for a network with d
+    parameters each object then costs O(K) JVPs of the presence-dependent part instead
+    of a d-dimensional backward pass.  With K >= d: the rows g_i, then ``-g_i . s_k``."""
     d = theta.size
-    bsz = _batch_size(loss_fn, d, n, batch_size)
     slv = make_solver(solver, loss_fn, jnp.asarray(theta), n, damping=damping,
                       **(solver_options or {}))
     m = objs.size
-    if target_fn is None:
+    J = None if target_fn is None else _target_jacobian(target_fn, theta)
+    if J is not None and J.shape[0] < d:
+        S = slv.solve(J)  # (K, d)
+        return -directional(jnp.asarray(S), objs,
+                            _jvp_batch_size(d, n, J.shape[0], batch_size))
+    bsz = _batch_size(loss_fn, d, n, batch_size)
+    if J is None:
         G = np.empty((m, d))
         for sl, rows in _iterate_batches(grad_batch, objs, bsz):
             G[sl] = rows
         return -slv.solve(G)
-    J = _target_jacobian(target_fn, theta)
     K = J.shape[0]
     if K <= m:
         # s_k = (H/n)^{-1} grad f_k, then VIF_f(i) = -g_i . s_k (never stores n x d)
@@ -198,8 +237,17 @@ def vif(loss_fn, theta_hat, n_objects, *, target_fn=None, solver="explicit",
     rows = compiled(loss_fn)["deletion_rows"]
     theta_j, ones = jnp.asarray(theta), jnp.ones(n)
     grad_batch = lambda idx: rows(theta_j, g_full, ones, idx)  # noqa: E731
-    return _apply(loss_fn, theta, n, objs, grad_batch, target_fn=target_fn, solver=solver,
-                  damping=damping, solver_options=solver_options, batch_size=batch_size)
+    fwd = compiled(loss_fn)["deletion_directional"]
+
+    def directional(S, objs, bsz):
+        out = np.empty((objs.size, S.shape[0]))
+        for sl, r in _iterate_batches(lambda idx: fwd(theta_j, S, ones, idx), objs, bsz):
+            out[sl] = r
+        return out
+
+    return _apply(loss_fn, theta, n, objs, grad_batch, directional, target_fn=target_fn,
+                  solver=solver, damping=damping, solver_options=solver_options,
+                  batch_size=batch_size)
 
 
 def weight_influence(loss_fn, theta_hat, n_objects, *, target_fn=None, solver="explicit",
@@ -216,8 +264,14 @@ def weight_influence(loss_fn, theta_hat, n_objects, *, target_fn=None, solver="e
     Same arguments and return shape as :func:`vif`.
     """
     theta, n, objs, _ = _check_inputs(loss_fn, theta_hat, n_objects, objects)
-    rows = compiled(loss_fn)["weight_rows"]
+    rows = compiled(loss_fn)["weight_rows"]  # with K < d targets: "weight_directional"
     theta_j, ones = jnp.asarray(theta), jnp.ones(n)
     grad_batch = lambda idx: rows(theta_j, ones, idx)  # noqa: E731
-    return _apply(loss_fn, theta, n, objs, grad_batch, target_fn=target_fn, solver=solver,
-                  damping=damping, solver_options=solver_options, batch_size=batch_size)
+    fwd = compiled(loss_fn)["weight_directional"]
+
+    def directional(S, objs, bsz):
+        return np.asarray(fwd(theta_j, S, ones))[objs]
+
+    return _apply(loss_fn, theta, n, objs, grad_batch, directional, target_fn=target_fn,
+                  solver=solver, damping=damping, solver_options=solver_options,
+                  batch_size=batch_size)
