@@ -198,8 +198,32 @@ class _CoxStructure:
         self.multi = np.nonzero(cnt >= 2)[0]           # groups with tied deaths
         in_multi = np.isin(gid, self.multi)
         self.multi_pos = self.death_pos[in_multi]
+        # prefix-sum positions: the last death of each group (in death order), and the
+        # position before each group's stratum start (risk set = [g_start, g_end])
+        self.d_end = np.searchsorted(self.death_group, np.arange(self.G), side="right") - 1
+        self.stratified = bool(np.any(self.g_start > 0))
+        self.g_start_prev = np.maximum(self.g_start - 1, 0)
         self.multi_group = np.searchsorted(self.multi, gid[in_multi]).astype(np.int64)
         self.dmax_multi = int(cnt[self.multi].max()) if self.multi.size else 1
+
+
+_PREFIX_BLOCK = 32
+
+
+def _prefix_sum(a):
+    """Inclusive prefix sum of a 1-D array as two small matrix products: sums within
+    blocks of 32 (a triangular 32 x 32 matmul), then the running block totals.
+
+    Same values as ``jnp.cumsum`` (up to rounding); used because XLA:CPU lowers
+    ``cumsum`` to a sequential-style scan that is several times slower, under ``vmap``
+    over presence vectors, than the matmul form (measured in
+    paper_appendix/autodiff_speed.py)."""
+    m, b = a.shape[0], _PREFIX_BLOCK
+    nb = -(-m // b)
+    blocks = jnp.pad(a, (0, nb * b - m)).reshape(nb, b)
+    within = blocks @ jnp.triu(jnp.ones((b, b), dtype=a.dtype))
+    before = within[:, -1] @ jnp.triu(jnp.ones((nb, nb), dtype=a.dtype), 1)
+    return (within + before[:, None]).reshape(-1)[:m]
 
 
 def _cox_terms(eta_s, b, w, S, ties):
@@ -214,26 +238,31 @@ def _cox_terms(eta_s, b, w, S, ties):
     ``eta_s`` is the log-risk in the structure's sorted row order; ``b`` is presence
     (it also sets d: deleting a death removes it from the tie count) and ``w`` the
     case weights (they do not change d: R's weighted Efron), both in caller order.
-    Efron differs from Breslow only for groups with two or more deaths
-    (``S.multi``): it is computed as Breslow plus a correction over those groups."""
+    Risk sets and tie groups are contiguous in the sorted order, so every sum is a
+    difference of prefix sums at the group ends (gathers only: no scatter, which is
+    slow under vmap on CPU).  Efron differs from Breslow only for groups with two or
+    more deaths (``S.multi``): it is computed as Breslow plus a correction over those."""
     eta_s = eta_s - jax.lax.stop_gradient(jnp.max(eta_s))   # the loss is shift invariant
     bw_s = (b * w)[S.order]
     ex = jnp.exp(eta_s)
-    cs = jnp.concatenate([jnp.zeros(1), jnp.cumsum(bw_s * ex)])
-    S0 = cs[S.g_end + 1] - cs[S.g_start]
-    dp, gid = S.death_pos, S.death_group             # sorted positions, sorted groups
+    cs = _prefix_sum(bw_s * ex)
+    S0 = cs[S.g_end]
+    if S.stratified:
+        S0 = S0 - jnp.where(S.g_start > 0, cs[S.g_start_prev], 0.0)
+    dp = S.death_pos                                   # sorted positions, groups ascending
     bwd = bw_s[dp]
-    seg = lambda x, ids, k: jax.ops.segment_sum(x, ids, num_segments=k,  # noqa: E731
-                                                indices_are_sorted=True)
-    sumw = seg(bwd, gid, S.G)
-    lin = seg(bwd * eta_s[dp], gid, S.G)
+    ends = lambda x: jnp.diff(_prefix_sum(x)[S.d_end], prepend=0.0)  # noqa: E731
+    sumw = ends(bwd)                                   # sum_D b w per group
+    lin = ends(bwd * eta_s[dp])                        # sum_D b w eta per group
     logS0 = jnp.log(jnp.where(sumw > 0, S0, 1.0))
     terms = -lin + sumw * logS0
     if ties == "efron" and S.multi.size:
         m, mp, mg = S.multi, S.multi_pos, S.multi_group
         k = m.size
-        S0D = seg(bw_s[mp] * ex[mp], mg, k)
-        dcount = seg(b[S.order][mp], mg, k)
+        seg = lambda x: jax.ops.segment_sum(x, mg, num_segments=k,  # noqa: E731
+                                            indices_are_sorted=True)
+        S0D = seg(bw_s[mp] * ex[mp])
+        dcount = seg(b[S.order][mp])
         S0m, sw = S0[m], sumw[m]
         dsafe = jnp.where(dcount > 0, dcount, 1.0)
         r = jnp.arange(S.dmax_multi, dtype=jnp.float64)
