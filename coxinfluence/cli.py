@@ -113,8 +113,12 @@ def _asymptotics_run(args: argparse.Namespace) -> int:
                   progress=args.progress,
                   leading_term=False if args.no_leading_term else None)
     if args.workers > 1:
+        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
-        with ProcessPoolExecutor(args.workers) as ex:
+        # spawn, not fork: forking a process that has started threads (BLAS, or JAX
+        # when the caller imported it) can deadlock the children
+        with ProcessPoolExecutor(args.workers,
+                                 mp_context=multiprocessing.get_context("spawn")) as ex:
             result = simulate_gap(args.sizes, args.reps, executor=ex, **kwargs)
     else:
         result = simulate_gap(args.sizes, args.reps, **kwargs)

@@ -95,13 +95,15 @@ def test_exact_loo_gradient_is_converged():
 
 
 def test_exact_loo_through_an_executor_equals_serial():
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
     X, t, e, w, s = tied_data(7, n=90)
     fit = ci.fit_cox(X, t, e, weights=w, strata=s)
     serial = ci.exact_loo(fit, progress=False)
     with ThreadPoolExecutor(2) as ex:
         threaded = ci.exact_loo(fit, executor=ex, progress=False, n_chunks=5)
-    with ProcessPoolExecutor(2) as ex:
+    # spawn: this pytest process may already run JAX's threads, which fork must not copy
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as ex:
         processes = ci.exact_loo(fit, executor=ex, progress=False)
     assert np.array_equal(serial, threaded)
     assert np.array_equal(serial, processes)
