@@ -133,6 +133,16 @@ def test_few_targets_use_forward_mode_and_agree_with_full_vif():
     objs = np.array([5, 0, 59, 5])
     sub = ad.vif(L, th, n, target_fn=tgt, damping=damp, objects=objs, batch_size=3)
     assert _rel(sub, (full @ J.T)[objs]) < 1e-10
+    rev = ad.vif(L, th, n, target_fn=tgt, damping=damp, objects=objs, target_mode="reverse")
+    assert _rel(rev, sub) < 1e-10
+    # many targets (K > 16): auto takes reverse mode; forward mode gives the same values
+    many = lambda p: L.eta(p, X[:20])  # noqa: E731
+    J20 = np.asarray(jax.jacrev(many)(jnp.asarray(th)))
+    for mode in ("auto", "forward"):
+        got = ad.vif(L, th, n, target_fn=many, damping=damp, target_mode=mode)
+        assert _rel(got, full @ J20.T) < 1e-10
+    with pytest.raises(ValueError, match="target_mode"):
+        ad.vif(L, th, n, damping=damp, target_mode="sideways")
     wfull = ad.weight_influence(L, th, n, damping=damp)
     w = ad.weight_influence(L, th, n, target_fn=tgt, damping=damp, objects=objs)
     assert _rel(w, (wfull @ J.T)[objs]) < 1e-10

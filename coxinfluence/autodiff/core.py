@@ -103,7 +103,7 @@ def _check_inputs(loss_fn, theta_hat, n_objects, objects):
         if objs.size and (objs.min() < 0 or objs.max() >= n):
             raise ValueError(f"objects must lie in [0, {n}), got range [{objs.min()}, {objs.max()}]")
     try:
-        val, g_full = compiled(loss_fn)["value_and_grad"](jnp.asarray(theta), jnp.ones(n))
+        val, g_full = compiled(loss_fn)["value_and_grad"](theta, np.ones(n))
     except TypeError as err:
         if "scalar" in str(err):
             raise ValueError(f"loss_fn(theta, presence) must return a scalar: {err}") from None
@@ -150,7 +150,7 @@ def _iterate_batches(fn, objs, bsz):
         k = idx.size
         if k < bsz:
             idx = np.concatenate([idx, np.repeat(idx[-1:], bsz - k)])
-        pending.append((slice(s, s + k), k, fn(jnp.asarray(idx))))
+        pending.append((slice(s, s + k), k, fn(idx)))
         if len(pending) >= _AHEAD:
             sl, k0, out = pending.pop(0)
             yield sl, np.asarray(out)[:k0]
@@ -168,20 +168,39 @@ def _jvp_batch_size(d, n, k, batch_size):
     return int(max(1, min(n, _MAX_BATCH, _DEFAULT_BATCH_BYTES // per)))
 
 
+_FORWARD_MAX_TARGETS = 16
+
+
+def _use_forward(mode, k, d):
+    """Forward mode costs K JVPs of the presence-dependent part per object; reverse mode
+    one gradient (a backward pass through the whole loss).  ``"auto"``: forward for a
+    few targets (K <= 16) and K < d, where it wins by far when the presence-independent
+    part dominates (MLP Cox on METABRIC, 3 targets, solve excluded: 0.4 s vs 8.9 s at
+    10K parameters, 5.9 s vs 67 s at 41K); with many targets on a loss whose presence
+    enters everywhere (ListMLE with 300 test-query targets) reverse mode is faster."""
+    if mode == "auto":
+        return k <= _FORWARD_MAX_TARGETS and k < d
+    return mode == "forward"
+
+
 def _apply(loss_fn, theta, n, objs, grad_batch, directional, *, target_fn, solver,
-           damping, solver_options, batch_size):
+           damping, solver_options, batch_size, target_mode):
     """Solve and contract.  Without a target: rows g_i (reverse mode, batched) and
-    ``-(H/n)^{-1} g_i``.  With K targets and K < d: ``s_k = (H/n)^{-1} grad f_k`` first,
+    ``-(H/n)^{-1} g_i``.  With K targets in forward mode (:func:`_use_forward`):
+    ``s_k = (H/n)^{-1} grad f_k`` first,
     then ``VIF_f(i) = -g_i . s_k`` as forward-mode directional derivatives
     (``directional(S, objs, batch)``), which never forms g_i: for a network with d
     parameters each object then costs O(K) JVPs of the presence-dependent part instead
-    of a d-dimensional backward pass.  With K >= d: the rows g_i, then ``-g_i . s_k``."""
+    of a d-dimensional backward pass.  In reverse mode: the rows g_i, then ``-g_i . s_k``."""
+    if target_mode not in ("auto", "forward", "reverse"):
+        raise ValueError("target_mode must be 'auto', 'forward' or 'reverse', "
+                         f"got {target_mode!r}")
     d = theta.size
     slv = make_solver(solver, loss_fn, jnp.asarray(theta), n, damping=damping,
                       **(solver_options or {}))
     m = objs.size
     J = None if target_fn is None else _target_jacobian(target_fn, theta)
-    if J is not None and J.shape[0] < d:
+    if J is not None and _use_forward(target_mode, J.shape[0], d):
         S = slv.solve(J)  # (K, d)
         return -directional(jnp.asarray(S), objs,
                             _jvp_batch_size(d, n, J.shape[0], batch_size))
@@ -206,7 +225,7 @@ def _apply(loss_fn, theta, n, objs, grad_batch, directional, *, target_fn, solve
 
 
 def vif(loss_fn, theta_hat, n_objects, *, target_fn=None, solver="explicit",
-        objects=None, batch_size=None, damping=0.0, solver_options=None):
+        objects=None, batch_size=None, damping=0.0, solver_options=None, target_mode="auto"):
     """Versatile Influence Function of every object (paper Eq. VIF / VIF-target).
 
     ``VIF(i) = -(H/n)^{-1} grad_theta [L(theta_hat, 1) - L(theta_hat, 1_{-i})]`` with
@@ -228,6 +247,10 @@ def vif(loss_fn, theta_hat, n_objects, *, target_fn=None, solver="explicit",
         using ``loss_fn.per_object_bytes`` when the loss provides it).
     damping : Tikhonov term added to ``H/n`` (default 0).
     solver_options : dict passed to the solver (e.g. ``tol``, ``depth``, ``seed``).
+    target_mode : ``"auto"`` | ``"forward"`` | ``"reverse"``, how ``grad f . VIF(i)`` is
+        contracted with a target: forward-mode JVPs along ``(H/n)^{-1} grad f_k`` (K per
+        object, never a d-dimensional gradient) or reverse-mode gradients g_i.  Same
+        values; ``"auto"`` takes forward mode for K <= 16 targets and K < d.
 
     Returns
     -------
@@ -235,7 +258,7 @@ def vif(loss_fn, theta_hat, n_objects, *, target_fn=None, solver="explicit",
     """
     theta, n, objs, g_full = _check_inputs(loss_fn, theta_hat, n_objects, objects)
     rows = compiled(loss_fn)["deletion_rows"]
-    theta_j, ones = jnp.asarray(theta), jnp.ones(n)
+    theta_j, ones = theta, np.ones(n)  # numpy: jit converts them cheaply
     grad_batch = lambda idx: rows(theta_j, g_full, ones, idx)  # noqa: E731
     fwd = compiled(loss_fn)["deletion_directional"]
 
@@ -247,11 +270,12 @@ def vif(loss_fn, theta_hat, n_objects, *, target_fn=None, solver="explicit",
 
     return _apply(loss_fn, theta, n, objs, grad_batch, directional, target_fn=target_fn,
                   solver=solver, damping=damping, solver_options=solver_options,
-                  batch_size=batch_size)
+                  batch_size=batch_size, target_mode=target_mode)
 
 
 def weight_influence(loss_fn, theta_hat, n_objects, *, target_fn=None, solver="explicit",
-                     objects=None, batch_size=None, damping=0.0, solver_options=None):
+                     objects=None, batch_size=None, damping=0.0, solver_options=None,
+                     target_mode="auto"):
     """Infinitesimal (case-weight) influence function, paper scale.
 
     ``IF(i) = -(H/n)^{-1} d/dw_i grad_theta L_w(theta_hat, w) |_{w = 1}``: the mixed
@@ -265,7 +289,7 @@ def weight_influence(loss_fn, theta_hat, n_objects, *, target_fn=None, solver="e
     """
     theta, n, objs, _ = _check_inputs(loss_fn, theta_hat, n_objects, objects)
     rows = compiled(loss_fn)["weight_rows"]  # with K < d targets: "weight_directional"
-    theta_j, ones = jnp.asarray(theta), jnp.ones(n)
+    theta_j, ones = theta, np.ones(n)  # numpy: jit converts them cheaply
     grad_batch = lambda idx: rows(theta_j, ones, idx)  # noqa: E731
     fwd = compiled(loss_fn)["weight_directional"]
 
@@ -274,4 +298,4 @@ def weight_influence(loss_fn, theta_hat, n_objects, *, target_fn=None, solver="e
 
     return _apply(loss_fn, theta, n, objs, grad_batch, directional, target_fn=target_fn,
                   solver=solver, damping=damping, solver_options=solver_options,
-                  batch_size=batch_size)
+                  batch_size=batch_size, target_mode=target_mode)

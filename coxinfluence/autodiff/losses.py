@@ -201,6 +201,7 @@ class _CoxStructure:
         # prefix-sum positions: the last death of each group (in death order), and the
         # position before each group's stratum start (risk set = [g_start, g_end])
         self.d_end = np.searchsorted(self.death_group, np.arange(self.G), side="right") - 1
+        self.event_s = ev_sorted.astype(np.float64)     # event indicator, sorted order
         self.stratified = bool(np.any(self.g_start > 0))
         self.g_start_prev = np.maximum(self.g_start - 1, 0)
         self.multi_group = np.searchsorted(self.multi, gid[in_multi]).astype(np.int64)
@@ -226,14 +227,16 @@ def _prefix_sum(a):
     return (within + before[:, None]).reshape(-1)[:m]
 
 
-def _cox_terms(eta_s, b, w, S, ties):
-    """Per-event-time terms of the negative log partial likelihood (R's formula).
+def _cox_denominators(eta_s, b, w, S, ties):
+    """The risk-set part of the negative log partial likelihood (R's formula), per
+    event-time group, and what the linear part needs.
 
     For the tie group D at time t (d present deaths), with S0 = sum_{R(t)} b w e^eta,
-    S0D = sum_D b w e^eta, meanwt = sum_D b w / d::
+    S0D = sum_D b w e^eta, meanwt = sum_D b w / d, the group's term is
+    ``-sum_D b w eta + A`` with the denominator part::
 
-        Breslow: -sum_D b w eta + (sum_D b w) log S0
-        Efron:   -sum_D b w eta + meanwt * sum_{r=0}^{d-1} log(S0 - (r/d) S0D)
+        Breslow: A = (sum_D b w) log S0
+        Efron:   A = meanwt * sum_{r=0}^{d-1} log(S0 - (r/d) S0D)
 
     ``eta_s`` is the log-risk in the structure's sorted row order; ``b`` is presence
     (it also sets d: deleting a death removes it from the tie count) and ``w`` the
@@ -241,7 +244,9 @@ def _cox_terms(eta_s, b, w, S, ties):
     Risk sets and tie groups are contiguous in the sorted order, so every sum is a
     difference of prefix sums at the group ends (gathers only: no scatter, which is
     slow under vmap on CPU).  Efron differs from Breslow only for groups with two or
-    more deaths (``S.multi``): it is computed as Breslow plus a correction over those."""
+    more deaths (``S.multi``): it is computed as Breslow plus a correction over those.
+
+    Returns ``(A per group, shifted eta_s, b w in sorted order)``."""
     eta_s = eta_s - jax.lax.stop_gradient(jnp.max(eta_s))   # the loss is shift invariant
     bw_s = (b * w)[S.order]
     ex = jnp.exp(eta_s)
@@ -249,13 +254,9 @@ def _cox_terms(eta_s, b, w, S, ties):
     S0 = cs[S.g_end]
     if S.stratified:
         S0 = S0 - jnp.where(S.g_start > 0, cs[S.g_start_prev], 0.0)
-    dp = S.death_pos                                   # sorted positions, groups ascending
-    bwd = bw_s[dp]
-    ends = lambda x: jnp.diff(_prefix_sum(x)[S.d_end], prepend=0.0)  # noqa: E731
-    sumw = ends(bwd)                                   # sum_D b w per group
-    lin = ends(bwd * eta_s[dp])                        # sum_D b w eta per group
+    sumw = _group_sums(bw_s[S.death_pos], S)           # sum_D b w per group
     logS0 = jnp.log(jnp.where(sumw > 0, S0, 1.0))
-    terms = -lin + sumw * logS0
+    A = sumw * logS0
     if ties == "efron" and S.multi.size:
         m, mp, mg = S.multi, S.multi_pos, S.multi_group
         k = m.size
@@ -270,8 +271,27 @@ def _cox_terms(eta_s, b, w, S, ties):
         arg = S0m[:, None] - (r[None, :] / dsafe[:, None]) * S0D[:, None]
         logs = jnp.where(mask, jnp.log(jnp.where(mask, arg, 1.0)), 0.0)
         corr = (sw / dsafe) * jnp.sum(logs, axis=1) - sw * logS0[m]
-        terms = terms.at[m].add(corr)
-    return terms
+        A = A.at[m].add(corr)
+    return A, eta_s, bw_s
+
+
+def _group_sums(x_deaths, S):
+    """Sums over each tie group of a quantity given per death (sorted death order)."""
+    return jnp.diff(_prefix_sum(x_deaths)[S.d_end], prepend=0.0)
+
+
+def _cox_terms(eta_s, b, w, S, ties):
+    """Per-event-time-group terms ``-sum_D b w eta + A`` (:func:`_cox_denominators`)."""
+    A, eta_s, bw_s = _cox_denominators(eta_s, b, w, S, ties)
+    dp = S.death_pos
+    return A - _group_sums(bw_s[dp] * eta_s[dp], S)
+
+
+def _cox_loss(eta_s, b, w, S, ties):
+    """The loss, ``sum(_cox_terms)``: the linear part summed directly over the events
+    (no per-group sums: cheaper under vmap)."""
+    A, eta_s, bw_s = _cox_denominators(eta_s, b, w, S, ties)
+    return jnp.sum(A) - jnp.sum(bw_s * S.event_s * eta_s)
 
 
 class CoxLoss(Loss):
@@ -330,11 +350,11 @@ class CoxLoss(Loss):
         return _cox_terms(self.eta(theta, self._Xs), presence, self._wj, self.S, self.ties)
 
     def loss(self, theta, presence):
-        return jnp.sum(self.terms(theta, presence))
+        return _cox_loss(self.eta(theta, self._Xs), presence, self._wj, self.S, self.ties)
 
     def weighted(self, theta, multiplier):
-        return jnp.sum(_cox_terms(self.eta(theta, self._Xs), jnp.ones(self.n_objects),
-                                  self._wj * multiplier, self.S, self.ties))
+        return _cox_loss(self.eta(theta, self._Xs), jnp.ones(self.n_objects),
+                         self._wj * multiplier, self.S, self.ties)
 
     def sampled_loss(self, theta, presence, idx):
         mult = jax.ops.segment_sum(jnp.ones(idx.shape[0]), idx, num_segments=self.S.G)

@@ -166,7 +166,7 @@ def _hessian_from_cols(hvp_rows, d, chunk_size):
         stop = min(start + chunk_size, d)
         E = eye_chunk.copy()
         E[np.arange(stop - start), np.arange(start, stop)] = 1.0
-        H[start:stop] = np.asarray(hvp_rows(jnp.asarray(E)))[: stop - start]
+        H[start:stop] = np.asarray(hvp_rows(E))[: stop - start]
     return 0.5 * (H + H.T)
 
 
@@ -223,7 +223,7 @@ class ExplicitSolver(_Base):
         super().__init__(loss_fn, theta_hat, n_objects, damping)
         _check_hessian_memory(self.d, max_bytes)
         cols = _loss_hvp_cols(loss_fn)
-        ones = jnp.ones(self.n)
+        ones = np.ones(self.n)
         H = _hessian_from_cols(lambda E: cols(self.theta, ones, E), self.d, chunk_size)
         if not np.all(np.isfinite(H)):
             raise ValueError("Hessian of the loss at theta_hat has non-finite entries")
