@@ -93,16 +93,23 @@ def _check_finite(arr, name):
 
 
 def _encode_strata(strata, n):
+    """Stratum codes 0..S-1 (sorted labels), the labels in code order (scalars, or tuples
+    for a DataFrame of several stratum columns) and the stratum column names (a DataFrame's
+    columns, a named Series' name); ``None`` for what is not known."""
     if strata is None:
-        return np.zeros(n, dtype=np.intp), 1
+        return np.zeros(n, dtype=np.intp), None, None
     if isinstance(strata, pd.DataFrame):
         if strata.isna().any(axis=None):
             raise CoxInputError("strata contain missing values in "
                                 + _bad_rows(strata.isna().any(axis=1).to_numpy()))
-        codes = strata.groupby(list(strata.columns), sort=True).ngroup().to_numpy()
+        cols = list(strata.columns)
+        codes = strata.groupby(cols, sort=True).ngroup().to_numpy()
         if codes.shape[0] != n:
             raise CoxInputError(f"strata has length {codes.shape[0]} but X has {n} rows")
-        return codes.astype(np.intp), int(codes.max()) + 1
+        first = pd.Series(np.arange(n)).groupby(codes).first().to_numpy()
+        rows = strata.iloc[first].itertuples(index=False, name=None)
+        labels = tuple(r[0] if len(cols) == 1 else tuple(r) for r in rows)
+        return codes.astype(np.intp), labels, tuple(str(c) for c in cols)
     values = pd.Series(np.asarray(strata).ravel() if not isinstance(strata, pd.Series)
                        else strata.to_numpy())
     if values.shape[0] != n:
@@ -110,7 +117,8 @@ def _encode_strata(strata, n):
     if values.isna().any():
         raise CoxInputError("strata contain missing values in " + _bad_rows(values.isna().to_numpy()))
     codes, uniques = pd.factorize(values, sort=True)
-    return codes.astype(np.intp), len(uniques)
+    name = strata.name if isinstance(strata, pd.Series) and strata.name is not None else None
+    return codes.astype(np.intp), tuple(uniques), None if name is None else (str(name),)
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,6 +141,8 @@ class CoxData:
     ties: str
     columns: list
     index: object = None
+    strata_labels: tuple = None     # caller's stratum labels, in code (= block) order
+    strata_names: tuple = None      # the stratum column name(s), when the caller named them
     # tie-group structure
     group: np.ndarray = field(repr=False, default=None)
     group_start: np.ndarray = field(repr=False, default=None)
@@ -192,7 +202,8 @@ class CoxData:
 
 
 def build_cox_data(X, time, event, weights, strata_codes, *, order=None, ties="efron",
-                   columns=None, index=None, presorted=False):
+                   columns=None, index=None, presorted=False, strata_labels=None,
+                   strata_names=None):
     """Sort validated arrays and precompute the tie-group and Efron-term structure."""
     n = X.shape[0]
     if not presorted:
@@ -231,6 +242,7 @@ def build_cox_data(X, time, event, weights, strata_codes, *, order=None, ties="e
         term_frac = np.zeros(event_rows.size)
     return CoxData(X=X, time=time, event=event, weights=weights, strata=stratum_of_row,
                    order=np.asarray(order), ties=ties, columns=list(columns), index=index,
+                   strata_labels=strata_labels, strata_names=strata_names,
                    group=group, group_start=group_start, group_end=group_end,
                    group_stratum=group_stratum, stratum_start=stratum_start,
                    event_rows=event_rows, term_group=term_group, term_rank=rank,
@@ -278,10 +290,11 @@ def make_cox_data(X, time, event, *, weights=None, strata=None, ties="efron",
                             f"{_bad_rows(w <= 0)}. To remove rows, drop them")
     if e.sum() == 0:
         raise CoxInputError("no events: every row is censored, the partial likelihood is empty")
-    codes, _ = _encode_strata(strata, n)
+    codes, labels, names = _encode_strata(strata, n)
     if n <= d:
         raise CoxInputError(f"fewer rows ({n}) than covariates plus one ({d + 1})")
-    data = build_cox_data(Xa, t, e, w, codes, ties=ties, columns=columns, index=index)
+    data = build_cox_data(Xa, t, e, w, codes, ties=ties, columns=columns, index=index,
+                          strata_labels=labels, strata_names=names)
     if check_identifiable:
         check_design(data)
     return data

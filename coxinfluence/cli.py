@@ -165,7 +165,8 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ties", choices=["efron", "breslow"], default="efron")
     p.add_argument("--target", default="coef",
                    help="coef (default), hr, lp, rr, or survival:T1,T2,... ; lp, rr and "
-                        "survival are for the average patient (covariate means)")
+                        "survival are for the average patient (covariate means; survival "
+                        "once per stratum in a stratified model)")
     p.add_argument("--exact", action="store_true",
                    help="also refit without each patient (exact leave-one-out)")
     p.add_argument("--exact-max-n", type=int, default=1000,
@@ -252,6 +253,21 @@ def _audit_target(spec, X):
     raise ValueError(f"--target must be coef, hr, lp, rr or survival:T1,T2,...; got {spec!r}")
 
 
+def _per_stratum(target, fit):
+    """A survival target of the average patient becomes one curve per stratum (each
+    stratum has its own baseline hazard) when the model is stratified."""
+    import pandas as pd
+
+    from coxinfluence import targets as T
+    labels = fit.data.strata_labels
+    if not isinstance(target, T.Survival) or labels is None or len(labels) < 2:
+        return target
+    mean = target.X_new
+    rows = pd.concat([mean] * len(labels), ignore_index=True)
+    rows.index = [f"mean, stratum {lab}" for lab in labels]
+    return T.Survival(rows, target.times, strata=list(labels))
+
+
 def _audit_run(args: argparse.Namespace) -> int:
     import warnings
 
@@ -285,6 +301,7 @@ def _audit_run(args: argparse.Namespace) -> int:
         except ci.ConvergenceWarning as exc:
             raise ValueError(str(exc)) from None
     steps.update()
+    target = _per_stratum(target, fit)
     steps.set_postfix_str("VIF")
     vif_res = ci.influence(fit, frame, method="vif", target=target)
     steps.update()

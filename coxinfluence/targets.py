@@ -38,8 +38,10 @@ Targets (each a :class:`Target`, one column per entry of g):
   rows). ``include_data_effect=False`` in :func:`target_change` leaves it out, which is
   measurably worse against exact refits (``paper_appendix/targets_metabric.py``).
 
-Survival targets need an unstratified model (a new patient's stratum would choose the
-baseline hazard; not supported yet: a clear ``ValueError``).
+Stratified models: each stratum s has its own baseline hazard, the sum above over the
+terms of stratum s only, and a new patient's curve uses the baseline of the stratum given
+for it (``Survival(X_new, times, strata=[...])``, labels as in the training data), as R's
+``survfit(fit, newdata)`` does when ``newdata`` carries the strata variable.
 """
 from __future__ import annotations
 
@@ -189,10 +191,32 @@ class RelativeRisk(_NewPatientTarget):
 
 # ------------------------------------------------------------------------ survival
 
-def _require_unstratified(fit):
-    if fit.data.strata.max() > 0:
-        raise ValueError("survival targets need an unstratified model: with strata the new "
-                         "patient's stratum chooses the baseline hazard (not supported yet)")
+def _stratum_codes(fit, strata, m, what="new patients"):
+    """Stratum code of each of ``m`` new patients from their labels (module docstring)."""
+    labels = fit.data.strata_labels
+    if labels is None or (len(labels) == 1 and strata is None):
+        if strata is not None:
+            raise ValueError(f"strata given for {what}, but the model has no strata")
+        return np.zeros(m, dtype=np.intp)
+    if strata is None:
+        raise ValueError(f"the model is stratified: give the stratum of the {what} "
+                         f"(strata=..., one of {list(labels)})")
+    lookup = {lab: code for code, lab in enumerate(labels)}
+    if isinstance(strata, tuple) and strata in lookup:       # one label of several columns
+        given = [strata]
+    elif isinstance(strata, (list, tuple, np.ndarray, pd.Series, pd.Index)):
+        given = list(strata)
+    else:
+        given = [strata]
+    if len(given) == 1 and m > 1:
+        given = given * m
+    if len(given) != m:
+        raise ValueError(f"strata has {len(given)} entries for {m} {what}")
+    unknown = [g for g in given if g not in lookup]
+    if unknown:
+        raise ValueError(f"unknown strata {unknown[:5]} for {what}; the model's strata are "
+                         f"{list(labels)}")
+    return np.array([lookup[g] for g in given], dtype=np.intp)
 
 
 def _hazard_terms(fit, theta, presence=None):
@@ -209,27 +233,38 @@ def _hazard_terms(fit, theta, presence=None):
 
 
 def _cum_mask(fit, times):
-    t_terms = fit.data.time[fit.data.event_rows]
-    return (t_terms[None, :] <= np.asarray(times, dtype=np.float64)[:, None]).astype(np.float64)
+    """(S, T, K): term k enters Lambda_0 of stratum s at time t (t_k <= t, k in s)."""
+    ev = fit.data.event_rows
+    t_terms, s_terms = fit.data.time[ev], fit.data.strata[ev]
+    before = t_terms[None, :] <= np.asarray(times, dtype=np.float64)[:, None]      # (T, K)
+    n_strata = int(fit.data.strata.max()) + 1
+    same = s_terms[None, :] == np.arange(n_strata)[:, None]                         # (S, K)
+    return (same[:, None, :] & before[None, :, :]).astype(np.float64)
 
 
-def baseline_cumhaz(fit, times, theta=None):
+def baseline_cumhaz(fit, times, theta=None, stratum=None):
     """Breslow/Efron baseline cumulative hazard ``Lambda_0(t)`` at ``times`` (covariates 0),
-    as R's ``basehaz(fit, centered = FALSE)`` / ``survfit`` (module docstring)."""
-    _require_unstratified(fit)
+    as R's ``basehaz(fit, centered = FALSE)`` / ``survfit`` (module docstring); for a
+    stratified model, of the stratum labelled ``stratum``."""
+    codes = _stratum_codes(fit, None if stratum is None else [stratum], 1, "baseline hazard")
     theta = fit.coef if theta is None else theta
     inc, shift, _ = _hazard_terms(fit, theta)
-    return (_cum_mask(fit, times) @ inc[0]) * np.exp(-shift[0, 0])
+    return (_cum_mask(fit, times)[codes[0]] @ inc[0]) * np.exp(-shift[0, 0])
 
 
 class Survival(Target):
     """``S(t | x) = exp(-Lambda_0(t) exp(theta' x))`` for new patients x at ``times``
-    (module docstring); one column per (patient, time)."""
+    (module docstring); one column per (patient, time).  ``strata``: for a stratified
+    model, each new patient's stratum label (one label for all, or one per patient;
+    tuples for several stratum columns), choosing its baseline hazard; by default read
+    from the stratum column(s) of ``X_new`` when it is a DataFrame that has them (the
+    model's strata given as a DataFrame or a named Series, e.g. lifelines' ``strata``)."""
 
     name = "survival"
 
-    def __init__(self, X_new, times):
+    def __init__(self, X_new, times, strata=None):
         self.X_new = X_new
+        self.strata = strata
         t = np.atleast_1d(np.asarray(times, dtype=np.float64))
         if t.ndim != 1 or t.size == 0 or not np.isfinite(t).all() or (t < 0).any():
             raise ValueError(f"times must be finite non-negative numbers; got {times!r}")
@@ -242,30 +277,39 @@ class Survival(Target):
         labels = self._X(fit)[1]
         return [f"S({t:g}|{lab})" for lab in labels for t in self.times]
 
+    def _codes(self, fit, X):
+        strata, names = self.strata, fit.data.strata_names
+        if strata is None and names and isinstance(self.X_new, pd.DataFrame) \
+                and set(names) <= {str(c) for c in self.X_new.columns}:
+            # the new patients' frame carries the stratum column(s) of the training data
+            frame = self.X_new.rename(columns=str)[list(names)]
+            rows = frame.itertuples(index=False, name=None)
+            strata = [r[0] if len(names) == 1 else tuple(r) for r in rows]
+        return _stratum_codes(fit, strata, X.shape[0])
+
     def _surv(self, fit, theta, presence=None):
         """(B, m) survival for coefficient rows theta (B, d) and optional row presence."""
-        _require_unstratified(fit)
         X = self._X(fit)[0]
+        codes = self._codes(fit, X)
         theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
         inc, shift, _ = _hazard_terms(fit, theta, presence)
-        cum = inc @ _cum_mask(fit, self.times).T                      # (B, T)
+        cum = np.einsum("bk,stk->bst", inc, _cum_mask(fit, self.times))[:, codes]  # (B, P, T)
         lin = theta @ X.T - shift                                     # (B, P), shifted
-        H = np.exp(lin)[:, :, None] * cum[:, None, :]                 # (B, P, T)
+        H = np.exp(lin)[:, :, None] * cum
         return np.exp(-H).reshape(theta.shape[0], -1)
 
     def value(self, fit, theta):
         return self._surv(fit, theta)
 
     def jacobian(self, fit):
-        _require_unstratified(fit)
         X = self._X(fit)[0]
+        mask = _cum_mask(fit, self.times)[self._codes(fit, X)]       # (P, T, K)
         inc, shift, a = _hazard_terms(fit, fit.coef)
-        mask = _cum_mask(fit, self.times)                            # (T, K)
-        cum = mask @ inc[0]                                          # (T,)
-        cum_a = mask @ (inc[0][:, None] * a[0])                      # (T, d)
+        cum = mask @ inc[0]                                          # (P, T)
+        cum_a = mask @ (inc[0][:, None] * a[0])                      # (P, T, d)
         e = np.exp(X @ fit.coef - shift[0, 0])                       # (P,)
-        H = e[:, None] * cum[None, :]                                # (P, T)
-        dH = e[:, None, None] * (cum[None, :, None] * X[:, None, :] - cum_a[None, :, :])
+        H = e[:, None] * cum                                         # (P, T)
+        dH = e[:, None, None] * (cum[:, :, None] * X[:, None, :] - cum_a)
         return (-np.exp(-H)[:, :, None] * dH).reshape(-1, fit.data.d)
 
     def _batched(self, fit, thetas_caller, batch):

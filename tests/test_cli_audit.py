@@ -89,6 +89,27 @@ def test_survival_target(tmp_path, capsys):
     assert "S(1000|mean)" in out.read_text()
 
 
+def test_survival_target_per_stratum(tmp_path, capsys):
+    """Stratified model: the average patient's S(t) once per stratum, each on its own
+    baseline hazard; the report's numbers are ci.influence's."""
+    out = tmp_path / "s.html"
+    code, stdout, err = run([str(FIX), "--time", "time", "--event", "cens", "--id", "pid",
+                             "--strata", "tgrade", "--covariates", *COVS,
+                             "--target", "survival:1000", "--exact-max-n", "0",
+                             "--no-progress", "--out", str(out)], capsys)
+    assert code == 0, err
+    html = out.read_text()
+    for lab in ("I", "II", "III"):
+        assert f"S(1000|mean, stratum {lab})" in html
+    from coxinfluence import targets as T
+    d = pd.read_csv(FIX).set_index("pid")
+    fit = ci.fit_cox(d[COVS], d.time, d.cens, strata=d.tgrade)
+    mean = d[COVS].mean().to_frame().T
+    tgt = T.Survival(pd.concat([mean] * 3), [1000.0], strata=["I", "II", "III"])
+    res = ci.influence(fit, method="vif", target=tgt)
+    assert _top_ids(stdout) == list(res.top(5).index)
+
+
 def _one_line_error(code, err):
     assert code == 2
     lines = [l for l in err.strip().splitlines() if l]

@@ -12,6 +12,8 @@
 #   surv (survfit(fit, newdata)$surv at the times below for the 3 new patients below;
 #   row = patient, col = time) and, for efron, surv_loo (the same survival probabilities
 #   refitted without each of the first 25 rows; row = deleted row, col = patient * 3 + time).
+#   For efron_strata_weights the same two quantities with the new patients in strata
+#   tgrade = III, I, II (survfit's per-stratum baseline hazard; weighted refits).
 suppressPackageStartupMessages(library(survival))
 args <- commandArgs(trailingOnly = TRUE)
 dir <- args[1]
@@ -21,6 +23,7 @@ f <- Surv(time, cens) ~ age + tsize + pnodes + progrec + estrec + horTh
 fs <- Surv(time, cens) ~ age + tsize + pnodes + progrec + estrec + horTh + strata(tgrade)
 newp <- data.frame(age = c(45, 60, 70), tsize = c(20, 35, 50), pnodes = c(1, 5, 15),
                    progrec = c(100, 20, 5), estrec = c(80, 10, 200), horTh = c(1, 0, 0))
+newp_strata <- cbind(newp, tgrade = c("III", "I", "II"))
 times <- c(365, 1000, 1800)
 rows <- list()
 emit <- function(config, quantity, m) {
@@ -30,8 +33,13 @@ emit <- function(config, quantity, m) {
     row = rep(seq_len(nrow(m)) - 1L, times = ncol(m)),
     col = rep(seq_len(ncol(m)) - 1L, each = nrow(m)), value = as.vector(m))
 }
-surv_at <- function(fit) {
-  sf <- survfit(fit, newdata = newp)
+surv_at <- function(fit, nd = newp) {
+  sf <- survfit(fit, newdata = nd)
+  if (!is.null(fit$strata) || "strata" %in% names(sf)) {
+    # one curve per new patient (each in its own stratum): read them one at a time
+    return(t(sapply(seq_len(nrow(nd)), function(p)
+      summary(sf[p], times = times, extend = TRUE)$surv)))
+  }
   t(summary(sf, times = times, extend = TRUE)$surv)   # patients x times
 }
 for (config in c("efron", "efron_strata_weights", "breslow")) {
@@ -46,6 +54,16 @@ for (config in c("efron", "efron_strata_weights", "breslow")) {
   emit(config, "dfbeta", resid(fit, "dfbeta"))
   if (config != "efron_strata_weights") emit(config, "dfbetas", resid(fit, "dfbetas"))
   if (config != "efron_strata_weights") emit(config, "surv", surv_at(fit))
+  if (config == "efron_strata_weights") {
+    emit(config, "surv", surv_at(fit, newp_strata))
+    loo <- t(sapply(1:25, function(i) {
+      di <- d[-i, ]   # survfit re-reads the model frame: keep it (model = TRUE)
+      fi <- coxph(fs, data = di, weights = w, ties = ties, control = ctl, init = coef(fit),
+                  model = TRUE, x = TRUE)
+      as.vector(t(surv_at(fi, newp_strata)))
+    }))
+    emit(config, "surv_loo", loo)
+  }
   if (config == "efron") {
     loo <- t(sapply(1:25, function(i) {
       fi <- coxph(f, data = d[-i, ], ties = ties, control = ctl, init = coef(fit), model = TRUE, x = TRUE)
