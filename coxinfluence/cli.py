@@ -165,8 +165,13 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ties", choices=["efron", "breslow"], default="efron")
     p.add_argument("--target", default="coef",
                    help="coef (default), hr, lp, rr, or survival:T1,T2,... ; lp, rr and "
-                        "survival are for the average patient (covariate means; survival "
-                        "once per stratum in a stratified model)")
+                        "survival are for the patients of --newdata, else for the average "
+                        "patient (covariate means; survival once per stratum in a "
+                        "stratified model)")
+    p.add_argument("--newdata", type=Path, default=None,
+                   help="CSV of new patients for the lp / rr / survival targets: the "
+                        "covariate columns (and the --strata columns for survival), rows "
+                        "labelled by the --id column when present")
     p.add_argument("--exact", action="store_true",
                    help="also refit without each patient (exact leave-one-out)")
     p.add_argument("--exact-max-n", type=int, default=1000,
@@ -233,23 +238,59 @@ def _read_audit_csv(args):
     return frame, df[covs].astype(float), df[args.time], df[args.event], strata, weights
 
 
-def _audit_target(spec, X):
+def _read_newdata(path, covariates, strata, id_col):
+    """New patients for the lp / rr / survival targets: the model's covariate columns
+    (and its stratum columns, for survival in a stratified model), rows labelled by the
+    id column when the file has it."""
+    import pandas as pd
+    if not path.is_file():
+        raise ValueError(f"--newdata file not found: {path}")
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--newdata {path} is not a readable CSV file: "
+                         f"{str(exc).splitlines()[0] if str(exc) else 'empty'}") from None
+    if len(df) == 0:
+        raise ValueError(f"--newdata {path} has no data rows")
+    need = list(covariates) + [c for c in (strata or []) if c not in covariates]
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise ValueError(f"--newdata {path} lacks column(s) {missing}")
+    bad = [c for c in covariates if not (pd.api.types.is_numeric_dtype(df[c])
+                                         or pd.api.types.is_bool_dtype(df[c]))]
+    if bad:
+        raise ValueError(f"--newdata {path}: non-numeric covariate column(s) {bad}")
+    na = df[need].isna().any(axis=1)
+    if na.any():
+        raise ValueError(f"--newdata {path}: missing values in row(s) "
+                         f"{_rows_text([int(k) + 1 for k in df.index[na]])}")
+    if id_col and id_col in df.columns:
+        df = df.set_index(id_col)
+    else:
+        df.index = [f"new {k}" for k in range(1, len(df) + 1)]
+    return df[need]
+
+
+def _audit_target(spec, X, newdata=None):
     from coxinfluence import targets as T
-    mean = X.mean().to_frame("mean").T
+    patients = X.mean().to_frame("mean").T if newdata is None else newdata
     spec = spec.strip().lower()
     if spec in ("coef", "hr"):
+        if newdata is not None:
+            raise ValueError("--newdata applies to the lp, rr and survival targets, "
+                             f"not --target {spec}")
         return T.resolve_target(spec)
     if spec == "lp":
-        return T.LinearPredictor(mean)
+        return T.LinearPredictor(patients)
     if spec == "rr":
-        return T.RelativeRisk(mean)
+        return T.RelativeRisk(patients)
     if spec.startswith("survival:"):
         try:
             times = [float(v) for v in spec.split(":", 1)[1].split(",") if v.strip()]
         except ValueError:
             raise ValueError(f"--target survival:T1,T2,... needs numeric times; got {spec!r}") \
                 from None
-        return T.Survival(mean, times)
+        return T.Survival(patients, times)
     raise ValueError(f"--target must be coef, hr, lp, rr or survival:T1,T2,...; got {spec!r}")
 
 
@@ -290,7 +331,11 @@ def _audit_run(args: argparse.Namespace) -> int:
             raise ValueError("give a DATA.csv file or --demo")
         frame, X, time, event, strata, weights = _read_audit_csv(args)
         description = f"Data: {args.data.name}."
-    target = _audit_target(args.target, X)
+    newdata = None
+    if args.newdata is not None:
+        newdata = _read_newdata(args.newdata, list(X.columns),
+                                None if args.demo else args.strata, args.id)
+    target = _audit_target(args.target, X, newdata)
     show = not args.no_progress
     steps = tqdm(total=4, desc="audit", unit="step", disable=not show)
     steps.set_postfix_str("fitting")
@@ -301,7 +346,8 @@ def _audit_run(args: argparse.Namespace) -> int:
         except ci.ConvergenceWarning as exc:
             raise ValueError(str(exc)) from None
     steps.update()
-    target = _per_stratum(target, fit)
+    if newdata is None:
+        target = _per_stratum(target, fit)
     steps.set_postfix_str("VIF")
     vif_res = ci.influence(fit, frame, method="vif", target=target)
     steps.update()

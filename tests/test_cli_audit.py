@@ -110,6 +110,38 @@ def test_survival_target_per_stratum(tmp_path, capsys):
     assert _top_ids(stdout) == list(res.top(5).index)
 
 
+def test_newdata_patients_for_survival_in_a_stratified_model(tmp_path, capsys):
+    """--newdata: the report attributes S(t|x) of these patients (each in the stratum its
+    tgrade column names), the numbers are ci.influence's."""
+    newp = pd.DataFrame({"pid": ["N1", "N2"], "age": [45, 70], "tsize": [20, 50],
+                         "pnodes": [1, 15], "progrec": [100, 5], "estrec": [80, 200],
+                         "horTh": [1, 0], "tgrade": ["III", "I"]})
+    newfile, out = tmp_path / "new.csv", tmp_path / "n.html"
+    newp.to_csv(newfile, index=False)
+    code, stdout, err = run([str(FIX), "--time", "time", "--event", "cens", "--id", "pid",
+                             "--strata", "tgrade", "--covariates", *COVS,
+                             "--target", "survival:1000", "--newdata", str(newfile),
+                             "--exact-max-n", "0", "--no-progress", "--out", str(out)], capsys)
+    assert code == 0, err
+    html = out.read_text()
+    assert "S(1000|N1)" in html and "S(1000|N2)" in html
+    from coxinfluence import targets as T
+    d = pd.read_csv(FIX).set_index("pid")
+    fit = ci.fit_cox(d[COVS], d.time, d.cens, strata=d.tgrade)
+    tgt = T.Survival(newp.set_index("pid")[COVS], [1000.0], strata=["III", "I"])
+    assert _top_ids(stdout) == list(ci.influence(fit, target=tgt).top(5).index)
+    pd.testing.assert_frame_equal(pd.read_csv(newfile), newp)   # input file untouched
+    # errors: a coefficient target takes no new patients; a missing column is named
+    code, _, err = run([str(FIX), "--time", "time", "--event", "cens", "--covariates", *COVS,
+                        "--newdata", str(newfile), "--no-progress", "--out", str(out)], capsys)
+    assert code == 2 and "--newdata applies to the lp, rr and survival targets" in err
+    newp.drop(columns="pnodes").to_csv(newfile, index=False)
+    code, _, err = run([str(FIX), "--time", "time", "--event", "cens", "--covariates", *COVS,
+                        "--target", "rr", "--newdata", str(newfile), "--no-progress",
+                        "--out", str(out)], capsys)
+    assert code == 2 and "lacks column(s) ['pnodes']" in err
+
+
 def _one_line_error(code, err):
     assert code == 2
     lines = [l for l in err.strip().splitlines() if l]

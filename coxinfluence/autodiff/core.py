@@ -187,8 +187,8 @@ def _apply(loss_fn, theta, n, objs, grad_batch, directional, *, target_fn, solve
            damping, solver_options, batch_size, target_mode):
     """Solve and contract.  Without a target: rows g_i (reverse mode, batched) and
     ``-(H/n)^{-1} g_i``.  With K targets in forward mode (:func:`_use_forward`):
-    ``s_k = (H/n)^{-1} grad f_k`` first,
-    then ``VIF_f(i) = -g_i . s_k`` as forward-mode directional derivatives
+    ``s_k = (H/n)^{-1} grad f_k`` first, then ``VIF_f(i) = -g_i . s_k`` as directional
+    derivatives
     (``directional(S, objs, batch)``), which never forms g_i: for a network with d
     parameters each object then costs O(K) JVPs of the presence-dependent part instead
     of a d-dimensional backward pass.  In reverse mode: the rows g_i, then ``-g_i . s_k``."""
@@ -288,7 +288,7 @@ def weight_influence(loss_fn, theta_hat, n_objects, *, target_fn=None, solver="e
     Same arguments and return shape as :func:`vif`.
     """
     theta, n, objs, _ = _check_inputs(loss_fn, theta_hat, n_objects, objects)
-    rows = compiled(loss_fn)["weight_rows"]  # with K < d targets: "weight_directional"
+    rows = compiled(loss_fn)["weight_rows"]  # forward target mode: "weight_directional"
     theta_j, ones = theta, np.ones(n)  # numpy: jit converts them cheaply
     grad_batch = lambda idx: rows(theta_j, ones, idx)  # noqa: E731
     fwd = compiled(loss_fn)["weight_directional"]
