@@ -46,3 +46,26 @@ def test_metric_is_one_for_identical_and_detects_noise():
     assert relative_risk_correlation(coef, loo, loo, Xt) == pytest.approx(1.0, abs=1e-12)
     noisy = loo + rng.normal(scale=1e-2, size=loo.shape)
     assert relative_risk_correlation(coef, noisy, loo, Xt) < 0.9
+
+
+def test_mean_column_correlation():
+    from coxinfluence.metrics import mean_column_correlation
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(50, 3)), rng.normal(size=(50, 3))
+    b[:, 0] += 3 * a[:, 0]
+    ref = np.mean([np.corrcoef(a[:, k], b[:, k])[0, 1] for k in range(3)])
+    assert mean_column_correlation(a, b) == pytest.approx(ref, rel=1e-12)
+    a2 = a.copy()
+    a2[[4, 9]] = np.nan                      # NaN rows are dropped from both arrays
+    keep = np.setdiff1d(np.arange(50), [4, 9])
+    assert mean_column_correlation(a2, b) == pytest.approx(mean_column_correlation(a[keep], b[keep]))
+    with pytest.raises(ValueError, match="differ in shape"):
+        mean_column_correlation(a, b[:, :2])
+    with pytest.raises(ValueError, match="constant column"):
+        mean_column_correlation(np.ones((5, 2)), b[:5, :2])
+    a3 = a.copy()
+    a3[:, 1] = 2.0                           # column 1 carries no information
+    kept = np.mean([np.corrcoef(a[:, k], b[:, k])[0, 1] for k in (0, 2)])
+    assert mean_column_correlation(a3, b, skip_constant=True) == pytest.approx(kept, rel=1e-12)
+    with pytest.raises(ValueError, match="every column"):
+        mean_column_correlation(np.ones((5, 2)), b[:5, :2], skip_constant=True)
