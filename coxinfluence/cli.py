@@ -191,17 +191,7 @@ def _read_audit_csv(args):
     """(frame of used columns indexed by id, covariates, time, event, strata, weights)."""
     import pandas as pd
     path = args.data
-    if not path.is_file():
-        raise ValueError(f"data file not found: {path}")
-    try:
-        df = pd.read_csv(path)
-    except pd.errors.EmptyDataError:
-        raise ValueError(f"{path} is empty (no header, no rows)") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path} is not a readable CSV file: "
-                         f"{str(exc).splitlines()[0]}") from None
-    if len(df) == 0:
-        raise ValueError(f"{path} has a header but no data rows")
+    df = _read_csv(path, "data file", "")
     if not args.time or not args.event:
         raise ValueError("--time and --event are required with a data file")
     special = [args.time, args.event] + (args.strata or []) + \
@@ -220,8 +210,7 @@ def _read_audit_csv(args):
     else:
         df.index = pd.RangeIndex(1, len(df) + 1, name="row")
     numeric = [args.time, args.event] + covs + ([args.weights] if args.weights else [])
-    bad = [c for c in numeric if not (pd.api.types.is_numeric_dtype(df[c])
-                                      or pd.api.types.is_bool_dtype(df[c]))]
+    bad = _non_numeric(df, numeric)
     if bad:
         raise ValueError(f"non-numeric column(s) {bad}: encode categories as 0/1 columns first")
     cols = list(dict.fromkeys(numeric + (args.strata or [])))
@@ -238,26 +227,40 @@ def _read_audit_csv(args):
     return frame, df[covs].astype(float), df[args.time], df[args.event], strata, weights
 
 
+def _read_csv(path, what, prefix):
+    """A CSV file with at least one data row, or a one-line ValueError naming the file
+    (``what``: "data file" / "--newdata file"; ``prefix`` starts the other messages)."""
+    import pandas as pd
+    if not path.is_file():
+        raise ValueError(f"{what} not found: {path}")
+    try:
+        df = pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{prefix}{path} is empty (no header, no rows)") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{prefix}{path} is not a readable CSV file: "
+                         f"{str(exc).splitlines()[0]}") from None
+    if len(df) == 0:
+        raise ValueError(f"{prefix}{path} has a header but no data rows")
+    return df
+
+
+def _non_numeric(df, cols):
+    import pandas as pd
+    return [c for c in cols if not (pd.api.types.is_numeric_dtype(df[c])
+                                    or pd.api.types.is_bool_dtype(df[c]))]
+
+
 def _read_newdata(path, covariates, strata, id_col):
     """New patients for the lp / rr / survival targets: the model's covariate columns
     (and its stratum columns, for survival in a stratified model), rows labelled by the
     id column when the file has it."""
-    import pandas as pd
-    if not path.is_file():
-        raise ValueError(f"--newdata file not found: {path}")
-    try:
-        df = pd.read_csv(path)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ValueError(f"--newdata {path} is not a readable CSV file: "
-                         f"{str(exc).splitlines()[0] if str(exc) else 'empty'}") from None
-    if len(df) == 0:
-        raise ValueError(f"--newdata {path} has no data rows")
+    df = _read_csv(path, "--newdata file", "--newdata ")
     need = list(covariates) + [c for c in (strata or []) if c not in covariates]
     missing = [c for c in need if c not in df.columns]
     if missing:
         raise ValueError(f"--newdata {path} lacks column(s) {missing}")
-    bad = [c for c in covariates if not (pd.api.types.is_numeric_dtype(df[c])
-                                         or pd.api.types.is_bool_dtype(df[c]))]
+    bad = _non_numeric(df, covariates)
     if bad:
         raise ValueError(f"--newdata {path}: non-numeric covariate column(s) {bad}")
     na = df[need].isna().any(axis=1)

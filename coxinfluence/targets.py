@@ -45,6 +45,8 @@ for it (``Survival(X_new, times, strata=[...])``, labels as in the training data
 """
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 import numpy as np
 import pandas as pd
 
@@ -212,7 +214,7 @@ def _stratum_codes(fit, strata, m, what="new patients"):
         given = given * m
     if len(given) != m:
         raise ValueError(f"strata has {len(given)} entries for {m} {what}")
-    unknown = [g for g in given if g not in lookup]
+    unknown = [g for g in given if not isinstance(g, Hashable) or g not in lookup]
     if unknown:
         raise ValueError(f"unknown strata {unknown[:5]} for {what}; the model's strata are "
                          f"{list(labels)}")

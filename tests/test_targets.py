@@ -146,6 +146,8 @@ def test_target_input_errors(gbsg):
         T.Survival(NEWP, [100.0]).jacobian(strat)
     with pytest.raises(ValueError, match=r"unknown strata \['IV'\]"):
         T.Survival(NEWP, [100.0], strata=["I", "IV", "II"]).jacobian(strat)
+    with pytest.raises(ValueError, match=r"unknown strata \[\['I'\]\]"):
+        T.Survival(NEWP, [100.0], strata=[["I"], "I", "II"]).jacobian(strat)
     with pytest.raises(ValueError, match="2 entries for 3"):
         T.Survival(NEWP, [100.0], strata=["I", "II"]).value(strat, strat.coef[None])
     with pytest.raises(ValueError, match="no strata"):
