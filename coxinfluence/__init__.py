@@ -5,7 +5,7 @@ Closed-form Cox partial likelihood (Efron/Breslow ties, strata, case weights), R
 "A Versatile Influence Function for Data Attribution with Non-Decomposable Loss",
 and exact leave-one-out refits as ground truth.
 
-Conventions (DESIGN.md): ``reid_influence`` and ``vif`` are on the paper's scale,
+Conventions (docs/conventions.md): ``reid_influence`` and ``vif`` are on the paper's scale,
 approximating ``n (theta_hat - theta_hat_{-i})``; the leave-one-out change is
 ``theta_hat_{-i} - theta_hat``; R's ``resid(fit, "dfbeta") = IF_n / n``.
 """

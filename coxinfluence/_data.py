@@ -1,6 +1,6 @@
 """Validated, sorted right-censored survival data and its risk-set structure.
 
-Everything the Cox formulas need is computed once here (DESIGN.md, after statsmodels'
+Everything the Cox formulas need is computed once here (after statsmodels'
 ``PHReg``): rows sorted by stratum and *descending* time, so that the risk set
 ``{j : time_j >= t}`` of every event time is a prefix of its stratum block, the tie
 groups (rows sharing stratum and time), and one "Efron term" per event.

@@ -5,7 +5,7 @@ For every training patient i it estimates the leave-one-out change
     Delta_i = theta_hat_{-i} - theta_hat                    (coefficients), or
     g_{-i} - g = J_g Delta_i [+ data effect]                 (a target g, :mod:`.targets`)
 
-with one of the methods (DESIGN.md conventions)
+with one of the methods (docs/conventions.md)
 
     "vif"    Delta_i = -VIF_n(i) / n           closed-form VIF (deletion of row i)
     "reid"   Delta_i = -IF_n(i) / n            Reid's IF; equals -R's resid(fit, "dfbeta")
@@ -20,7 +20,7 @@ likelihood displacement
     LD_i ~ Delta_i' I Delta_i                            (approximate methods; I = information)
 
 (for a penalised lifelines model, logL is minus the penalised objective J and I its
-Hessian: :mod:`coxinfluence.integrations._penalty`).
+Hessian: ``CoxFit.objective``, :mod:`coxinfluence.integrations._penalty`).
 """
 from __future__ import annotations
 
@@ -44,6 +44,11 @@ def theta_change(fit, method, *, progress=None, executor=None):
     from .loo import exact_loo, newton_loo
     from .reid import reid_influence
     from .vif import vif
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if fit.penalty is not None:
+        from .integrations._penalty import penalized_theta_change
+        return penalized_theta_change(fit, method)
     n = fit.n
     if method == "vif":
         return -np.asarray(vif(fit), dtype=np.float64) / n, None
@@ -55,19 +60,6 @@ def theta_change(fit, method, *, progress=None, executor=None):
         loo = np.asarray(exact_loo(fit, progress=progress, executor=executor), dtype=np.float64)
         return loo - fit.coef, loo
     raise ValueError(f"method must be one of {METHODS}; got {method!r}")
-
-
-def _full_loglik(fit, thetas):
-    """Full-data log partial likelihood at each row of ``thetas`` (B, d); NaN rows -> NaN."""
-    from .cox import _full_terms, _loss_grad_hess
-    thetas = np.asarray(thetas, dtype=np.float64)
-    out = np.full(thetas.shape[0], np.nan)
-    ok = np.flatnonzero(np.isfinite(thetas).all(axis=1))
-    for start in range(0, ok.size, 256):
-        rows = ok[start:start + 256]
-        out[rows] = -_loss_grad_hess(fit.data, thetas[rows], _full_terms(fit.data),
-                                     hess=False)[0]
-    return out
 
 
 @dataclass(eq=False)
@@ -88,8 +80,7 @@ class InfluenceResult:
     source: str = "coxinfluence"
     _resolved: Resolved = field(default=None, repr=False)
     _exact: "InfluenceResult" = field(default=None, repr=False)
-    _loglik_loo: np.ndarray = field(default=None, repr=False)
-    _loglik_ref: float = field(default=None, repr=False)   # -J(theta_hat) for penalised fits
+    _objective_loo: np.ndarray = field(default=None, repr=False)   # objective at the refits
     include_data_effect: bool = True
 
     def __repr__(self):
@@ -114,9 +105,8 @@ class InfluenceResult:
     def likelihood_displacement(self) -> pd.Series:
         """``2 [logL(theta_hat) - logL(theta_hat_{-i})]``: exact for refits (full-data
         logL at the refit), else the quadratic form ``Delta_i' I Delta_i``."""
-        if self._loglik_loo is not None:
-            ref = self.fit.loglik if self._loglik_ref is None else self._loglik_ref
-            ld = 2.0 * (ref - self._loglik_loo)
+        if self._objective_loo is not None:
+            ld = 2.0 * (self._objective_loo - self.fit.objective(self.fit.coef)[0])
         else:
             D = self.theta_change.to_numpy()
             ld = np.einsum("ij,jk,ik->i", D, self.fit.information, D)
@@ -176,32 +166,20 @@ class InfluenceResult:
 def _compute(resolved, method, target, *, progress=None, executor=None,
              include_data_effect=True):
     fit = resolved.fit
-    penalty = resolved.penalty
-    if penalty is not None:
-        from .integrations._penalty import penalized_loglik, penalized_theta_change
-        if method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}; got {method!r}")
-        dtheta, loo = penalized_theta_change(fit, penalty, method)
-    else:
-        dtheta, loo = theta_change(fit, method, progress=progress, executor=executor)
+    dtheta, loo = theta_change(fit, method, progress=progress, executor=executor)
     index = resolved.frame.index
     cols = target.columns(fit)
-    loglik_ref = None
+    objective_loo = None
     if method == "exact":
         change = target_exact(fit, loo, target)
-        if penalty is not None:
-            loglik_loo = penalized_loglik(fit, penalty, np.nan_to_num(loo))
-            loglik_ref = float(penalized_loglik(fit, penalty, fit.coef)[0])
-        else:
-            loglik_loo = _full_loglik(fit, loo)
+        objective_loo = fit.objective(loo)
     else:
         change = target_change(fit, dtheta, target, include_data_effect=include_data_effect)
-        loglik_loo = None
     return InfluenceResult(
         loo_change=pd.DataFrame(change, index=index, columns=cols),
         theta_change=pd.DataFrame(dtheta, index=index, columns=fit.columns),
         method=method, target=target, fit=fit, frame=resolved.frame, source=resolved.source,
-        _resolved=resolved, _loglik_loo=loglik_loo, _loglik_ref=loglik_ref,
+        _resolved=resolved, _objective_loo=objective_loo,
         include_data_effect=include_data_effect)
 
 

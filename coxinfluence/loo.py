@@ -1,9 +1,10 @@
 """Leave-one-out refits: exact (ground truth) and one-step Newton.
 
 ``exact_loo`` refits the model without each row by Newton-Raphson, warm-started at
-``fit.coef``, to ``max |gradient| <= tol`` (default 1e-10). Deletion is done through a
-presence mask on the already-sorted data (:func:`coxinfluence.cox._presence_terms`),
-so no refit re-sorts or re-validates, and ``batch_size`` refits run as one batch of
+``fit.coef``, to ``max |gradient| <= tol`` (default 1e-10). Deletion is a
+:class:`~coxinfluence.deletion.Deletion` of the already-sorted rows, evaluated by the
+risk-set kernels (:meth:`coxinfluence.risksets.RiskSets.terms`), so no refit re-sorts or
+re-validates, and ``batch_size`` refits run as one batch of
 array operations (one cumulative sum and one batched matrix product per Newton step).
 
 ``newton_loo`` is the first Newton step of that refit,
@@ -24,9 +25,12 @@ import warnings
 
 import numpy as np
 
-from ._data import CoxInputError, check_design, rows_whose_deletion_breaks_rank, wrap_rows
-from ._influence_common import _fit_data
-from .cox import _loss_grad_hess, _presence_terms, _solve_batch, newton_batch
+from ._data import (CoxInputError, _stratum_means, build_cox_data, check_design,
+                    rows_whose_deletion_breaks_rank, wrap_rows)
+from .cox import check_fit
+from .deletion import Deletion
+from .newton import cox_objective, newton, solve_batch
+from .risksets import RiskSets
 
 
 class LeaveOneOutWarning(UserWarning):
@@ -40,12 +44,6 @@ def _default_batch(data, per_row_floats=None):
     return int(np.clip(1_000_000 // max(per_row, 1), 1, 256))
 
 
-def _presence_for(data, sorted_rows):
-    P = np.ones((len(sorted_rows), data.n))
-    P[np.arange(len(sorted_rows)), sorted_rows] = 0.0
-    return P
-
-
 def _loo_chunk(data, coef, theta_start, hess_chol, sorted_rows, tol, max_iter, batch_size):
     """Refit without each of ``sorted_rows`` from ``theta_start`` (n, d: starting points of all
     sorted rows); returns (theta (m, d), converged (m,)). No BLAS reductions
@@ -55,15 +53,16 @@ def _loo_chunk(data, coef, theta_start, hess_chol, sorted_rows, tol, max_iter, b
     Broyden updates, and the leave-one-out gradient. One row moves the Hessian by O(1/n)
     relative, so even the plain chord step gains about a factor n and no Hessian is
     evaluated. Rows that have not reached ``tol`` after ``_CHORD_STEPS`` steps continue
-    with full Newton-Raphson with step halving (``newton_batch``).
+    with full Newton-Raphson with step halving (:func:`coxinfluence.newton.newton`).
     """
     from scipy.linalg import cho_solve
     H_inv = cho_solve(hess_chol, np.eye(data.d))
+    risk_sets = RiskSets(data)
     thetas, oks = [], []
     for start in range(0, len(sorted_rows), batch_size):
         rows = sorted_rows[start:start + batch_size]
-        P = _presence_for(data, rows)
-        terms = _presence_terms(data, P)
+        deleted = Deletion.of_rows(data.n, rows)
+        terms = risk_sets.terms(deleted)
         theta = theta_start[rows].copy()
         done = np.zeros(len(rows), dtype=bool)
         J = np.repeat(H_inv[None], len(rows), axis=0)     # inverse-Jacobian estimates
@@ -73,8 +72,8 @@ def _loo_chunk(data, coef, theta_start, hess_chol, sorted_rows, tol, max_iter, b
             if live.size == 0:
                 break
             try:
-                _, g, _ = _loss_grad_hess(data, theta[live], _subset_terms(terms, live),
-                                          hess=False, blas=False)
+                _, g, _ = risk_sets.loss_grad_hess(theta[live], terms=terms.take(live),
+                                                   hess=False, blas=False)
             except FloatingPointError:
                 break
             if prev is not None:
@@ -95,8 +94,8 @@ def _loo_chunk(data, coef, theta_start, hess_chol, sorted_rows, tol, max_iter, b
         predicted = np.abs(theta_start[rows] - coef).max(axis=1)
         rest = np.flatnonzero(~done | (moved > 1e-2 * (1 + predicted)))
         if rest.size:
-            res = newton_batch(data, theta[rest], presence=P[rest], tol=tol, max_iter=max_iter,
-                               blas=False)
+            objective = cox_objective(risk_sets, deleted.take(rest), blas=False)
+            res = newton(objective, theta[rest], tol=tol, max_iter=max_iter)
             theta[rest] = res.theta
             done[rest] = res.converged
         thetas.append(theta)
@@ -118,11 +117,6 @@ def _broyden_update(J, idx, s, y):
 
 
 _CHORD_STEPS = 6
-
-
-def _subset_terms(terms, idx):
-    from .cox import _Terms
-    return _Terms(terms.weights[idx], terms.frac[idx], terms.mean_weight[idx])
 
 
 def _chunks(n, n_chunks, batch_size):
@@ -156,14 +150,14 @@ def _refit_reduced(data, coef, row, tol, max_iter):
             if ok_cols.size == cols.size or ok_cols.size == 0:
                 return out
             cols = cols[ok_cols]
-    res = newton_batch(reduced, coef[cols][None, :], tol=tol, max_iter=max_iter)
+    res = newton(cox_objective(RiskSets(reduced)), coef[cols][None, :], tol=tol,
+                 max_iter=max_iter)
     if res.converged[0]:
         out[cols] = res.theta[0]
     return out
 
 
 def _with_columns(data, cols):
-    from ._data import build_cox_data
     return build_cox_data(data.X[:, cols], data.time, data.event, data.weights, data.strata,
                           order=np.arange(data.n), ties=data.ties,
                           columns=[data.columns[c] for c in cols], presorted=True)
@@ -171,7 +165,6 @@ def _with_columns(data, cols):
 
 def _identifiable_columns(data):
     """Greedy: keep columns that add rank to the stratum-centred design."""
-    from ._data import _stratum_means
     Xc = data.X - _stratum_means(data)
     keep = []
     for j in range(data.d):
@@ -221,7 +214,8 @@ def exact_loo(fit, *, executor=None, progress=None, batch_size=None, tol=None, m
     caller's index for pandas input). Undefined refits are NaN, with one
     :class:`LeaveOneOutWarning`.
     """
-    data = _fit_data(fit)
+    fit = check_fit(fit)
+    data = fit.data
     tol = fit.tol if tol is None else tol
     batch_size = batch_size or _default_batch(data, per_row_floats=4 * data.n)
     show = (data.n > 2000) if progress is None else bool(progress)
@@ -267,16 +261,17 @@ def newton_loo(fit, *, batch_size=None):
     evaluated at ``fit.coef``. Returns (n, d) estimates of ``theta_hat_{-i}`` in the
     caller's row order; NaN (with a warning) where ``H_{-i}`` is singular.
     """
-    data = _fit_data(fit)
+    fit = check_fit(fit)
+    data = fit.data
     batch_size = batch_size or _default_batch(data)
     theta = np.empty((data.n, data.d))
     bad = []
     pivotal = rows_whose_deletion_breaks_rank(data)
     for start in range(0, data.n, batch_size):
         rows = np.arange(start, min(start + batch_size, data.n))
-        terms = _presence_terms(data, _presence_for(data, rows))
-        _, g, H = _loss_grad_hess(data, np.repeat(fit.coef[None, :], rows.size, axis=0), terms)
-        step, ok = _solve_batch(H, g)
+        _, g, H = fit.risk_sets.loss_grad_hess(np.repeat(fit.coef[None, :], rows.size, axis=0),
+                                               Deletion.of_rows(data.n, rows))
+        step, ok = solve_batch(H, g)
         ok &= ~pivotal[rows]
         theta[rows] = fit.coef - step
         theta[rows[~ok]] = np.nan

@@ -6,13 +6,12 @@ Paper, appendix "Analytical Form of Influence Function in Statistics":
             =  (H/n)^{-1} w_i U_i,
 
 where ``U_i`` is the score residual (R: ``resid(fit, "score")``), the derivative of the
-weighted score ``U = -grad L`` in row i's case weight. With R's weighted Efron ties
-(DESIGN.md) it reads, for row i in tie group g(i) and terms k = (g, r):
+weighted score ``U = -grad L`` in row i's case weight. With R's weighted Efron ties it reads, for row i in tie group g(i) and terms k = (g, r):
 
     U_i = delta_i (x_i - mean_{k in g(i)} a_k)
           - e_i sum_{k: i in R_k} m_k (1 - c_k [i in D_k]) (x_i - a_k) / den_k,
 
-with ``e_i = exp(eta_i)``, ``a_k``, ``den_k``, ``m_k``, ``c_k`` as in :mod:`coxinfluence.cox`.
+with ``e_i = exp(eta_i)``, ``a_k``, ``den_k``, ``m_k``, ``c_k`` as in :mod:`coxinfluence.risksets`.
 Breslow is ``c_k = 0``. Without ties or weights this is the paper's formula.
 R's ``resid(fit, "dfbeta") = w_i U_i' H^{-1} = IF_n(i) / n``.
 """
@@ -21,30 +20,30 @@ from __future__ import annotations
 import numpy as np
 
 from ._data import wrap_rows
-from ._influence_common import _fit_data, paper_scale
-from .cox import _group_event_sums, _sum_over_risk_sets, risk_set_state
+from .cox import check_fit
 
 
-def _score_residuals_sorted(data, state):
-    """Score residuals U (n, d) in sorted row order; O(n d)."""
+def _score_residuals_sorted(fit):
+    """Score residuals U (n, d) in sorted row order at ``fit.coef``; O(n d)."""
+    rs, data = fit.risk_sets, fit.data
+    state = rs.state(fit.coef)
     X = data.X
     m, den, a, c = state.mean_weight, state.den, state.term_mean, state.frac
     # e_i * sum over its risk sets of m (1 - c[i in D]) (x_i - a_k) / den_k
-    coef = _sum_over_risk_sets(data, (m / den)[None, :], c)[0]
-    vec = _sum_over_risk_sets(data, ((m / den)[:, None] * a)[None, :, :], c)[0]
+    coef = rs.sum_over_risk_sets((m / den)[None, :], c)[0]
+    vec = rs.sum_over_risk_sets(((m / den)[:, None] * a)[None, :, :], c)[0]
     U = -state.score[:, None] * (X * coef[:, None] - vec)
     # the event's own term: x_i minus the Efron-averaged risk-set mean of its group
     ev = data.event_rows
-    abar = _group_event_sums(data, a[None, :, :])[0] / np.maximum(data.group_n_events, 1)[:, None]
+    abar = rs.group_event_sums(a[None, :, :])[0] / np.maximum(data.group_n_events, 1)[:, None]
     U[ev] += X[ev] - abar[data.term_group]
     return U
 
 
 def score_residuals(fit):
     """R's score residuals ``resid(fit, "score")`` (unweighted), caller's row order."""
-    data = _fit_data(fit)
-    U = _score_residuals_sorted(data, risk_set_state(data, fit.coef))
-    return wrap_rows(data.to_caller_order(U), data)
+    fit = check_fit(fit)
+    return wrap_rows(fit.data.to_caller_order(_score_residuals_sorted(fit)), fit.data)
 
 
 def reid_influence(fit):
@@ -55,7 +54,6 @@ def reid_influence(fit):
     It approximates ``n (theta_hat - theta_hat_{-i})``; ``IF_n / n`` equals R's
     ``resid(fit, "dfbeta")``. O(n d) after sorting.
     """
-    data = _fit_data(fit)
-    U = _score_residuals_sorted(data, risk_set_state(data, fit.coef))
+    fit = check_fit(fit)
     # the gradient of the loss moves by -w_i U_i when row i's weight drops by w_i
-    return paper_scale(fit, -data.weights[:, None] * U)
+    return fit.paper_scale(-fit.data.weights[:, None] * _score_residuals_sorted(fit))

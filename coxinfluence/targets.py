@@ -23,7 +23,7 @@ Targets (each a :class:`Target`, one column per entry of g):
       Lambda_0(t; theta, D) = sum_{terms k: t_k <= t} m_k / den_k(theta, D),
       den_k = S0_k - c_k S0D_k,
 
-  (``m_k``, ``c_k``, ``den_k`` as in :mod:`coxinfluence.cox`; Breslow: ``c_k = 0``, so
+  (``m_k``, ``c_k``, ``den_k`` as in :mod:`coxinfluence.risksets`; Breslow: ``c_k = 0``, so
   ``Lambda_0 = sum_{t_g <= t} (sum of event weights) / S0_g``). ``Lambda_0`` depends on
   the data ``D`` directly, not only through ``theta``, so the leave-one-out change is
 
@@ -50,7 +50,7 @@ from collections.abc import Hashable
 import numpy as np
 import pandas as pd
 
-from .cox import _full_terms, _presence_terms, _risk, _term_means
+from .deletion import Deletion
 
 __all__ = ["Target", "Coefficients", "HazardRatios", "LinearPredictor", "RelativeRisk",
            "Survival", "resolve_target", "target_change", "target_exact", "baseline_cumhaz"]
@@ -221,16 +221,17 @@ def _stratum_codes(fit, strata, m, what="new patients"):
     return np.array([lookup[g] for g in given], dtype=np.intp)
 
 
-def _hazard_terms(fit, theta, presence=None):
+def _hazard_terms(fit, theta, deleted=None):
     """Per-term baseline hazard increments ``m_k / den_k`` on the shifted scale, the shift,
-    and (presence None only) the term means ``a_k``. theta (B, d); presence (B, n) or None."""
-    data = fit.data
+    and (``deleted`` None only) the term means ``a_k``. theta (B, d); ``deleted`` a
+    :class:`~coxinfluence.deletion.Deletion` of sorted rows or None."""
+    rs = fit.risk_sets
     theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
-    terms = _full_terms(data) if presence is None else _presence_terms(data, presence)
-    _, r, shift, den = _risk(data, theta, terms)
+    terms = rs.terms(deleted)
+    _, r, shift, den = rs.risk(theta, terms)
     m = np.broadcast_to(terms.mean_weight, den.shape)
     inc = m / den
-    a = _term_means(data, r, den, terms.frac) if presence is None else None
+    a = rs.term_means(r, den, terms.frac) if deleted is None else None
     return inc, shift, a
 
 
@@ -289,12 +290,13 @@ class Survival(Target):
             strata = [r[0] if len(names) == 1 else tuple(r) for r in rows]
         return _stratum_codes(fit, strata, X.shape[0])
 
-    def _surv(self, fit, theta, presence=None):
-        """(B, m) survival for coefficient rows theta (B, d) and optional row presence."""
+    def _surv(self, fit, theta, deleted=None):
+        """(B, m) survival for coefficient rows theta (B, d), optionally without the rows
+        ``deleted`` (a :class:`~coxinfluence.deletion.Deletion` of sorted rows) removes."""
         X = self._X(fit)[0]
         codes = self._codes(fit, X)
         theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
-        inc, shift, _ = _hazard_terms(fit, theta, presence)
+        inc, shift, _ = _hazard_terms(fit, theta, deleted)
         cum = np.einsum("bk,stk->bst", inc, _cum_mask(fit, self.times))[:, codes]  # (B, P, T)
         lin = theta @ X.T - shift                                     # (B, P), shifted
         H = np.exp(lin)[:, :, None] * cum
@@ -324,9 +326,7 @@ class Survival(Target):
         th = np.where(ok[:, None], th, fit.coef[None, :])
         for start in range(0, n, batch):
             rows = np.arange(start, min(start + batch, n))
-            P = np.ones((rows.size, n))
-            P[np.arange(rows.size), inv[rows]] = 0.0
-            out[rows] = self._surv(fit, th[rows], presence=P)
+            out[rows] = self._surv(fit, th[rows], Deletion.of_rows(n, inv[rows]))
         out[~ok] = np.nan
         return out
 

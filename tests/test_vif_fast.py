@@ -14,12 +14,13 @@ import pytest
 
 import coxinfluence as ci
 from coxinfluence._data import make_cox_data
-from coxinfluence.cox import risk_set_state
+from coxinfluence.risksets import RiskSets
 from conftest import vif_by_definition as vif_by_deletion
-from coxinfluence.vif import (_efron_fraction_sum, _own_group_change, _own_group_change_fast,
-                              _part1_series, _prefix_plan, _segmented_prefix_sums,
-                              _series_length, _term_ranges, _vif_delta_direct,
+from coxinfluence._vif_series import (efron_fraction_sum, part1_series, prefix_plan,
+                                      segmented_prefix_sums, series_length)
+from coxinfluence.vif import (_own_group_change, _own_group_change_fast, _vif_delta_direct,
                               _vif_delta_series)
+
 
 
 def simulate(n, d=3, seed=0, n_times=None, beta_scale=0.5, strata=None, weights=False,
@@ -47,7 +48,7 @@ def column_rel_err(got, ref):
 def part1_dense(data, state):
     """Part 1 without the factor u_i, by dense (n, K) arrays (small n only), and the sum of
     absolute values of its terms, and u_i / den_k (0 outside the range)."""
-    lo, hi = _term_ranges(data)
+    lo, hi = RiskSets(data).deletion_term_ranges
     k = np.arange(data.term_group.size)
     inside = (k[None, :] >= lo[:, None]) & (k[None, :] < hi[:, None])
     u, den, m, a = state.risk, state.den, state.mean_weight, state.term_mean
@@ -96,7 +97,7 @@ GRID = [(ties, strata, weights) for ties in ("efron", "breslow")
 def test_series_matches_direct_reference_grid(ties, strata, weights):
     X, t, e, w, s = simulate(3000, seed=5, n_times=150, strata=strata, weights=weights)
     fit = ci.fit_cox(X, t, e, weights=w, strata=s, ties=ties)
-    data, state = fit.data, risk_set_state(fit.data, fit.coef)
+    data, state = fit.data, RiskSets(fit.data).state(fit.coef)
     ref = _vif_delta_direct(data, state)
     got = _vif_delta_series(data, state)
     assert column_rel_err(got, ref) < 1e-12
@@ -107,9 +108,9 @@ def test_part1_elementwise_against_its_absolute_sum(rho):
     """Each row's part-1 sum to ~1e-13 of the sum of the absolute values of its terms."""
     X, t, e, w, s = simulate(1500, seed=7, n_times=60, strata=3, weights=True)
     fit = ci.fit_cox(X, t, e, weights=w, strata=s)
-    data, state = fit.data, risk_set_state(fit.data, fit.coef)
+    data, state = fit.data, RiskSets(fit.data).state(fit.coef)
     exact, abs_sum, *_ = part1_dense(data, state)
-    got = _part1_series(data, state, rho=rho)
+    got = part1_series(data, state, rho=rho)
     assert np.all(np.abs(got - exact) <= 1e-13 * abs_sum + 1e-300)
 
 
@@ -141,12 +142,12 @@ def test_truncation_error_is_the_geometric_tail_and_within_the_bound(rho, P):
     ``|E_i| <= rho^P sum_k m_k |x_i - a_k| / (den_k - u_i)`` (stated in vif.py)."""
     X, t, e, w, s = simulate(800, seed=2, n_times=40, strata=2, weights=True, beta_scale=1.5)
     fit = ci.fit_cox(X, t, e, weights=w, strata=s)
-    data, state = fit.data, risk_set_state(fit.data, fit.coef)
+    data, state = fit.data, RiskSets(fit.data).state(fit.coef)
     exact, abs_sum, ratio, wk, diff = part1_dense(data, state)
     series = (ratio > 0) & (ratio <= rho)
     tail = np.einsum("ik,ikj->ij", np.where(series, wk * ratio ** P, 0.0), diff)
     bound_sum = np.einsum("ik,ikj->ij", np.where(series, wk, 0.0), np.abs(diff))
-    got = _part1_series(data, state, rho=rho, n_terms=P)
+    got = part1_series(data, state, rho=rho, n_terms=P)
     err = got - exact
     scale = np.abs(exact).max()
     assert np.abs(err + tail).max() <= 1e-12 * scale          # the error is -E_i
@@ -158,7 +159,7 @@ def test_truncation_error_is_the_geometric_tail_and_within_the_bound(rho, P):
 
 def test_default_series_length_reaches_rounding():
     for rho in (2.0 ** -2, 2.0 ** -4, 2.0 ** -11, 2.0 ** -18, 0.3):
-        P = _series_length(rho)
+        P = series_length(rho)
         assert rho ** P <= 2.0 ** -53 < rho ** (P - 1)
 
 
@@ -170,16 +171,16 @@ def test_many_scale_segments_with_a_huge_linear_predictor_span():
     X[:, 0] = -np.log(t) + 0.3 * X[:, 0]          # long survivors have a low risk score
     theta = np.array([150.0 / np.ptp(X[:, 0]), 0.5, -0.3])
     data = make_cox_data(X, t, e, weights=w, strata=s)
-    state = risk_set_state(data, theta)
+    state = RiskSets(data).state(theta)
     assert np.log(state.den.max() / state.den.min()) > 100
-    P = _series_length(2.0 ** -4)
+    P = series_length(2.0 ** -4)
     assert np.log(state.den.max() / state.den.min()) > 250 * np.log(10) / P   # > 1 segment
     exact, abs_sum, ratio, *_ = part1_dense(data, state)
     # some rows hold > 99.9% of their risk sets: den - u_i cancels, conditioning ~ 1/(1 - r)
     cond = 1.0 / (1.0 - ratio.max(axis=1))
     assert cond.max() > 1000
     for rho in (2.0 ** -4, None):
-        got = _part1_series(data, state, rho=rho)
+        got = part1_series(data, state, rho=rho)
         assert np.all(np.isfinite(got))
         assert np.all(np.abs(got - exact) <= 1e-12 * (cond * abs_sum.T).T + 1e-300)
 
@@ -190,9 +191,9 @@ def test_covariate_offset_does_not_cancel():
     X, t, e, w, s = simulate(2000, seed=8, n_times=100, strata=3, weights=True)
     theta = np.array([0.4, -0.3, 0.2])
     data = make_cox_data(X + 1e4, t, e, weights=w, strata=s)
-    state = risk_set_state(data, theta)
+    state = RiskSets(data).state(theta)
     exact, abs_sum, *_ = part1_dense(data, state)       # forms x_i - a_k term by term
-    got = _part1_series(data, state)
+    got = part1_series(data, state)
     assert np.all(np.abs(got - exact) <= 1e-13 * abs_sum)
 
 
@@ -203,9 +204,9 @@ def test_segmented_prefix_sums_against_cumsum():
     K = int(lengths.sum())
     V = np.zeros((4, K + 1))
     V[:, :K] = rng.standard_normal((4, K))
-    plan = _prefix_plan(starts, lengths)
+    plan = prefix_plan(starts, lengths)
     assert {step[0] for step in plan} == {"stack", "slice"}
-    got = _segmented_prefix_sums(V, plan)
+    got = segmented_prefix_sums(V, plan)
     ref = np.concatenate([np.cumsum(V[:, a:a + n], axis=1) for a, n in zip(starts, lengths)],
                          axis=1)
     assert np.allclose(got[:, :K], ref, rtol=1e-14, atol=1e-13)
@@ -216,7 +217,7 @@ def test_efron_fraction_sum_against_exact_summation():
     rng = np.random.default_rng(1)
     N = np.r_[np.repeat([0, 1, 2, 7, 32, 33, 60, 500, 4000], 12), 100, 100, 100, 100]
     x = np.r_[rng.uniform(0, 1, N.size - 4), 0.25, 0.25 + 1e-12, 1.0, 0.0]
-    got = _efron_fraction_sum(N, x)
+    got = efron_fraction_sum(N, x)
     ref = np.array([math.fsum((r / n) / (1 - (r / n) * xx) for r in range(n))
                     for n, xx in zip(N, x)])
     assert np.all(np.abs(got - ref) <= 2e-13 * ref)
@@ -227,7 +228,7 @@ def test_efron_fraction_sum_against_exact_summation():
 def test_own_group_change_fast_equals_the_pairwise_form(ties):
     X, t, e, w, s = simulate(2500, seed=6, n_times=6, strata=2, weights=True)
     data = ci.fit_cox(X, t, e, weights=w, strata=s, ties=ties).data
-    state = risk_set_state(data, np.array([0.3, -0.2, 0.1]))
+    state = RiskSets(data).state(np.array([0.3, -0.2, 0.1]))
     n_other = data.group_n_events[data.term_group] - 1
     u_ev = state.risk[data.event_rows]
     S0 = np.r_[state.den][np.searchsorted(data.term_group, data.term_group)]
@@ -246,4 +247,4 @@ def test_method_choice_and_validation():
     with pytest.raises(ValueError, match="method"):
         ci.vif(small, method="fmm")
     with pytest.raises(ValueError, match="rho"):
-        _part1_series(small.data, risk_set_state(small.data, small.coef), rho=1.5)
+        part1_series(small.data, RiskSets(small.data).state(small.coef), rho=1.5)

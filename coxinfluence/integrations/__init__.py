@@ -27,7 +27,6 @@ class Resolved:
     frame: pd.DataFrame              # covariates + time + event (+ strata/weights), caller order
     source: str                      # "coxinfluence", "lifelines", "statsmodels"
     transform: Optional[Callable] = None
-    penalty: object = None           # lifelines ridge penalty (integrations._penalty)
 
 
 def check_agreement(fit, params, source):

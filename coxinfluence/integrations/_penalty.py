@@ -30,7 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cox import CoxFit, _full_terms, _loss_grad_hess, _presence_terms
+from ..cox import CoxFit
+from ..deletion import Deletion
+from ..newton import cox_objective, newton, solve_batch
+from ..risksets import RiskSets
 
 
 @dataclass
@@ -57,40 +60,28 @@ def ridge_penalty(X, penalizer):
                         strength_loo=c * ss_loo * (n - 1) / (n - 2))
 
 
-def _newton(data, theta, strength, presence=None, tol=1e-10, max_iter=50):
-    """Minimise L(-presence) + 0.5 sum strength theta^2 for a batch (rows of theta)."""
-    theta = np.array(np.atleast_2d(theta), dtype=np.float64)
-    strength = np.broadcast_to(strength, theta.shape)
-    terms = _full_terms(data) if presence is None else _presence_terms(data, presence)
-    for _ in range(max_iter):
-        loss, g, H = _loss_grad_hess(data, theta, terms)
-        g = g + strength * theta
-        if np.abs(g).max() <= tol:
-            return theta, True
-        H = H + np.einsum("bi,ij->bij", strength, np.eye(theta.shape[1]))
-        step = np.linalg.solve(H, g[:, :, None])[:, :, 0]
-        theta = theta - step
-        if np.abs(step).max() <= 1e-14 * (1 + np.abs(theta).max()):
-            return theta, True
-    return theta, False
-
-
 def penalized_fit(data, init, penalty, ties):
-    """A CoxFit at the penalised optimum with ``information = H_J`` (module docstring)."""
-    theta, ok = _newton(data, init, penalty.strength)
-    if not ok:
+    """A CoxFit at the penalised optimum: ``information = H_J``, ``penalty`` attached,
+    ``loglik`` the unpenalised log partial likelihood (:class:`~coxinfluence.CoxFit`)."""
+    risk_sets = RiskSets(data)
+    res = newton(cox_objective(risk_sets, ridge=penalty.strength), init)
+    if not res.converged[0]:
         raise ValueError("the penalised Cox fit did not converge")
-    theta = theta[0]
-    loss, g, H = _loss_grad_hess(data, theta[None, :], _full_terms(data))
-    return CoxFit(coef=theta, loglik=float(-loss[0]), information=H[0] + np.diag(penalty.strength),
-                  gradient=g[0] + penalty.strength * theta, converged=True, n_iter=0, data=data,
-                  ties=ties)
+    theta = res.theta[0]
+    loss = risk_sets.loss_grad_hess(theta[None, :], hess=False)[0][0]
+    return CoxFit(coef=theta, loglik=float(-loss), information=res.hess[0],
+                  gradient=res.grad[0], converged=True, n_iter=int(res.n_iter[0]), data=data,
+                  ties=ties, penalty=penalty)
 
 
-def penalized_theta_change(fit, penalty, method, batch=64):
-    """(n, d) ``theta_{-i} - theta_hat`` (caller's order) and the refits (exact) or None."""
+def penalized_theta_change(fit, method, batch=64):
+    """(n, d) ``theta_{-i} - theta_hat`` (caller's order) and the refits (exact) or None,
+    for a fit with a :class:`RidgePenalty`. A refit that fails is NaN (with the
+    leave-one-out warning of :mod:`coxinfluence.loo`)."""
+    from ..loo import _warn_undefined
     from ..reid import reid_influence
     from ..vif import vif
+    penalty = fit.penalty
     data, n, d = fit.data, fit.n, fit.data.d
     if method == "vif":
         extra = fit.coef[None, :] * (penalty.strength[None, :] - penalty.strength_loo)
@@ -98,32 +89,22 @@ def penalized_theta_change(fit, penalty, method, batch=64):
                 + np.linalg.solve(fit.information, extra.T).T), None
     if method == "reid":
         return -np.asarray(reid_influence(fit)) / n, None
+    if method not in ("newton", "exact"):
+        raise ValueError(f"unknown method {method!r}")
     inv = data.inverse_order
     out = np.empty((n, d))
     for start in range(0, n, batch):
         rows = np.arange(start, min(start + batch, n))
-        P = np.ones((rows.size, n))
-        P[np.arange(rows.size), inv[rows]] = 0.0
-        s = penalty.strength_loo[rows]
+        deleted = Deletion.of_rows(n, inv[rows])
+        objective = cox_objective(fit.risk_sets, deleted, ridge=penalty.strength_loo[rows])
         theta0 = np.repeat(fit.coef[None, :], rows.size, axis=0)
-        if method == "newton":
-            _, g, H = _loss_grad_hess(data, theta0, _presence_terms(data, P))
-            g = g + s * theta0
-            H = H + np.einsum("bi,ij->bij", s, np.eye(d))
-            out[rows] = theta0 - np.linalg.solve(H, g[:, :, None])[:, :, 0]
-        elif method == "exact":
-            th, ok = _newton(data, theta0, s, presence=P)
-            th[~np.isfinite(th).all(axis=1)] = np.nan
-            if not ok:
-                raise ValueError("a penalised leave-one-out refit did not converge")
-            out[rows] = th
+        if method == "newton":      # one full step: theta_hat - H_{J,-i}^{-1} grad J_{-i}
+            _, g, H = objective(np.arange(rows.size), theta0)
+            step, ok = solve_batch(H, g)
+            out[rows] = np.where(ok[:, None], theta0 - step, np.nan)
         else:
-            raise ValueError(f"unknown method {method!r}")
+            res = newton(objective, theta0, tol=fit.tol, max_iter=fit.max_iter)
+            out[rows] = np.where(res.converged[:, None], res.theta, np.nan)
+    bad = np.flatnonzero(~np.isfinite(out).all(axis=1))
+    _warn_undefined(data, inv[bad], f"penalised {method} leave-one-out")
     return out - fit.coef, (out if method == "exact" else None)
-
-
-def penalized_loglik(fit, penalty, thetas):
-    """``-J(theta)`` on the full data for each row of ``thetas`` (for the displacement)."""
-    thetas = np.atleast_2d(np.asarray(thetas, dtype=np.float64))
-    loss = _loss_grad_hess(fit.data, thetas, _full_terms(fit.data), hess=False)[0]
-    return -(loss + penalty.value(thetas))

@@ -8,7 +8,7 @@ columns, and refit with Efron ties (lifelines' only tie method).
 lifelines standardises the covariates internally but reports ``params_`` on the original
 scale; our fit works on the original scale throughout, so no rescaling is needed. Its own
 ``compute_residuals(kind="score" / "delta_beta")`` (0.30.3) mixes the two scales and is
-wrong for covariates without unit variance (DESIGN.md); we compute our own.
+wrong for covariates without unit variance (docs/conventions.md, "Oracles"); we compute our own.
 
 ``penalizer > 0`` with ``l1_ratio = 0`` (ridge) is handled in closed form
 (:mod:`._penalty`: the penalty is on lifelines' standardised scale and scales with n, so
@@ -78,7 +78,6 @@ def resolve_lifelines(cph, data) -> Resolved:
     w = data[weights].astype(np.float64) if weights else None
     st = data[strata] if strata else None
     init = cph.params_.to_numpy(dtype=np.float64)
-    penalty = None
     if penalized:
         from .._data import make_cox_data
         from ._penalty import penalized_fit, ridge_penalty
@@ -93,4 +92,4 @@ def resolve_lifelines(cph, data) -> Resolved:
     frame["event" if event is None else event] = ev
     for c in strata + _as_list(weights):
         frame[c] = data[c]
-    return Resolved(fit, frame, "lifelines", transform=transform, penalty=penalty)
+    return Resolved(fit, frame, "lifelines", transform=transform)

@@ -1,0 +1,156 @@
+"""The one Newton-Raphson solver of the numpy core: every Cox fit and refit goes through it.
+
+``fit_cox``, exact leave-one-out refits (one row or a whole unit deleted), refits of a
+reduced model and lifelines' ridge-penalised fits all minimise a batch of objectives
+with :func:`newton`: Newton-Raphson with step halving (as R's ``coxph`` and
+scikit-survival), the step solved by Cholesky, convergence by :func:`converged`.
+The objective is a callable ``objective(idx, theta) -> (loss, grad, hess)`` for the
+problems ``idx`` of the batch; :func:`cox_objective` builds it from the risk-set kernels
+(:class:`coxinfluence.risksets.RiskSets`), a :class:`~coxinfluence.deletion.Deletion` and
+an optional ridge penalty.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class NewtonResult:
+    theta: np.ndarray      # (B, d)
+    loss: np.ndarray       # (B,)
+    grad: np.ndarray       # (B, d)
+    hess: np.ndarray       # (B, d, d)
+    converged: np.ndarray  # (B,) bool
+    n_iter: np.ndarray     # (B,) int
+    failed: np.ndarray     # (B,) bool: singular Hessian or diverging coefficients
+
+
+def solve_batch(H, g):
+    """Newton steps ``H^{-1} g`` for a batch; NaN rows where H is not positive definite."""
+    steps = np.full_like(g, np.nan)
+    ok = np.zeros(g.shape[0], dtype=bool)
+    try:
+        L = np.linalg.cholesky(H)
+        steps = np.linalg.solve(H, g[:, :, None])[:, :, 0]
+        ok[:] = np.isfinite(L).all(axis=(1, 2))
+        return steps, ok
+    except np.linalg.LinAlgError:
+        pass
+    for b in range(g.shape[0]):
+        try:
+            np.linalg.cholesky(H[b])
+            steps[b] = np.linalg.solve(H[b], g[b])
+            ok[b] = True
+        except np.linalg.LinAlgError:
+            ok[b] = False
+    return steps, ok
+
+
+def converged(theta, grad, step, tol):
+    """Converged: the gradient is below ``tol`` *and* the Newton step is small
+    (``<= 1e-6 (1 + max |theta|)``), or the step is at rounding level (``1e-13`` relative).
+    The step test matters for monotone likelihoods (separation): there the gradient and
+    the information both decay like exp(-|theta|), so the gradient passes any tolerance
+    while the Newton step stays near 1 (R's ``toler.inf`` check)."""
+    size = 1 + np.abs(theta).max(axis=1)
+    step_size = np.abs(step).max(axis=1)
+    return (((np.abs(grad).max(axis=1) <= tol) & (step_size <= 1e-6 * size))
+            | (step_size <= 1e-13 * size))
+
+
+def cox_objective(risk_sets, deleted=None, *, ridge=None, blas=True):
+    """``objective(idx, theta)`` for :func:`newton`: the negative log partial likelihood of
+    problem b without the rows ``deleted`` removes, plus ``0.5 sum_j s_bj theta_j^2`` when
+    ``ridge`` (``s``: (d,) for every problem, or (B, d)) is given. A risk-set sum that
+    underflows (diverging coefficients) gives an infinite loss and NaN derivatives."""
+    terms = risk_sets.terms(deleted)
+    ridge = None if ridge is None else np.asarray(ridge, dtype=np.float64)
+
+    def evaluate(idx, theta, hess=True):
+        try:
+            loss, grad, H = risk_sets.loss_grad_hess(theta, terms=terms.take(idx), hess=hess,
+                                                     blas=blas)
+        except FloatingPointError:
+            nan = np.full(theta.shape, np.nan)
+            return (np.full(len(idx), np.inf), nan,
+                    np.full(theta.shape + (theta.shape[1],), np.nan) if hess else None)
+        if ridge is not None:
+            s = ridge[idx] if ridge.ndim == 2 else np.broadcast_to(ridge, theta.shape)
+            loss = loss + 0.5 * (s * theta ** 2).sum(axis=1)
+            grad = grad + s * theta
+            if hess:
+                H = H + s[:, :, None] * np.eye(theta.shape[1])[None]
+        return loss, grad, H
+
+    return evaluate
+
+
+def newton(objective, theta0, *, tol=1e-10, max_iter=50, max_halving=30) -> NewtonResult:
+    """Newton-Raphson with step halving for a batch of B problems (module docstring).
+
+    Each iteration takes the step ``H^{-1} g`` and halves it (at most ``max_halving``
+    times) until the loss does not increase (``1e-12`` relative slack); a problem whose
+    Hessian is not positive definite, or where no halved step decreases the loss away
+    from an optimum, is marked ``failed``. Convergence is :func:`converged`.
+    """
+    theta = np.array(np.atleast_2d(theta0), dtype=np.float64)
+    B = theta.shape[0]
+    loss, grad, hess = objective(np.arange(B), theta)
+    done = np.zeros(B, dtype=bool)
+    failed = ~np.isfinite(loss)
+    n_iter = np.zeros(B, dtype=int)
+    for iteration in range(max_iter + 1):   # the last pass only tests convergence
+        active = np.flatnonzero(~done & ~failed)
+        if active.size == 0:
+            break
+        step, ok = solve_batch(hess[active], grad[active])
+        failed[active[~ok]] = True
+        active, step = active[ok], step[ok]
+        small = converged(theta[active], grad[active], step, tol)
+        done[active[small]] = True
+        active, step = active[~small], step[~small]
+        if iteration == max_iter or active.size == 0:
+            break
+        n_iter[active] += 1
+        accepted, new = _halve_until_descent(objective, active, theta, loss, step, max_halving)
+        # problems where no step decreased the loss: stuck (on a flat, diverging direction
+        # of a separated likelihood the gradient is tiny but the Newton step is not)
+        stuck = active[~accepted]
+        if stuck.size:
+            at_optimum = converged(theta[stuck], grad[stuck], step[~accepted], 1e3 * tol)
+            done[stuck[at_optimum]] = True
+            failed[stuck[~at_optimum]] = True
+        moved = active[accepted]
+        theta[moved], loss[moved], grad[moved], hess[moved] = new
+        failed |= ~np.isfinite(theta).all(axis=1)
+    done &= ~failed
+    return NewtonResult(theta, loss, grad, hess, done, n_iter, failed)
+
+
+def _halve_until_descent(objective, active, theta, loss, step, max_halving):
+    """The largest step ``2^-h step`` (h < max_halving) that does not increase the loss,
+    per active problem; returns (accepted mask, (theta, loss, grad, hess) of the accepted)."""
+    step = step.copy()
+    m = active.size
+    todo = np.arange(m)
+    new_theta = theta[active] - step
+    new_loss = np.full(m, np.inf)
+    new_grad = np.empty((m, theta.shape[1]))
+    new_hess = np.empty((m, theta.shape[1], theta.shape[1]))
+    for _ in range(max_halving):
+        l_try, g_try, h_try = objective(active[todo], new_theta[todo])
+        ref = loss[active[todo]]
+        good = l_try <= ref + 1e-12 * np.abs(ref)
+        idx = todo[good]
+        new_loss[idx], new_grad[idx], new_hess[idx] = l_try[good], g_try[good], h_try[good]
+        todo = todo[~good]
+        if todo.size == 0:
+            break
+        step[todo] /= 2
+        new_theta[todo] = theta[active[todo]] - step[todo]
+    accepted = np.ones(m, dtype=bool)
+    accepted[todo] = False
+    return accepted, (new_theta[accepted], new_loss[accepted], new_grad[accepted],
+                      new_hess[accepted])
