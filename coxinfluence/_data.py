@@ -18,6 +18,7 @@ Hessian loop-free over rows.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -156,6 +157,12 @@ class CoxData:
     term_frac: np.ndarray = field(repr=False, default=None)
     group_n_events: np.ndarray = field(repr=False, default=None)
     group_event_weight: np.ndarray = field(repr=False, default=None)
+    # delayed entry (counting-process rows at risk on (start, time]); None: from the origin
+    start: np.ndarray = field(repr=False, default=None)
+    entry: "EntryStructure" = field(repr=False, default=None)
+    # subjects: unit code of each sorted row and the sorted labels; None: one row, one unit
+    ids: np.ndarray = field(repr=False, default=None)
+    id_labels: pd.Index = field(repr=False, default=None)
 
     @property
     def n(self):
@@ -196,15 +203,66 @@ class CoxData:
     def subset(self, keep_sorted):
         """The data with only the sorted rows where ``keep_sorted`` is True (still sorted)."""
         keep = np.asarray(keep_sorted, dtype=bool)
-        return build_cox_data(self.X[keep], self.time[keep], self.event[keep], self.weights[keep],
-                              self.strata[keep], order=np.arange(int(keep.sum())),
-                              ties=self.ties, columns=self.columns, presorted=True)
+        return self.with_rows_and_columns(keep, np.arange(self.d))
+
+    def with_rows_and_columns(self, keep_sorted, cols):
+        """The data restricted to sorted rows ``keep_sorted`` (bool) and columns ``cols``."""
+        keep = np.asarray(keep_sorted, dtype=bool)
+        return build_cox_data(self.X[keep][:, cols], self.time[keep], self.event[keep],
+                              self.weights[keep], self.strata[keep],
+                              order=np.arange(int(keep.sum())), ties=self.ties,
+                              columns=[self.columns[c] for c in cols], presorted=True,
+                              start=None if self.start is None else self.start[keep])
+
+
+@dataclass(frozen=True, eq=False)
+class EntryStructure:
+    """Where delayed entry cuts the risk sets (rows sorted as in :class:`CoxData`).
+
+    The risk set of tie group g is ``{j in stratum(g): start_j < t_g <= time_j}``: the rows
+    of the stratum block up to ``group_end[g]`` (time >= t_g) less those that enter at or
+    after ``t_g`` (start_j >= t_g, which implies time_j > t_g). ``order`` lists the sorted
+    rows by stratum, then start descending (same stratum blocks as the rows), and
+    ``group_late_end[g]`` is one past the last of them with ``start >= t_g`` (the stratum's
+    block start when none). ``row_exit_group[j]`` is the first group (in sorted order) that
+    row j is no longer at risk for (``t_g <= start_j``), or ``G`` (the number of groups)
+    when row j stays at risk to the end of its stratum.
+    """
+
+    order: np.ndarray
+    group_late_end: np.ndarray
+    row_exit_group: np.ndarray
+
+
+def _entry_structure(time, start, strata_codes, group_start, stratum_start):
+    n = time.size
+    order = np.lexsort((-start, strata_codes))
+    group_time = time[group_start]
+    group_stratum = strata_codes[group_start]
+    group_late_end = np.empty(group_start.size, dtype=np.intp)
+    row_exit_group = np.empty(n, dtype=np.intp)
+    g_bounds = np.append(np.flatnonzero(np.r_[True, group_stratum[1:] != group_stratum[:-1]]),
+                         group_start.size)
+    r_bounds = np.append(stratum_start, n)
+    for s in range(stratum_start.size):
+        r0, r1 = r_bounds[s], r_bounds[s + 1]
+        g0, g1 = g_bounds[s], g_bounds[s + 1]
+        starts_desc = start[order[r0:r1]]                  # descending
+        # rows with start >= t_g: a prefix of the start-descending block
+        late = np.searchsorted(-starts_desc, -group_time[g0:g1], side="right")
+        group_late_end[g0:g1] = r0 + late
+        # first group with t_g <= start_j (group times descending within the stratum)
+        ex = g0 + np.searchsorted(-group_time[g0:g1], -start[r0:r1], side="left")
+        # at risk until the stratum's last group: the sentinel G (a zero column)
+        row_exit_group[r0:r1] = np.where(ex == g1, group_start.size, ex)
+    return EntryStructure(order, group_late_end, row_exit_group)
 
 
 def build_cox_data(X, time, event, weights, strata_codes, *, order=None, ties="efron",
                    columns=None, index=None, presorted=False, strata_labels=None,
-                   strata_names=None):
-    """Sort validated arrays and precompute the tie-group and Efron-term structure."""
+                   strata_names=None, start=None):
+    """Sort validated arrays and precompute the tie-group and Efron-term structure
+    (and, with ``start``, the delayed-entry structure :class:`EntryStructure`)."""
     n = X.shape[0]
     if not presorted:
         # stratum ascending, time descending; events before censored within a tie is
@@ -212,6 +270,7 @@ def build_cox_data(X, time, event, weights, strata_codes, *, order=None, ties="e
         order = np.lexsort((-event, -time, strata_codes))
         X, time, event = X[order], time[order], event[order]
         weights, strata_codes = weights[order], strata_codes[order]
+        start = None if start is None else start[order]
     new_group = np.ones(n, dtype=bool)
     if n > 1:
         new_group[1:] = (time[1:] != time[:-1]) | (strata_codes[1:] != strata_codes[:-1])
@@ -240,6 +299,8 @@ def build_cox_data(X, time, event, weights, strata_codes, *, order=None, ties="e
         term_frac = rank / group_n_events[term_group]
     else:
         term_frac = np.zeros(event_rows.size)
+    entry = None if start is None else _entry_structure(time, start, stratum_of_row,
+                                                        group_start, stratum_start)
     return CoxData(X=X, time=time, event=event, weights=weights, strata=stratum_of_row,
                    order=np.asarray(order), ties=ties, columns=list(columns), index=index,
                    strata_labels=strata_labels, strata_names=strata_names,
@@ -247,16 +308,22 @@ def build_cox_data(X, time, event, weights, strata_codes, *, order=None, ties="e
                    group_stratum=group_stratum, stratum_start=stratum_start,
                    event_rows=event_rows, term_group=term_group, term_rank=rank,
                    term_frac=term_frac,
-                   group_n_events=group_n_events, group_event_weight=group_event_weight)
+                   group_n_events=group_n_events, group_event_weight=group_event_weight,
+                   start=start, entry=entry)
 
 
-def make_cox_data(X, time, event, *, weights=None, strata=None, ties="efron",
-                  check_identifiable=True):
+def make_cox_data(X, time, event, *, start=None, id=None, weights=None, strata=None,
+                  ties="efron", check_identifiable=True):
     """Validate caller input and return a sorted :class:`CoxData`.
 
+    ``start`` (optional) makes each row at risk on ``(start, time]`` (R's
+    ``Surv(start, stop, event)``): delayed entry, time-varying covariates. ``id``
+    (optional) names the subject of each row; one subject's rows must not be at risk
+    twice at one time within a stratum (overlapping intervals are an error).
+
     Raises :class:`CoxInputError` (a ``ValueError``) naming the problem for NaN/inf,
-    negative times, events not 0/1, non-positive weights, mismatched lengths, no
-    events, fewer rows than covariates, and constant or collinear columns. The
+    negative times (without ``start``), ``start >= time``, events not 0/1, non-positive weights, mismatched lengths, no
+    events, no more rows than covariates (``n <= d``), and constant or collinear columns. The
     caller's objects are copied, never modified.
     """
     if ties not in TIES:
@@ -279,7 +346,14 @@ def make_cox_data(X, time, event, *, weights=None, strata=None, ties="efron",
     _check_finite(t, "time")
     _check_finite(e, "event")
     _check_finite(w, "weights")
-    if (t < 0).any():
+    st = None
+    if start is not None:
+        st = _as_vector(start, n, "start")
+        _check_finite(st, "start")
+        if (st >= t).any():
+            raise CoxInputError(f"start must be before time (rows at risk on (start, time]); "
+                                f"start >= time in {_bad_rows(st >= t)}")
+    elif (t < 0).any():
         raise CoxInputError(f"time must be non-negative; negative in {_bad_rows(t < 0)}")
     not_binary = (e != 0) & (e != 1)
     if not_binary.any():
@@ -294,10 +368,32 @@ def make_cox_data(X, time, event, *, weights=None, strata=None, ties="efron",
     if n <= d:
         raise CoxInputError(f"fewer rows ({n}) than covariates plus one ({d + 1})")
     data = build_cox_data(Xa, t, e, w, codes, ties=ties, columns=columns, index=index,
-                          strata_labels=labels, strata_names=names)
+                          strata_labels=labels, strata_names=names, start=st)
+    if id is not None:
+        codes_id, id_labels = encode_labels(id, n, "id")
+        data = dataclasses.replace(data, ids=codes_id[data.order], id_labels=id_labels)
+        _check_no_overlap(data)
     if check_identifiable:
         check_design(data)
     return data
+
+
+def _check_no_overlap(data):
+    """Raise if a subject has two rows at risk at one time in one stratum."""
+    start = np.full(data.n, -np.inf) if data.start is None else data.start
+    order = np.lexsort((start, data.strata, data.ids))
+    u, s = data.ids[order], data.strata[order]
+    same = (u[1:] == u[:-1]) & (s[1:] == s[:-1])
+    run_end = pd.Series(data.time[order]).groupby(np.cumsum(np.r_[True, ~same])).cummax()
+    bad = same & (start[order][1:] < run_end.to_numpy()[:-1])
+    if bad.any():
+        labels = sorted({data.id_labels[c] for c in u[1:][bad]}, key=str)
+        hint = (" (without start=, every row is at risk from time 0: give start= for "
+                "several intervals of one subject, or groups= to the influence functions "
+                "for clusters)" if data.start is None else "")
+        raise CoxInputError(f"subject(s) {labels[:10]}{' ...' if len(labels) > 10 else ''} "
+                            f"have overlapping intervals in one stratum (at risk twice at "
+                            f"one time){hint}")
 
 
 def check_design(data):
@@ -329,6 +425,22 @@ def _stratum_means(data):
     sums = np.add.reduceat(data.X, data.stratum_start, axis=0)
     counts = np.diff(np.append(data.stratum_start, data.n))
     return (sums / counts[:, None])[data.strata]
+
+
+def encode_labels(labels, n, name):
+    """Unit codes 0..U-1 (sorted labels) and the sorted labels, from one label per row."""
+    values = labels.to_numpy() if isinstance(labels, (pd.Series, pd.Index)) \
+        else np.asarray(labels)
+    if values.ndim != 1 or values.shape[0] != n:
+        raise CoxInputError(f"{name} must have one label per row ({n}); got shape "
+                            f"{values.shape}")
+    missing = pd.isna(values)
+    if missing.any():
+        rows = np.flatnonzero(missing)
+        raise CoxInputError(f"{name} has missing labels in {rows.size} row(s) (positions "
+                            f"{', '.join(map(str, rows[:10]))})")
+    codes, uniques = pd.factorize(values, sort=True)
+    return codes.astype(np.intp), pd.Index(uniques, name=name)
 
 
 def wrap_rows(values, data, columns=None):

@@ -15,7 +15,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from ._data import CoxData, CoxInputError, make_cox_data, wrap_rows
+from ._data import CoxData, CoxInputError, make_cox_data
 from .newton import cox_objective, newton
 from .risksets import RiskSets
 
@@ -26,8 +26,8 @@ class ConvergenceWarning(UserWarning):
 
 # ------------------------------------------------------------------ public functions
 
-def _data_for(theta, X, time, event, weights, strata, ties):
-    data = make_cox_data(X, time, event, weights=weights, strata=strata, ties=ties,
+def _data_for(theta, X, time, event, start, weights, strata, ties):
+    data = make_cox_data(X, time, event, start=start, weights=weights, strata=strata, ties=ties,
                          check_identifiable=False)
     theta = np.asarray(theta, dtype=np.float64).reshape(-1)
     if theta.shape[0] != data.d:
@@ -35,21 +35,24 @@ def _data_for(theta, X, time, event, weights, strata, ties):
     return data, theta
 
 
-def cox_loss(theta, X, time, event, *, weights=None, strata=None, ties="efron"):
+def cox_loss(theta, X, time, event, *, start=None, weights=None, strata=None,
+             ties="efron"):
     """Negative log partial likelihood at ``theta`` (summed over events; see module doc)."""
-    data, theta = _data_for(theta, X, time, event, weights, strata, ties)
+    data, theta = _data_for(theta, X, time, event, start, weights, strata, ties)
     return float(RiskSets(data).loss_grad_hess(theta[None, :], hess=False)[0][0])
 
 
-def cox_gradient(theta, X, time, event, *, weights=None, strata=None, ties="efron"):
+def cox_gradient(theta, X, time, event, *, start=None, weights=None, strata=None,
+                 ties="efron"):
     """Gradient (d,) of the negative log partial likelihood at ``theta`` (= minus R's score)."""
-    data, theta = _data_for(theta, X, time, event, weights, strata, ties)
+    data, theta = _data_for(theta, X, time, event, start, weights, strata, ties)
     return RiskSets(data).loss_grad_hess(theta[None, :], hess=False)[1][0]
 
 
-def cox_hessian(theta, X, time, event, *, weights=None, strata=None, ties="efron"):
+def cox_hessian(theta, X, time, event, *, start=None, weights=None, strata=None,
+                ties="efron"):
     """Hessian (d, d) of the negative log partial likelihood (the observed information)."""
-    data, theta = _data_for(theta, X, time, event, weights, strata, ties)
+    data, theta = _data_for(theta, X, time, event, start, weights, strata, ties)
     return RiskSets(data).loss_grad_hess(theta[None, :])[2][0]
 
 
@@ -110,14 +113,29 @@ class CoxFit:
                 out[rows] += self.penalty.value(thetas[rows])
         return out
 
-    def paper_scale(self, delta_sorted):
-        """``-(H/n)^{-1} delta`` for per-row gradient differences ``delta`` (n, d, sorted
-        row order), in the caller's row order and index: the paper's scale of ``IF_n``
-        and ``VIF_n``, approximating ``n (theta_hat - theta_hat_{-i})``
-        (``docs/conventions.md``)."""
-        data = self.data
-        sol = np.linalg.solve(self.information, delta_sorted.T).T
-        return wrap_rows(data.to_caller_order(-data.n * sol), data)
+    def robust_covariance(self, groups=None):
+        """The grouped sandwich ``D' D``, ``D`` the per-unit dfbeta (R's
+        ``resid(fit, "dfbeta", collapse=...)``): units are ``groups`` when given, else the
+        subjects (``id=``), else the rows. Equals R's ``coxph(..., cluster=id)$var``
+        (``robust=TRUE`` without an id: one unit per row)."""
+        from .reid import reid_influence
+        from .units import resolve_units
+        units = resolve_units(self, groups)
+        D = np.asarray(reid_influence(self, groups=groups), dtype=np.float64) / units.n_units
+        return D.T @ D
+
+    def paper_scale(self, delta, units=None):
+        """``-(H/n)^{-1} delta`` for per-unit gradient differences ``delta`` (U, d, unit
+        order of ``units``; per row in sorted order when ``units`` is None), with ``n`` the
+        number of units: the paper's scale of ``IF_n`` and ``VIF_n``, approximating
+        ``n (theta_hat - theta_hat_{-g})`` (``docs/conventions.md``). Rows come back in the
+        caller's order and index; subjects and clusters indexed by their sorted labels."""
+        from .units import row_units
+        if units is None:
+            units = row_units(self.data)
+            delta = self.data.to_caller_order(delta)
+        sol = np.linalg.solve(self.information, np.asarray(delta).T).T
+        return units.wrap(-units.n_units * sol)
 
     @property
     def var(self):
@@ -132,13 +150,16 @@ class CoxFit:
     def hazard_ratios(self):
         return np.exp(self.coef)
 
-    def summary(self):
-        """Coefficient table: coef, exp(coef), se, z, p (Wald), as a DataFrame."""
+    def summary(self, robust=False, groups=None):
+        """Coefficient table: coef, exp(coef), se, z, p (Wald), as a DataFrame; with
+        ``robust=True`` the SE is from :meth:`robust_covariance` (``groups`` as there), as
+        R's ``robust se`` column."""
         from scipy import stats
-        z = self.coef / self.se
+        se = np.sqrt(np.diag(self.robust_covariance(groups))) if robust else self.se
+        z = self.coef / se
         return pd.DataFrame({"coef": self.coef, "exp(coef)": self.hazard_ratios,
-                             "se(coef)": self.se, "z": z, "p": 2 * stats.norm.sf(np.abs(z))},
-                            index=self.columns)
+                             "robust se" if robust else "se(coef)": se, "z": z,
+                             "p": 2 * stats.norm.sf(np.abs(z))}, index=self.columns)
 
     def __repr__(self):
         coefs = ", ".join(f"{c}={v:.4g}" for c, v in zip(self.columns, self.coef))
@@ -146,20 +167,28 @@ class CoxFit:
                 f"loglik={self.loglik:.6g}, converged={self.converged}, coef: {coefs})")
 
 
-def fit_cox(X, time, event, *, weights=None, strata=None, ties="efron", tol=1e-10,
-            max_iter=50, init=None) -> CoxFit:
+def fit_cox(X, time, event, *, start=None, id=None, weights=None, strata=None, ties="efron",
+            tol=1e-10, max_iter=50, init=None) -> CoxFit:
     """Fit a Cox proportional hazards model by Newton-Raphson with step halving.
 
     Parameters
     ----------
     X : (n, d) array or DataFrame of numeric covariates (no intercept).
-    time : (n,) non-negative follow-up times.
+    time : (n,) follow-up times (non-negative when ``start`` is None).
     event : (n,) 1 for an event, 0 for right-censored.
+    start : (n,) optional entry times: row i is at risk on ``(start_i, time_i]``, as R's
+        ``Surv(start, stop, event)`` (delayed entry, time-varying covariates); None means
+        from the origin.
+    id : (n,) optional subject labels: rows of one subject (several intervals) are one
+        unit of the influence functions (deleted together; results per subject, indexed
+        by the sorted labels). Intervals of one subject must not overlap within a stratum.
     weights : (n,) positive case weights (R's ``weights=``); default 1.
     strata : (n,) stratum labels (or a DataFrame of several); each stratum has its own
         baseline hazard and risk sets.
     ties : "efron" (default, as R and lifelines) or "breslow".
-    tol : convergence when ``max |gradient| <= tol`` (or the step is at rounding level).
+    tol : convergence when ``max |gradient| <= tol`` and the Newton step is at most
+        ``1e-6 (1 + max |coef|)``, or the step is at rounding level
+        (:func:`coxinfluence.newton.converged`).
     max_iter : Newton iterations before giving up with a :class:`ConvergenceWarning`.
     init : starting coefficients (default zeros, as R).
 
@@ -167,7 +196,8 @@ def fit_cox(X, time, event, *, weights=None, strata=None, ties="efron", tol=1e-1
     -------
     CoxFit
     """
-    data = make_cox_data(X, time, event, weights=weights, strata=strata, ties=ties)
+    data = make_cox_data(X, time, event, start=start, id=id, weights=weights, strata=strata,
+                         ties=ties)
     theta0 = np.zeros(data.d) if init is None else np.asarray(init, dtype=np.float64)
     if theta0.shape != (data.d,):
         raise CoxInputError(f"init must have {data.d} entries; got shape {theta0.shape}")

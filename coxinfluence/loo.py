@@ -5,7 +5,8 @@
 :class:`~coxinfluence.deletion.Deletion` of the already-sorted rows, evaluated by the
 risk-set kernels (:meth:`coxinfluence.risksets.RiskSets.terms`), so no refit re-sorts or
 re-validates, and ``batch_size`` refits run as one batch of
-array operations (one cumulative sum and one batched matrix product per Newton step).
+array operations (per step a few cumulative sums over the sorted rows and batched
+products with ``X``, no loop over rows).
 
 ``newton_loo`` is the first Newton step of that refit,
 
@@ -25,12 +26,12 @@ import warnings
 
 import numpy as np
 
-from ._data import (CoxInputError, _stratum_means, build_cox_data, check_design,
-                    rows_whose_deletion_breaks_rank, wrap_rows)
+from ._data import CoxInputError, _stratum_means, check_design
 from .cox import check_fit
 from .deletion import Deletion
 from .newton import cox_objective, newton, solve_batch
 from .risksets import RiskSets
+from .units import resolve_units
 
 
 class LeaveOneOutWarning(UserWarning):
@@ -44,9 +45,10 @@ def _default_batch(data, per_row_floats=None):
     return int(np.clip(1_000_000 // max(per_row, 1), 1, 256))
 
 
-def _loo_chunk(data, coef, theta_start, hess_chol, sorted_rows, tol, max_iter, batch_size):
-    """Refit without each of ``sorted_rows`` from ``theta_start`` (n, d: starting points of all
-    sorted rows); returns (theta (m, d), converged (m,)). No BLAS reductions
+def _loo_chunk(data, of_row, coef, theta_start, hess_chol, codes, tol, max_iter, batch_size):
+    """Refit without each of the units ``codes`` (``of_row``: unit code of each sorted row)
+    from ``theta_start`` (U, d: starting points of all units); returns (theta (m, d),
+    converged (m,)). No BLAS reductions
     (``blas=False``), so the bits do not depend on where the chunk runs.
 
     Quasi-Newton iterations first: steps with the full-data inverse Hessian, refined by
@@ -59,9 +61,9 @@ def _loo_chunk(data, coef, theta_start, hess_chol, sorted_rows, tol, max_iter, b
     H_inv = cho_solve(hess_chol, np.eye(data.d))
     risk_sets = RiskSets(data)
     thetas, oks = [], []
-    for start in range(0, len(sorted_rows), batch_size):
-        rows = sorted_rows[start:start + batch_size]
-        deleted = Deletion.of_rows(data.n, rows)
+    for start in range(0, len(codes), batch_size):
+        rows = codes[start:start + batch_size]
+        deleted = Deletion.of_units(of_row, rows)
         terms = risk_sets.terms(deleted)
         theta = theta_start[rows].copy()
         done = np.zeros(len(rows), dtype=bool)
@@ -127,21 +129,20 @@ def _chunks(n, n_chunks, batch_size):
     return [np.concatenate([batches[b] for b in g]) for g in groups if g.size]
 
 
-def _refit_reduced(data, coef, row, tol, max_iter):
-    """Refit without sorted row ``row``, dropping columns that become unidentifiable.
+def _refit_reduced(data, coef, keep, tol, max_iter):
+    """Refit on the sorted rows ``keep`` (bool), dropping columns that become
+    unidentifiable.
 
     Returns a (d,) vector with NaN for dropped columns, or all NaN when even the reduced
     model cannot be fitted.
     """
-    keep = np.ones(data.n, dtype=bool)
-    keep[row] = False
     sub = data.subset(keep)
     out = np.full(data.d, np.nan)
     if sub.event.sum() == 0:
         return out
     cols = np.arange(data.d)
     while True:
-        reduced = _with_columns(sub, cols)
+        reduced = sub.with_rows_and_columns(np.ones(sub.n, dtype=bool), cols)
         try:
             check_design(reduced)
             break
@@ -157,12 +158,6 @@ def _refit_reduced(data, coef, row, tol, max_iter):
     return out
 
 
-def _with_columns(data, cols):
-    return build_cox_data(data.X[:, cols], data.time, data.event, data.weights, data.strata,
-                          order=np.arange(data.n), ties=data.ties,
-                          columns=[data.columns[c] for c in cols], presorted=True)
-
-
 def _identifiable_columns(data):
     """Greedy: keep columns that add rank to the stratum-centred design."""
     Xc = data.X - _stratum_means(data)
@@ -176,109 +171,116 @@ def _identifiable_columns(data):
     return np.asarray(keep, dtype=int)
 
 
-def _warn_undefined(data, rows_sorted, what):
-    if rows_sorted.size == 0:
+def _warn_undefined(units, codes, what):
+    if codes.size == 0:
         return
-    positions = np.sort(data.order[rows_sorted])
-    labels = positions if data.index is None else np.asarray(data.index)[positions]
+    labels = units.describe(np.sort(codes))
+    kind = "row" if units.is_rows else "unit"
     shown = ", ".join(str(v) for v in labels[:20])
-    more = ", ..." if labels.size > 20 else ""
-    warnings.warn(f"{what} is undefined for {labels.size} row(s) whose removal leaves the model "
-                  f"unidentifiable or divergent (rows {shown}{more}); their affected "
+    more = ", ..." if len(labels) > 20 else ""
+    warnings.warn(f"{what} is undefined for {len(labels)} {kind}(s) whose removal leaves the "
+                  f"model unidentifiable or divergent ({kind}s {shown}{more}); their affected "
                   "coefficients are NaN", LeaveOneOutWarning, stacklevel=3)
 
 
-def exact_loo(fit, *, executor=None, progress=None, batch_size=None, tol=None, max_iter=50,
-              n_chunks=None):
-    """Exact leave-one-out coefficients ``theta_hat_{-i}`` for every row.
+def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None, tol=None,
+              max_iter=50, n_chunks=None):
+    """Exact leave-one-out coefficients ``theta_hat_{-g}`` for every unit.
 
-    Each refit deletes row i (for Efron ties this also removes i from its tie group's
-    event count) and iterates from ``fit.coef`` to ``max |grad| <= tol`` (default
-    ``fit.tol``, 1e-10): first chord steps (the full-data Hessian with the leave-one-out
-    gradient; the first of them, ``theta_hat - VIF_n(i)/n``, in closed form), then
-    Newton-Raphson with step halving for any row not yet converged.
+    Units are rows by default, the subjects of ``fit_cox(..., id=)``, or the clusters
+    ``groups`` (one label per row, caller's order). Each refit deletes all rows of unit g
+    (for Efron ties this also removes them from their tie groups' event counts) and
+    iterates from ``fit.coef`` to ``max |grad| <= tol`` (default ``fit.tol``, 1e-10):
+    first chord steps (the full-data Hessian with the leave-one-out gradient; the first
+    of them, ``theta_hat - VIF_n(g)/n``, in closed form), then Newton-Raphson with step
+    halving for any unit not yet converged.
 
     Parameters
     ----------
     executor : a ``concurrent.futures.Executor`` (e.g. ``ProcessPoolExecutor`` or a
-        ``dask.distributed`` client's ``get_executor()``); the rows are split into
+        ``dask.distributed`` client's ``get_executor()``); the units are split into
         ``n_chunks`` chunks of whole batches (default 4 per worker, or 8) submitted to
-        it. Every row is refitted in the same batch as in the serial run, so results are
+        it. Every unit is refitted in the same batch as in the serial run, so results are
         bit-for-bit identical to it.
-    progress : show a tqdm progress bar (default: when n > 2000).
+    progress : show a tqdm progress bar (default: when there are more than 2000 units).
     batch_size : refits evaluated together as one batch of array operations.
 
     Returns
     -------
-    (n, d) array of ``theta_hat_{-i}`` in the caller's row order (a DataFrame with the
-    caller's index for pandas input). Undefined refits are NaN, with one
-    :class:`LeaveOneOutWarning`.
+    (n_units, d) ``theta_hat_{-g}``: rows in the caller's order (a DataFrame with the
+    caller's index for pandas input), subjects and clusters as a DataFrame indexed by
+    their sorted labels. Undefined refits are NaN, with one :class:`LeaveOneOutWarning`.
     """
     fit = check_fit(fit)
     data = fit.data
+    units = resolve_units(fit, groups)
+    U = units.n_units
     tol = fit.tol if tol is None else tol
     batch_size = batch_size or _default_batch(data, per_row_floats=4 * data.n)
-    show = (data.n > 2000) if progress is None else bool(progress)
+    show = (U > 2000) if progress is None else bool(progress)
     from scipy.linalg import cho_factor
     from .vif import vif
     chol = cho_factor(fit.information)
-    # Warm start: the first chord step from fit.coef, theta_hat - H^{-1} grad L_{-i}(theta_hat),
-    # is theta_hat - VIF_n(i)/n (the full-data gradient is zero), known in closed form.
-    theta_start = fit.coef - np.asarray(vif(fit), dtype=np.float64)[data.order] / data.n
+    # Warm start: the first chord step from fit.coef, theta_hat - H^{-1} grad L_{-g}(theta_hat),
+    # is theta_hat - VIF_n(g)/n (the full-data gradient is zero), known in closed form.
+    theta_start = fit.coef - np.asarray(vif(fit, groups=groups), dtype=np.float64) / U
     theta_start[~np.isfinite(theta_start).all(axis=1)] = fit.coef
-    args = (data, fit.coef, theta_start, chol)
-    theta = np.empty((data.n, data.d))
-    ok = np.empty(data.n, dtype=bool)
+    args = (data, units.of_row, fit.coef, theta_start, chol)
+    theta = np.empty((U, data.d))
+    ok = np.empty(U, dtype=bool)
     if executor is None:
-        chunks = _chunks(data.n, data.n, batch_size)
+        chunks = _chunks(U, U, batch_size)
         results = map(lambda rows: _loo_chunk(*args, rows, tol, max_iter, batch_size), chunks)
     else:
         if n_chunks is None:
             workers = getattr(executor, "_max_workers", None) or 2
             n_chunks = 4 * workers
-        chunks = _chunks(data.n, n_chunks, batch_size)
+        chunks = _chunks(U, n_chunks, batch_size)
         futures = [executor.submit(_loo_chunk, *args, rows, tol, max_iter, batch_size)
                    for rows in chunks]
         results = (f.result() for f in futures)
-    bar = _progress(show, data.n, "exact leave-one-out")
+    bar = _progress(show, U, "exact leave-one-out")
     for rows, (th, good) in zip(chunks, results):
         theta[rows], ok[rows] = th, good
         bar.update(len(rows))
     bar.close()
     # a refit can converge in the identifiable directions while a coefficient that lost
-    # all its information stays where it started: find those rows structurally
-    bad = np.flatnonzero(~ok | rows_whose_deletion_breaks_rank(data))
-    for row in bad:
-        theta[row] = _refit_reduced(data, fit.coef, row, tol, max_iter)
-    _warn_undefined(data, bad, "exact leave-one-out")
-    return wrap_rows(data.to_caller_order(theta), data)
+    # all its information stays where it started: find those units structurally
+    bad = np.flatnonzero(~ok | units.breaks_rank)
+    for code in bad:
+        theta[code] = _refit_reduced(data, fit.coef, units.of_row != code, tol, max_iter)
+    _warn_undefined(units, bad, "exact leave-one-out")
+    return units.wrap(theta)
 
 
-def newton_loo(fit, *, batch_size=None):
-    """One-step Newton leave-one-out: ``theta_hat - H_{-i}^{-1} grad L_{-i}(theta_hat)``.
+def newton_loo(fit, *, groups=None, batch_size=None):
+    """One-step Newton leave-one-out: ``theta_hat - H_{-g}^{-1} grad L_{-g}(theta_hat)``.
 
-    Both the gradient and the Hessian are those of the data with row i deleted,
-    evaluated at ``fit.coef``. Returns (n, d) estimates of ``theta_hat_{-i}`` in the
-    caller's row order; NaN (with a warning) where ``H_{-i}`` is singular.
+    Both the gradient and the Hessian are those of the data with all rows of unit g
+    deleted (units as in :func:`exact_loo`), evaluated at ``fit.coef``. Returns
+    (n_units, d) estimates of ``theta_hat_{-g}`` laid out as :func:`exact_loo`'s; NaN
+    (with a warning) where ``H_{-g}`` is singular or the deletion leaves the design rank
+    deficient.
     """
     fit = check_fit(fit)
     data = fit.data
+    units = resolve_units(fit, groups)
+    U = units.n_units
     batch_size = batch_size or _default_batch(data)
-    theta = np.empty((data.n, data.d))
+    theta = np.empty((U, data.d))
     bad = []
-    pivotal = rows_whose_deletion_breaks_rank(data)
-    for start in range(0, data.n, batch_size):
-        rows = np.arange(start, min(start + batch_size, data.n))
-        _, g, H = fit.risk_sets.loss_grad_hess(np.repeat(fit.coef[None, :], rows.size, axis=0),
-                                               Deletion.of_rows(data.n, rows))
+    pivotal = units.breaks_rank
+    for start in range(0, U, batch_size):
+        codes = np.arange(start, min(start + batch_size, U))
+        _, g, H = fit.risk_sets.loss_grad_hess(np.repeat(fit.coef[None, :], codes.size, axis=0),
+                                               units.deletion(codes))
         step, ok = solve_batch(H, g)
-        ok &= ~pivotal[rows]
-        theta[rows] = fit.coef - step
-        theta[rows[~ok]] = np.nan
-        bad.extend(rows[~ok])
-    bad = np.asarray(bad, dtype=int)
-    _warn_undefined(data, bad, "one-step Newton leave-one-out")
-    return wrap_rows(data.to_caller_order(theta), data)
+        ok &= ~pivotal[codes]
+        theta[codes] = fit.coef - step
+        theta[codes[~ok]] = np.nan
+        bad.extend(codes[~ok])
+    _warn_undefined(units, np.asarray(bad, dtype=int), "one-step Newton leave-one-out")
+    return units.wrap(theta)
 
 
 def _progress(show, total, desc):

@@ -21,6 +21,7 @@ import numpy as np
 
 from ._data import wrap_rows
 from .cox import check_fit
+from .units import resolve_units
 
 
 def _score_residuals_sorted(fit):
@@ -46,14 +47,20 @@ def score_residuals(fit):
     return wrap_rows(fit.data.to_caller_order(_score_residuals_sorted(fit)), fit.data)
 
 
-def reid_influence(fit):
-    """Reid (1985) empirical influence function ``IF_n(i)`` of every row, paper scale.
+def reid_influence(fit, groups=None):
+    """Reid (1985) empirical influence function ``IF_n(g)`` of every unit, paper scale.
 
-    ``IF_n(i) = (H/n)^{-1} w_i U_i`` (see module docstring), an (n, d) array in the
-    caller's row order (a DataFrame with the caller's index for pandas input).
-    It approximates ``n (theta_hat - theta_hat_{-i})``; ``IF_n / n`` equals R's
-    ``resid(fit, "dfbeta")``. O(n d) after sorting.
+    ``IF_n(g) = (H/n)^{-1} sum_{i in g} w_i U_i`` (see module docstring) with ``n`` the
+    number of units: rows by default, the subjects of ``fit_cox(..., id=)``, or the
+    clusters ``groups`` (one label per row, caller's order). Returns (n_units, d): rows in
+    the caller's order (a DataFrame with the caller's index for pandas input), subjects
+    and clusters as a DataFrame indexed by their sorted labels. It approximates
+    ``n (theta_hat - theta_hat_{-g})``; ``IF_n / n`` equals R's ``resid(fit, "dfbeta")``
+    (``collapse=id`` for units). After sorting: O(n d) for the score residuals, then
+    O(n d^2 + d^3) to apply ``(H/n)^{-1}``.
     """
     fit = check_fit(fit)
+    units = resolve_units(fit, groups)
     # the gradient of the loss moves by -w_i U_i when row i's weight drops by w_i
-    return fit.paper_scale(-fit.data.weights[:, None] * _score_residuals_sorted(fit))
+    delta = -fit.data.weights[:, None] * _score_residuals_sorted(fit)
+    return fit.paper_scale(units.collapse(delta), units)

@@ -9,7 +9,8 @@ The loss is the *negative* log partial likelihood, summed over events
     eta = X theta,  S0_g = sum_{j in R_g} w_j exp(eta_j),  S0D_g = sum_{k in D_g} w_k exp(eta_k),
     m_g = sum_{k in D_g} w_k / d_g,  c_r = r / d_g (Efron) or 0 (Breslow),
 
-where ``R_g`` is the risk set (same stratum, time >= t_g) and ``D_g`` the events at
+where ``R_g`` is the risk set (same stratum, time >= t_g, and with delayed entry
+start < t_g: rows are at risk on (start, time]) and ``D_g`` the events at
 ``t_g`` (Therneau & Grambsch 2000, eq. 3.6; R survival ``coxfit6.c``; the paper's
 Eq. of the partial likelihood, appendix "Cox Regression"). Its derivatives:
 
@@ -22,7 +23,8 @@ the only way any refit, target or influence function of the package changes the 
 Every evaluation is vectorised over the sorted rows: one pass of cumulative sums per
 stratum. Sums over terms of ``S1/S0`` and ``S2/S0`` are rewritten as sums over rows,
 ``sum_j coef_j x_j`` and ``X' diag(coef) X`` (:meth:`RiskSets.row_coefficients`), so
-nothing of size n x d x d is ever formed.
+nothing of size K x d x d or B x n x d x d is formed; a batched Hessian (B > 1) uses the
+cached row outer products ``CoxData.X_outer``, one (n, d*d) array.
 """
 from __future__ import annotations
 
@@ -132,7 +134,9 @@ class RiskSets:
         lo = np.searchsorted(tg, first, side="left")
         stratum_last_group = np.searchsorted(data.group_stratum, data.strata, side="right") - 1
         hi = np.searchsorted(tg, stratum_last_group, side="right")
-        return lo, hi
+        if data.entry is not None:      # not at risk at or before its entry time
+            hi = np.minimum(hi, np.searchsorted(tg, data.entry.row_exit_group, side="left"))
+        return lo, np.maximum(hi, lo)
 
     # -------------------------------------------------------------- cumulative sums
     @cached_property
@@ -151,6 +155,23 @@ class RiskSets:
         for start, stop in _strata_blocks(self.data.stratum_start, self.data.n):
             np.cumsum(a[:, start:stop], axis=1, out=out[:, start:stop])
         return out
+
+    def risk_set_sums(self, a: np.ndarray) -> np.ndarray:
+        """``sum_{j in R_g} a[:, j]`` for every tie group g: (B, n[, d]) -> (B, G[, d]).
+
+        Without delayed entry ``R_g`` is a prefix of the stratum block (time >= t_g);
+        with it, the rows that enter at or after ``t_g`` are subtracted
+        (:class:`coxinfluence._data.EntryStructure`)."""
+        data = self.data
+        full = self.cumsum_within_strata(a)[:, data.group_end - 1]
+        entry = data.entry
+        if entry is None:
+            return full
+        late_cs = self.cumsum_within_strata(a[:, entry.order])
+        has = entry.group_late_end > data.stratum_start[data.group_stratum]
+        late = np.zeros_like(full)
+        late[:, has] = late_cs[:, entry.group_late_end[has] - 1]
+        return full - late
 
     def reverse_cumsum_groups(self, q: np.ndarray) -> np.ndarray:
         """``out[:, g] = sum of q[:, g']`` over groups g' >= g of the same stratum, i.e.
@@ -182,7 +203,11 @@ class RiskSets:
             per_term.shape[:2] + (1,) * (per_term.ndim - 2))
         q = self.group_event_sums(per_term)
         qc = self.group_event_sums(frac * per_term)
-        out = self.reverse_cumsum_groups(q)[:, data.group]
+        Q = self.reverse_cumsum_groups(q)
+        out = Q[:, data.group]
+        if data.entry is not None:      # less the groups at or before the row's entry time
+            Qp = np.concatenate([Q, np.zeros_like(Q[:, :1])], axis=1)
+            out -= Qp[:, data.entry.row_exit_group]
         out[:, data.event_rows] -= qc[:, data.term_group]
         return out
 
@@ -199,7 +224,7 @@ class RiskSets:
         eta = theta @ data.X.T if blas else np.einsum("bd,nd->bn", theta, data.X)
         shift = eta.max(axis=1, keepdims=True)
         r = np.broadcast_to(terms.weights, eta.shape) * np.exp(eta - shift)
-        S0 = self.cumsum_within_strata(r)[:, data.group_end - 1]
+        S0 = self.risk_set_sums(r)
         S0D = self.group_event_sums(r[:, data.event_rows])
         tg = data.term_group
         den = S0[:, tg] - terms.frac * S0D[:, tg]
@@ -222,7 +247,7 @@ class RiskSets:
         Efron-weighted covariate mean of its risk set."""
         data = self.data
         rx = r[:, :, None] * data.X[None, :, :]
-        S1 = self.cumsum_within_strata(rx)[:, data.group_end - 1]
+        S1 = self.risk_set_sums(rx)
         S1D = self.group_event_sums(rx[:, data.event_rows])
         tg = data.term_group
         frac = np.broadcast_to(frac, den.shape)

@@ -42,6 +42,7 @@ import numpy as np
 from ._vif_series import efron_fraction_sum, part1_series
 from .cox import check_fit
 from .risksets import RiskSets
+from .units import resolve_units
 
 
 def _group_sums(data, state):
@@ -169,15 +170,24 @@ def _vif_delta_series(data, state, rho=None, n_terms=None):
 _METHODS = ("auto", "series", "direct")
 
 
-def vif(fit, *, method="auto"):
-    """Closed-form VIF of every row, paper scale: ``-(H/n)^{-1}(grad L - grad L_{-i})``.
+def vif(fit, *, method="auto", groups=None):
+    """Closed-form VIF of every unit, paper scale: ``-(H/n)^{-1}(grad L - grad L_{-g})``.
 
-    Returns an (n, d) array in the caller's row order (a DataFrame with the caller's
-    index for pandas input), approximating ``n (theta_hat - theta_hat_{-i})``; the
-    estimated leave-one-out change is ``-VIF_n(i) / n``.
+    Units are rows by default, the subjects of ``fit_cox(..., id=)``, or the clusters
+    ``groups`` (one label per row, caller's order); ``n`` is the number of units and
+    ``L_{-g}`` deletes all rows of unit g. Returns (n_units, d): rows in the caller's
+    order (a DataFrame with the caller's index for pandas input), subjects and clusters
+    as a DataFrame indexed by their sorted labels. It approximates
+    ``n (theta_hat - theta_hat_{-g})``; the estimated leave-one-out change is
+    ``-VIF_n(g) / n``. A unit none of whose risk sets holds two of its rows (a subject's
+    intervals never overlap) changes each risk-set sum by one row, so its gradient change
+    is the sum of its rows' closed-form changes, exactly; a unit with two rows in one risk
+    set (a cluster) is computed by deleting its rows (O(n d) per such unit).
 
     method : "auto" (default) uses "series" except on data so small that the direct
-        sum costs less (``n K <= 2e5``). "series" is the direct-plus-series split of
+        sum costs less (``n K <= 2e5``) and on data with delayed entry (``start=``), whose
+        risk sets shrink as well as grow along the event times (the series needs them to
+        grow): those get "direct". "series" is the direct-plus-series split of
         the module docstring: O((n + K) P d) time, O((n + K) d) memory, exact to
         rounding (truncation below ``2^-53`` relative to the sum of absolute terms).
         "direct" sums over all event terms for every row (O(n K d), the reference).
@@ -186,10 +196,34 @@ def vif(fit, *, method="auto"):
         raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
     fit = check_fit(fit)
     data, state = fit.data, fit.risk_sets.state(fit.coef)
+    if method == "series" and data.entry is not None:
+        raise ValueError("method='series' needs risk sets that only grow back in time; with "
+                         "delayed entry (start=) use method='direct' or 'auto'")
     if method == "auto":
-        method = "direct" if data.n * data.term_group.size <= 200_000 else "series"
+        small = data.n * data.term_group.size <= 200_000
+        method = "direct" if small or data.entry is not None else "series"
     if method == "direct":
         delta = _vif_delta_direct(data, state)
     else:
         delta = _vif_delta_series(data, state)
-    return fit.paper_scale(delta)
+    units = resolve_units(fit, groups)
+    delta = units.collapse(delta)
+    shared = np.flatnonzero(units.shares_risk_sets)
+    if shared.size:
+        delta[shared] = _unit_delta_by_deletion(fit, units, shared)
+    return fit.paper_scale(delta, units)
+
+
+def _unit_delta_by_deletion(fit, units, codes, batch=64):
+    """``grad L(all) - grad L(-g)`` at ``fit.coef`` for the units ``codes``, by deleting
+    their rows (the definition; O(n d) per unit). Used for units with two rows in one
+    risk set, where the rows' closed-form changes do not add up."""
+    rs = fit.risk_sets
+    g_all = rs.loss_grad_hess(fit.coef[None, :], hess=False)[1][0]
+    out = np.empty((codes.size, fit.data.d))
+    for b0 in range(0, codes.size, batch):
+        part = codes[b0:b0 + batch]
+        theta = np.repeat(fit.coef[None, :], part.size, axis=0)
+        out[b0:b0 + batch] = g_all - rs.loss_grad_hess(theta, units.deletion(part),
+                                                      hess=False)[1]
+    return out

@@ -79,6 +79,7 @@ def penalized_theta_change(fit, method, batch=64):
     for a fit with a :class:`RidgePenalty`. A refit that fails is NaN (with the
     leave-one-out warning of :mod:`coxinfluence.loo`)."""
     from ..loo import _warn_undefined
+    from ..units import row_units
     from ..reid import reid_influence
     from ..vif import vif
     penalty = fit.penalty
@@ -106,5 +107,5 @@ def penalized_theta_change(fit, method, batch=64):
             res = newton(objective, theta0, tol=fit.tol, max_iter=fit.max_iter)
             out[rows] = np.where(res.converged[:, None], res.theta, np.nan)
     bad = np.flatnonzero(~np.isfinite(out).all(axis=1))
-    _warn_undefined(data, inv[bad], f"penalised {method} leave-one-out")
+    _warn_undefined(row_units(data), bad, f"penalised {method} leave-one-out")
     return out - fit.coef, (out if method == "exact" else None)

@@ -1,0 +1,145 @@
+"""Units of deletion: rows, subjects (``id=``) or clusters (``groups=``).
+
+A patient with several rows (time-varying covariates, recurrent events, delayed entry
+into a second interval) is deleted whole; so is a cluster (a hospital, a family) when the
+caller names one with ``groups=``. A unit's leave-one-out quantities are the paper's with
+all of its rows deleted at once (a :class:`~coxinfluence.deletion.Deletion` with several
+zeros). On the paper's scale ``n`` is the number of units, so ``IF_n(g)`` and
+``VIF_n(g)`` approximate ``n_units (theta_hat - theta_hat_{-g})`` and R's
+``resid(fit, "dfbeta", collapse=id)`` equals ``IF_n(g) / n_units``
+(``docs/conventions.md``). Results have one row per unit, indexed by the unit's label in
+sorted order (as R's ``collapse`` and pandas' ``groupby``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from ._data import CoxData, _stratum_means, encode_labels, wrap_rows
+from .deletion import Deletion
+
+
+@dataclass(frozen=True, eq=False)
+class Units:
+    """The units of a fit's data: ``of_row[k]`` is the unit code (0..U-1) of sorted row k,
+    ``labels[u]`` the label of unit u (sorted). For rows, unit u is the caller's row u."""
+
+    data: CoxData
+    of_row: np.ndarray
+    labels: pd.Index
+    is_rows: bool
+
+    @property
+    def n_units(self):
+        return len(self.labels)
+
+    def deletion(self, codes) -> Deletion:
+        """Problem b deletes every row of unit ``codes[b]`` (over the sorted rows)."""
+        return Deletion.of_units(self.of_row, codes)
+
+    def collapse(self, values_sorted):
+        """Per-row values (n, d), sorted order -> per-unit sums (U, d), unit order."""
+        if self.is_rows:
+            return self.data.to_caller_order(values_sorted)
+        out = np.zeros((self.n_units,) + values_sorted.shape[1:])
+        np.add.at(out, self.of_row, values_sorted)
+        return out
+
+    def wrap(self, values, columns=None):
+        """Per-unit results (U, d) as the caller expects: rows keep the caller's layout
+        (:func:`coxinfluence._data.wrap_rows`); subjects and clusters are a DataFrame
+        indexed by the unit label."""
+        if self.is_rows:
+            return wrap_rows(values, self.data, columns)
+        return pd.DataFrame(values, index=self.labels, columns=columns or self.data.columns)
+
+    def describe(self, codes):
+        """Labels of the units ``codes`` (for messages)."""
+        return [self.labels[c] for c in np.asarray(codes, dtype=int)]
+
+    @cached_property
+    def shares_risk_sets(self):
+        """(U,) bool: the unit has two rows whose at-risk intervals ``(start, time]``
+        overlap within a stratum, so some risk set may hold both. For the others, deleting
+        the unit changes every risk-set sum by at most one row, and its gradient change is
+        exactly the sum of its rows' changes (the closed-form unit VIF)."""
+        data = self.data
+        out = np.zeros(self.n_units, dtype=bool)
+        if self.is_rows:
+            return out
+        start = np.zeros(data.n) if data.start is None else data.start
+        order = np.lexsort((start, data.strata, self.of_row))
+        u, s = self.of_row[order], data.strata[order]
+        same = (u[1:] == u[:-1]) & (s[1:] == s[:-1])
+        # sorted by start within (unit, stratum): overlap iff a row starts before the
+        # latest end time of the rows before it
+        t = data.time[order]
+        run_end = _running_max_by_block(t, np.r_[True, ~same])
+        overlap = same & (start[order][1:] < run_end[:-1])
+        out[u[1:][overlap]] = True
+        return out
+
+    @cached_property
+    def breaks_rank(self):
+        """(U,) bool: deleting the unit leaves the stratum-centred design rank deficient
+        (e.g. it holds every patient with some level of a dummy covariate)."""
+        data = self.data
+        if self.is_rows:
+            from ._data import rows_whose_deletion_breaks_rank
+            return self.data.to_caller_order(rows_whose_deletion_breaks_rank(data))
+        return _units_breaking_rank(data, self.of_row, self.n_units)
+
+
+def _running_max_by_block(values, new_block):
+    """Running maximum of ``values`` restarting where ``new_block`` is True."""
+    return pd.Series(values).groupby(np.cumsum(new_block)).cummax().to_numpy()
+
+
+def _units_breaking_rank(data, of_row, U):
+    """For every unit: is ``X`` without its rows, centred within strata, rank deficient?
+    From per-(unit, stratum) sums: O(n d^2 + U S d^2)."""
+    X = data.X - _stratum_means(data)           # centring does not change the rank test
+    S = int(data.strata.max()) + 1
+    d = data.d
+    n_s = np.bincount(data.strata, minlength=S).astype(float)
+    sum_s = np.zeros((S, d))
+    np.add.at(sum_s, data.strata, X)
+    gram = X.T @ X
+    cell = of_row * S + data.strata
+    n_us = np.bincount(cell, minlength=U * S).reshape(U, S).astype(float)
+    sum_us = np.zeros((U * S, d))
+    np.add.at(sum_us, cell, X)
+    sum_us = sum_us.reshape(U, S, d)
+    gram_u = np.zeros((U, d, d))
+    np.add.at(gram_u, of_row, X[:, :, None] * X[:, None, :])
+    rest_n = n_s[None, :] - n_us                                  # (U, S)
+    rest_sum = sum_s[None, :, :] - sum_us                         # (U, S, d)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        corr = np.einsum("usi,usj,us->uij", rest_sum, rest_sum,
+                         np.where(rest_n > 0, 1.0 / rest_n, 0.0))
+    C = gram[None] - gram_u - corr
+    scale = np.sqrt(np.maximum(np.diag(gram), 1e-300))
+    Cn = C / scale[None, :, None] / scale[None, None, :]
+    ev = np.linalg.eigvalsh(Cn)
+    return ev[:, 0] <= 1e-9 * np.maximum(ev[:, -1], 1e-300)
+
+
+def row_units(data) -> Units:
+    """Every row its own unit (unit u = the caller's row u)."""
+    labels = data.index if data.index is not None else pd.RangeIndex(data.n)
+    return Units(data, data.order.copy(), labels, True)
+
+
+def resolve_units(fit, groups=None) -> Units:
+    """The units of ``fit``: ``groups`` (one label per row, caller's order) when given,
+    else the fit's subjects (``fit_cox(..., id=)``), else its rows."""
+    data = fit.data
+    if groups is None and data.ids is None:
+        return row_units(data)
+    if groups is None:
+        return Units(data, data.ids, data.id_labels, False)
+    codes, labels = encode_labels(groups, data.n, "groups")
+    return Units(data, codes[data.order], labels, False)
