@@ -7,8 +7,9 @@ returning an exit code. Add one with :func:`register`::
 
     register(Subcommand("audit", "...", add_arguments=_audit_args, run=_audit_run))
 
-``main(argv)`` returns 0 on success, 2 on invalid input (argparse's convention; the
-message, naming the problem, goes to stderr).
+``main(argv)`` returns 0 on success, 2 on invalid input (a ``ValueError`` from the
+subcommand, or no subcommand; the message, naming the problem, goes to stderr); arguments
+argparse cannot parse make it exit with status 2 (``SystemExit``), argparse's convention.
 """
 from __future__ import annotations
 

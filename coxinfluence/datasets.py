@@ -5,7 +5,7 @@ rows, i.e. ``pycox.datasets.<name>.read_df()`` order) are looked up, in order, a
 the ``path`` argument (a file or a folder holding ``<name>.csv``), the folder in the
 environment variable ``COXINFLUENCE_DATA`` (with or without a ``deepsurv/`` sub-folder),
 the cache folder ``~/.cache/coxinfluence`` (or ``$COXINFLUENCE_CACHE``), and the
-project's ``../shared/data`` next to a source checkout. A DeepSurv HDF5 file
+project's ``../shared/data/deepsurv`` next to a source checkout. A DeepSurv HDF5 file
 (``<name>.h5``, groups ``train`` and ``test`` with datasets ``x``, ``t``, ``e``) in any of these
 places is read too (needs ``h5py``). When the data set is found nowhere and ``download``
 is true (the default unless ``COXINFLUENCE_NO_DOWNLOAD`` is set), the HDF5 file is fetched

@@ -13,7 +13,8 @@ with one of the methods (docs/conventions.md)
     "exact"  Delta_i = theta_hat_{-i} - theta_hat            refit without row i
 
 Beside the changes: standardised changes (dfbetas), ``Delta_i / se`` with
-``se = sqrt(diag(J I^{-1} J'))`` (for coefficients R's ``resid(fit, "dfbetas")``), and the
+``se = sqrt(diag(J I^{-1} J'))`` (for coefficients with ``method="reid"``: minus R's
+``resid(fit, "dfbetas")``, since R reports ``theta_hat - theta_hat_{-i}``), and the
 likelihood displacement
 
     LD_i = 2 [logL(theta_hat) - logL(theta_hat_{-i})]   (exact: full-data logL at the refit)
@@ -98,7 +99,8 @@ class InfluenceResult:
 
     @property
     def dfbetas(self) -> pd.DataFrame:
-        """Standardised changes ``loo_change / se`` (R's dfbetas for coefficients)."""
+        """Standardised changes ``loo_change / se`` (for coefficients with method "reid":
+        minus R's ``resid(fit, "dfbetas")``, R's sign being ``theta_hat - theta_hat_{-i}``)."""
         return self.loo_change / self.target_se
 
     @property

@@ -90,8 +90,9 @@ def cox_objective(risk_sets, deleted=None, *, ridge=None, blas=True):
 def newton(objective, theta0, *, tol=1e-10, max_iter=50, max_halving=30) -> NewtonResult:
     """Newton-Raphson with step halving for a batch of B problems (module docstring).
 
-    Each iteration takes the step ``H^{-1} g`` and halves it (at most ``max_halving``
-    times) until the loss does not increase (``1e-12`` relative slack); a problem whose
+    Each iteration tries the step ``H^{-1} g`` and its halvings ``2^-h H^{-1} g``,
+    ``h < max_halving`` (at most ``max_halving`` tries), until the loss does not increase
+    (``1e-12`` relative slack); a problem whose
     Hessian is not positive definite, or where no halved step decreases the loss away
     from an optimum, is marked ``failed``. Convergence is :func:`converged`.
     """

@@ -34,8 +34,9 @@ Targets (each a :class:`Target`, one column per entry of g):
       dS/dtheta = -S(t|x) exp(theta'x) sum_{t_k <= t} (m_k / den_k) (x - a_k),
 
   with ``a_k`` the Efron-weighted risk-set mean. The data effect is computed by deleting
-  row i at ``theta_hat`` (a finite difference, exact by definition; O(n K) per batch of
-  rows). ``include_data_effect=False`` in :func:`target_change` leaves it out, which is
+  row i at ``theta_hat`` (a finite difference, exact by definition; O(n d + S T K) per
+  deleted row, S strata, T times, in batches of 128 rows, so O(n (n d + S T K)) in all).
+  ``include_data_effect=False`` in :func:`target_change` leaves it out, which is
   measurably worse against exact refits (``paper_appendix/targets_metabric.py``).
 
 Stratified models: each stratum s has its own baseline hazard, the sum above over the

@@ -100,7 +100,8 @@ def _running_max_by_block(values, new_block):
 
 def _units_breaking_rank(data, of_row, U):
     """For every unit: is ``X`` without its rows, centred within strata, rank deficient?
-    From per-(unit, stratum) sums: O(n d^2 + U S d^2)."""
+    From per-(unit, stratum) sums: O(n d^2 + U S d^2), plus O(U d^3) for the U
+    eigenvalue problems."""
     X = data.X - _stratum_means(data)           # centring does not change the rank test
     S = int(data.strata.max()) + 1
     d = data.d

@@ -243,8 +243,9 @@ def vif(loss_fn, theta_hat, n_objects, *, target_fn=None, solver="explicit",
         ``grad target . VIF(i)`` per object, shape (m, K) (K = 1 for a scalar target).
     solver : ``"explicit"`` | ``"cg"`` | ``"lissa"`` | a solver object with ``.solve``.
     objects : optional 1-D integer array, compute only these objects (default all).
-    batch_size : objects per vmapped gradient batch (default from a 256 MiB budget,
-        using ``loss_fn.per_object_bytes`` when the loss provides it).
+    batch_size : objects per vmapped gradient batch (default: what fits a 256 MiB budget,
+        using ``loss_fn.per_object_bytes`` when the loss provides it, at most 128 and at
+        most ``n_objects``).
     damping : Tikhonov term added to ``H/n`` (default 0).
     solver_options : dict passed to the solver (e.g. ``tol``, ``depth``, ``seed``).
     target_mode : ``"auto"`` | ``"forward"`` | ``"reverse"``, how ``grad f . VIF(i)`` is

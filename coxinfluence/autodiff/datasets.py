@@ -201,8 +201,8 @@ def synthetic_mediamill(n_train=30993, n_test=12914, *, n_features=120, n_labels
 
     Generative model (seeded): latent z ~ N(0, I_10); features = z A + noise; label
     scores = z B + label popularity (Zipf-like) + Gumbel noise; the positive labels of
-    a query are those with score above a per-query threshold (at least 1, at most
-    ``max_k``), ranked by score - a top-k list as ListMLE needs.  Features are reduced
+    a query are those with score above 1 (one threshold for all queries; at least 1, at
+    most ``max_k``), ranked by score - a top-k list as ListMLE needs.  Features are reduced
     to ``svd_dim`` dimensions by a truncated SVD of the training features (as the
     paper does with TruncatedSVD).  ``seed``: int or numpy Generator.
 

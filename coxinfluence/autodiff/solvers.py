@@ -8,9 +8,9 @@ i.e. they apply ``(H/n + damping I)^{-1}``, the matrix in the paper's VIF (Eq. V
 with an optional Tikhonov damping (Koh & Liang 2017) for Hessians that are not
 positive definite (neural networks, embeddings with gauge symmetries).
 
-* ``ExplicitSolver``: materializes ``H`` (chunked Hessian-vector products, or
-  ``jax.hessian`` when small), Cholesky factorization (scipy).  Memory O(d^2): refuses
-  with :class:`HessianMemoryError` above ``max_bytes``.
+* ``ExplicitSolver``: materializes ``H`` (Hessian-vector products on basis vectors: all
+  d at once when d <= 256, else 64 at a time), Cholesky factorization (scipy).
+  Memory O(d^2): refuses with :class:`HessianMemoryError` above ``max_bytes``.
 * ``CGSolver``: conjugate gradient on Hessian-vector products (forward-over-reverse),
   never forms ``H``; paper appendix "Efficient Inverse Hessian Approximation".
 * ``LiSSASolver``: the stochastic Neumann-series estimator of Agarwal, Bullins & Hazan
@@ -174,7 +174,7 @@ def hessian_matrix(f, theta, *, chunk_size=None, max_bytes=DEFAULT_MAX_HESSIAN_B
     """Dense Hessian of scalar ``f`` at ``theta`` (d,) as a float64 numpy array.
 
     Columns are built from Hessian-vector products on basis vectors, ``chunk_size``
-    at a time (vmapped; all d at once when d <= 256, i.e. ``jax.hessian``), so the
+    at a time (vmapped; default all d at once when d <= 256, else 64), so the
     intermediate memory is bounded.  Raises :class:`HessianMemoryError`, stating the
     bytes needed, if ``2*d*d*8`` (H and the Cholesky factor that usually follows)
     exceeds ``max_bytes``.
