@@ -212,6 +212,10 @@ def influence(model, data=None, *, method="vif", target=None, include_data_effec
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     resolved = resolve(model, data)
+    if resolved.fit.data.ids is not None:
+        raise NotImplementedError(
+            "ci.influence answers per row; this fit has subjects (id=): use ci.vif, "
+            "ci.reid_influence, ci.newton_loo or ci.exact_loo, which answer per subject")
     target = copy.copy(resolve_target(target))
     if target.transform is None and resolved.transform is not None:
         target.transform = resolved.transform

@@ -32,6 +32,7 @@ from .deletion import Deletion
 from .newton import cox_objective, newton, solve_batch
 from .risksets import RiskSets
 from .units import resolve_units
+from .vif import _refuse_penalty
 
 
 class LeaveOneOutWarning(UserWarning):
@@ -212,6 +213,7 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
     their sorted labels. Undefined refits are NaN, with one :class:`LeaveOneOutWarning`.
     """
     fit = check_fit(fit)
+    _refuse_penalty(fit, "exact_loo")
     data = fit.data
     units = resolve_units(fit, groups)
     U = units.n_units
@@ -219,11 +221,11 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
     batch_size = batch_size or _default_batch(data, per_row_floats=4 * data.n)
     show = (U > 2000) if progress is None else bool(progress)
     from scipy.linalg import cho_factor
-    from .vif import vif
+    from .vif import _vif
     chol = cho_factor(fit.information)
     # Warm start: the first chord step from fit.coef, theta_hat - H^{-1} grad L_{-g}(theta_hat),
     # is theta_hat - VIF_n(g)/n (the full-data gradient is zero), known in closed form.
-    theta_start = fit.coef - np.asarray(vif(fit, groups=groups), dtype=np.float64) / U
+    theta_start = fit.coef - np.asarray(_vif(fit, groups=groups), dtype=np.float64) / U
     theta_start[~np.isfinite(theta_start).all(axis=1)] = fit.coef
     args = (data, units.of_row, fit.coef, theta_start, chol)
     theta = np.empty((U, data.d))
@@ -263,6 +265,7 @@ def newton_loo(fit, *, groups=None, batch_size=None):
     deficient.
     """
     fit = check_fit(fit)
+    _refuse_penalty(fit, "newton_loo")
     data = fit.data
     units = resolve_units(fit, groups)
     U = units.n_units

@@ -192,9 +192,23 @@ def vif(fit, *, method="auto", groups=None):
         rounding (truncation below ``2^-53`` relative to the sum of absolute terms).
         "direct" sums over all event terms for every row (O(n K d), the reference).
     """
+    fit = check_fit(fit)
+    _refuse_penalty(fit, "vif")
+    return _vif(fit, method, groups)
+
+
+def _refuse_penalty(fit, name):
+    if fit.penalty is not None:
+        raise ValueError(f"{name}: this fit is ridge-penalised (a lifelines penalizer); its "
+                         "leave-one-out changes include the penalty's own change: use "
+                         "ci.influence(model, data, method=...)")
+
+
+def _vif(fit, method="auto", groups=None):
+    """:func:`vif` for any fit; for a penalised fit, the partial-likelihood part only
+    (the penalty's part is added by :mod:`coxinfluence.integrations._penalty`)."""
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
-    fit = check_fit(fit)
     data, state = fit.data, fit.risk_sets.state(fit.coef)
     if method == "series" and data.entry is not None:
         raise ValueError("method='series' needs risk sets that only grow back in time; with "

@@ -208,3 +208,9 @@ def test_recurrent_events_are_allowed():
     df["event"] = 1.0                                  # an event in every interval
     fit = fit_of(df)
     assert fit.converged and fit.data.event.sum() == len(df)
+
+
+def test_influence_refuses_subjects_with_a_pointer():
+    df = subjects(12)
+    with pytest.raises(NotImplementedError, match="per subject"):
+        ci.influence(fit_of(df))

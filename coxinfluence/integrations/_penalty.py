@@ -81,12 +81,12 @@ def penalized_theta_change(fit, method, batch=64):
     from ..loo import _warn_undefined
     from ..units import row_units
     from ..reid import reid_influence
-    from ..vif import vif
+    from ..vif import _vif
     penalty = fit.penalty
     data, n, d = fit.data, fit.n, fit.data.d
     if method == "vif":
         extra = fit.coef[None, :] * (penalty.strength[None, :] - penalty.strength_loo)
-        return (-np.asarray(vif(fit)) / n
+        return (-np.asarray(_vif(fit)) / n
                 + np.linalg.solve(fit.information, extra.T).T), None
     if method == "reid":
         return -np.asarray(reid_influence(fit)) / n, None
