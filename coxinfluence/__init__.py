@@ -9,13 +9,13 @@ Conventions (docs/conventions.md): ``reid_influence`` and ``vif`` are on the pap
 approximating ``n (theta_hat - theta_hat_{-i})``; the leave-one-out change is
 ``theta_hat_{-i} - theta_hat``; R's ``resid(fit, "dfbeta") = IF_n / n``.
 """
+from . import datasets, metrics, targets
 from ._data import CoxData, CoxInputError
 from .cox import ConvergenceWarning, CoxFit, cox_gradient, cox_hessian, cox_loss, fit_cox
+from .influence import InfluenceResult, influence
 from .loo import LeaveOneOutWarning, exact_loo, newton_loo
 from .reid import reid_influence, score_residuals
 from .vif import vif
-from . import datasets, metrics, targets
-from .influence import InfluenceResult, influence
 
 __version__ = "0.1.0"
 

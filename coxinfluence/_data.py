@@ -116,7 +116,8 @@ def _encode_strata(strata, n):
     if values.shape[0] != n:
         raise CoxInputError(f"strata has length {values.shape[0]} but X has {n} rows")
     if values.isna().any():
-        raise CoxInputError("strata contain missing values in " + _bad_rows(values.isna().to_numpy()))
+        raise CoxInputError("strata contain missing values in "
+                            + _bad_rows(values.isna().to_numpy()))
     codes, uniques = pd.factorize(values, sort=True)
     name = strata.name if isinstance(strata, pd.Series) and strata.name is not None else None
     return codes.astype(np.intp), tuple(uniques), None if name is None else (str(name),)
@@ -322,9 +323,9 @@ def make_cox_data(X, time, event, *, start=None, id=None, weights=None, strata=N
     twice at one time within a stratum (overlapping intervals are an error).
 
     Raises :class:`CoxInputError` (a ``ValueError``) naming the problem for NaN/inf,
-    negative times (without ``start``), ``start >= time``, events not 0/1, non-positive weights, mismatched lengths, no
-    events, no more rows than covariates (``n <= d``), and constant or collinear columns. The
-    caller's objects are copied, never modified.
+    negative times (without ``start``), ``start >= time``, events not 0/1, non-positive
+    weights, mismatched lengths, no events, no more rows than covariates (``n <= d``),
+    and constant or collinear columns. The caller's objects are copied, never modified.
     """
     if ties not in TIES:
         raise CoxInputError(f"ties must be one of {TIES}; got {ties!r}")

@@ -1,9 +1,9 @@
 """The series accelerator of the closed-form VIF: part 1 in O((n + K) P d), exact to rounding.
 
-The series method computes part 1 of the VIF's gradient difference (:mod:`coxinfluence.vif`) in O((n + K) P d + N_direct d) time and O((n + K) d)
-memory (K = number of events, P between 3 and 27 chosen with rho per data set,
-N_direct <= K / rho, see below), exact
-to rounding. For row i, with ``r_ik = u_i / den_k`` (< 1 on the range, since row i is
+The series method computes part 1 of the VIF's gradient difference (:mod:`coxinfluence.vif`)
+in O((n + K) P d + N_direct d) time and O((n + K) d) memory (K = number of events, P
+between 3 and 27 chosen with rho per data set, N_direct <= K / rho, see below), exact to
+rounding. For row i, with ``r_ik = u_i / den_k`` (< 1 on the range, since row i is
 one of the rows summed in ``den_k``), split the range at ``k*_i``:
 
     sum_{k in [lo_i, hi_i)} m_k (x_i - a_k) / (den_k - u_i)
@@ -50,7 +50,6 @@ from __future__ import annotations
 import numpy as np
 
 from .risksets import RiskSets
-
 
 _RHO_CANDIDATES = tuple(2.0 ** -b for b in (2, 4, 6, 8, 11, 14, 18))
 _ROUNDING = 2.0 ** -53       # the series is truncated once rho^P is below this

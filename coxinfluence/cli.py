@@ -316,9 +316,10 @@ def _per_stratum(target, fit):
 def _audit_run(args: argparse.Namespace) -> int:
     import warnings
 
+    from tqdm.auto import tqdm
+
     import coxinfluence as ci
     from coxinfluence.report import write_report
-    from tqdm.auto import tqdm
 
     if args.top < 1:
         raise ValueError(f"--top must be >= 1; got {args.top}")

@@ -221,6 +221,7 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
     batch_size = batch_size or _default_batch(data, per_row_floats=4 * data.n)
     show = (U > 2000) if progress is None else bool(progress)
     from scipy.linalg import cho_factor
+
     from .vif import _vif
     chol = cho_factor(fit.information)
     # Warm start: the first chord step from fit.coef, theta_hat - H^{-1} grad L_{-g}(theta_hat),

@@ -6,7 +6,8 @@ Paper, appendix "Analytical Form of Influence Function in Statistics":
             =  (H/n)^{-1} w_i U_i,
 
 where ``U_i`` is the score residual (R: ``resid(fit, "score")``), the derivative of the
-weighted score ``U = -grad L`` in row i's case weight. With R's weighted Efron ties it reads, for row i in tie group g(i) and terms k = (g, r):
+weighted score ``U = -grad L`` in row i's case weight. With R's weighted Efron ties it
+reads, for row i in tie group g(i) and terms k = (g, r):
 
     U_i = delta_i (x_i - mean_{k in g(i)} a_k)
           - e_i sum_{k: i in R_k} m_k (1 - c_k [i in D_k]) (x_i - a_k) / den_k,

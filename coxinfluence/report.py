@@ -61,9 +61,11 @@ def build_report(result, *, reid=None, exact=None, title="Cox model influence au
                  f"{fit.loglik:.4f}; generated {stamp} by coxinfluence.</p>")
     parts.append("<h2>Model</h2>" + _table(fit.summary()))
     parts.append(f"<h2>Top {top_k} influential patients</h2><p>Ranked by the likelihood "
-                 "displacement 2[logL(&theta;&#770;) &minus; logL(&theta;&#770;<sub>&minus;i</sub>)] "
-                 f"({html.escape(result.method)}); the changes are &theta;&#770;<sub>&minus;i</sub> "
-                 "&minus; &theta;&#770; (removing the patient).</p>")
+                 "displacement 2[logL(&theta;&#770;) &minus; "
+                 "logL(&theta;&#770;<sub>&minus;i</sub>)] "
+                 f"({html.escape(result.method)}); the changes are "
+                 "&theta;&#770;<sub>&minus;i</sub> &minus; &theta;&#770; "
+                 "(removing the patient).</p>")
     parts.append("<div style='overflow-x:auto'>" + _table(result.top(top_k)) + "</div>")
     parts.append("<h2>Index plots</h2>" + _img(figure_to_data_uri(result.plot_index()),
                                                 "index plots"))

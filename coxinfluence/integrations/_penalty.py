@@ -79,8 +79,8 @@ def penalized_theta_change(fit, method, batch=64):
     for a fit with a :class:`RidgePenalty`. A refit that fails is NaN (with the
     leave-one-out warning of :mod:`coxinfluence.loo`)."""
     from ..loo import _warn_undefined
-    from ..units import row_units
     from ..reid import reid_influence
+    from ..units import row_units
     from ..vif import _vif
     penalty = fit.penalty
     data, n, d = fit.data, fit.n, fit.data.d

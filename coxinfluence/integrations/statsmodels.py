@@ -3,8 +3,8 @@
 Reads the model's ``exog`` (with ``exog_names``), ``endog`` (times), ``status``,
 ``strata`` and ``ties`` (statsmodels' default is ``"breslow"``; R's and lifelines' is
 Efron). statsmodels' Breslow score residuals agree with R; its Efron ones differ slightly
-(docs/conventions.md, "Oracles"), so we always compute our own. Row labels come from the model's data
-(``model.data.row_labels``: the DataFrame index for formula or pandas input).
+(docs/conventions.md, "Oracles"), so we always compute our own. Row labels come from the
+model's data (``model.data.row_labels``: the DataFrame index for formula or pandas input).
 
 Not supported (a clear ``ValueError``): ``offset`` and ``entry`` (delayed entry).
 """
