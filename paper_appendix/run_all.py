@@ -150,6 +150,7 @@ def main(argv=None):
     pngs = sorted(p.name for p in OUT.glob("*.png") if p.stat().st_mtime >= t_epoch)
     head += ["Figures written to paper_appendix/out/: " + (", ".join(pngs) or "none") + ".\n"]
     text = "\n".join(head) + "\n" + "\n".join(sections)
+    Path(args.results).parent.mkdir(parents=True, exist_ok=True)
     Path(args.results).write_text(text)
     print(f"[run_all] wrote {args.results}; total {wall:.1f} s; failed: {failed or 'none'}")
     return 1 if failed else 0
