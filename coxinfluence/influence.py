@@ -26,6 +26,7 @@ Hessian: ``CoxFit.objective``, :mod:`coxinfluence.integrations._penalty`).
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,34 +34,60 @@ import pandas as pd
 
 from .integrations import Resolved, resolve
 from .targets import Target, resolve_target, target_change, target_exact
+from .units import resolve_units
 
 __all__ = ["influence", "InfluenceResult", "METHODS"]
 
 METHODS = ("vif", "reid", "newton", "exact")
 
 
-def theta_change(fit, method, *, progress=None, executor=None):
-    """(n, d) estimates of ``theta_hat_{-i} - theta_hat`` (caller's order) and, for
-    ``method="exact"``, the refitted coefficients (else None)."""
+def theta_change(fit, method, *, groups=None, progress=None, executor=None):
+    """(n_units, d) estimates of ``theta_hat_{-g} - theta_hat`` (unit order of
+    :func:`coxinfluence.units.resolve_units`) and, for ``method="exact"``, the refitted
+    coefficients (else None)."""
     from .loo import exact_loo, newton_loo
     from .reid import reid_influence
     from .vif import vif
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    units = resolve_units(fit, groups)
     if fit.penalty is not None:
+        if not units.is_rows:
+            raise NotImplementedError("subjects or clusters of a penalised (ridge) model are "
+                                      "not supported: the penalty's change per unit is not "
+                                      "implemented")
         from .integrations._penalty import penalized_theta_change
         return penalized_theta_change(fit, method)
-    n = fit.n
+    n = units.n_units
     if method == "vif":
-        return -np.asarray(vif(fit), dtype=np.float64) / n, None
+        return -np.asarray(vif(fit, groups=groups), dtype=np.float64) / n, None
     if method == "reid":
-        return -np.asarray(reid_influence(fit), dtype=np.float64) / n, None
+        return -np.asarray(reid_influence(fit, groups=groups), dtype=np.float64) / n, None
     if method == "newton":
-        return np.asarray(newton_loo(fit), dtype=np.float64) - fit.coef, None
-    if method == "exact":
-        loo = np.asarray(exact_loo(fit, progress=progress, executor=executor), dtype=np.float64)
-        return loo - fit.coef, loo
-    raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+        return np.asarray(newton_loo(fit, groups=groups), dtype=np.float64) - fit.coef, None
+    loo = np.asarray(exact_loo(fit, groups=groups, progress=progress, executor=executor),
+                     dtype=np.float64)
+    return loo - fit.coef, loo
+
+
+def unit_frame(resolved, units) -> pd.DataFrame:
+    """What ``top(k)`` shows beside each unit: for rows, the training frame; for subjects
+    and clusters, the number of rows, the follow-up span (first entry, last exit) and the
+    number of events, indexed by the unit label."""
+    if units.is_rows:
+        return resolved.frame
+    data = units.data
+    code = units.of_row
+    U = units.n_units
+    start = np.zeros(data.n) if data.start is None else data.start
+    entry = np.full(U, np.inf)
+    np.minimum.at(entry, code, start)
+    exit_ = np.full(U, -np.inf)
+    np.maximum.at(exit_, code, data.time)
+    return pd.DataFrame({"rows": np.bincount(code, minlength=U),
+                         "entry": entry, "exit": exit_,
+                         "events": np.bincount(code, weights=data.event, minlength=U)},
+                        index=units.labels)
 
 
 @dataclass(eq=False)
@@ -92,9 +119,14 @@ class InfluenceResult:
     # ---------------------------------------------------------------- derived tables
     @property
     def target_se(self) -> pd.Series:
-        """Delta-method standard error ``sqrt(diag(J I^{-1} J'))`` of each target column."""
+        """Delta-method standard error ``sqrt(diag(J V J'))`` of each target column, with
+        ``V`` the covariance the user sees: model-based ``I^{-1}``, or the robust
+        (grouped sandwich) :meth:`CoxFit.robust_covariance` when the model reports robust
+        standard errors (lifelines ``robust=True`` or ``cluster_col``), as R does."""
         J = self.target.jacobian(self.fit)
-        se = np.sqrt(np.einsum("ij,jk,ik->i", J, self.fit.var, J))
+        V = (self.fit.robust_covariance(self._resolved.groups)
+             if self._resolved is not None and self._resolved.robust else self.fit.var)
+        se = np.sqrt(np.einsum("ij,jk,ik->i", J, V, J))
         return pd.Series(se, index=self.loo_change.columns, name="se")
 
     @property
@@ -167,26 +199,30 @@ class InfluenceResult:
 
 def _compute(resolved, method, target, *, progress=None, executor=None,
              include_data_effect=True):
-    fit = resolved.fit
-    dtheta, loo = theta_change(fit, method, progress=progress, executor=executor)
-    index = resolved.frame.index
+    fit, groups = resolved.fit, resolved.groups
+    units = resolve_units(fit, groups)
+    dtheta, loo = theta_change(fit, method, groups=groups, progress=progress,
+                               executor=executor)
+    frame = unit_frame(resolved, units)
+    index = frame.index
     cols = target.columns(fit)
     objective_loo = None
     if method == "exact":
-        change = target_exact(fit, loo, target)
+        change = target_exact(fit, loo, target, units)
         objective_loo = fit.objective(loo)
     else:
-        change = target_change(fit, dtheta, target, include_data_effect=include_data_effect)
+        change = target_change(fit, dtheta, target, units,
+                               include_data_effect=include_data_effect)
     return InfluenceResult(
         loo_change=pd.DataFrame(change, index=index, columns=cols),
         theta_change=pd.DataFrame(dtheta, index=index, columns=fit.columns),
-        method=method, target=target, fit=fit, frame=resolved.frame, source=resolved.source,
+        method=method, target=target, fit=fit, frame=frame, source=resolved.source,
         _resolved=resolved, _objective_loo=objective_loo,
         include_data_effect=include_data_effect)
 
 
 def influence(model, data=None, *, method="vif", target=None, include_data_effect=True,
-              progress=None, executor=None) -> InfluenceResult:
+              progress=None, executor=None, groups=None) -> InfluenceResult:
     """Influence of every training patient on a fitted Cox model (module docstring).
 
     Parameters
@@ -204,6 +240,12 @@ def influence(model, data=None, *, method="vif", target=None, include_data_effec
     include_data_effect : for survival targets, add the baseline hazard's direct
         dependence on the removed patient (default True; see :mod:`.targets`).
     progress, executor : passed to ``exact_loo`` for ``method="exact"``.
+    groups : the units of deletion, one label per training row (caller's order): a
+        cluster (a hospital) is deleted whole. Default: the model's subjects (a
+        ``CoxFit`` with ``id=``, a lifelines ``CoxTimeVaryingFitter``'s ``id_col``), or its
+        clusters (a lifelines ``cluster_col``), else the rows. Results are then indexed
+        by the sorted unit labels, and ``top(k)`` shows each unit's rows, follow-up span
+        and events.
 
     Returns
     -------
@@ -212,10 +254,8 @@ def influence(model, data=None, *, method="vif", target=None, include_data_effec
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     resolved = resolve(model, data)
-    if resolved.fit.data.ids is not None:
-        raise NotImplementedError(
-            "ci.influence answers per row; this fit has subjects (id=): use ci.vif, "
-            "ci.reid_influence, ci.newton_loo or ci.exact_loo, which answer per subject")
+    if groups is not None:
+        resolved = dataclasses.replace(resolved, groups=groups)
     target = copy.copy(resolve_target(target))
     if target.transform is None and resolved.transform is not None:
         target.transform = resolved.transform

@@ -51,7 +51,7 @@ from collections.abc import Hashable
 import numpy as np
 import pandas as pd
 
-from .deletion import Deletion
+from .units import row_units
 
 __all__ = ["Target", "Coefficients", "HazardRatios", "LinearPredictor", "RelativeRisk",
            "Survival", "resolve_target", "target_change", "target_exact", "baseline_cumhaz"]
@@ -112,12 +112,14 @@ class Target:
     def jacobian(self, fit):
         raise NotImplementedError
 
-    def data_effect(self, fit):
-        """(n, m) ``g(theta_hat; D_{-i}) - g(theta_hat; D)``, caller's order: 0 here."""
+    def data_effect(self, fit, units=None):
+        """(U, m) ``g(theta_hat; D_{-g}) - g(theta_hat; D)`` per unit (units of
+        :mod:`coxinfluence.units`; rows by default): None (zero) for targets of ``theta``
+        alone."""
         return None
 
-    def refit_values(self, fit, theta_loo):
-        """(n, m) ``g(theta_{-i}; D_{-i})`` for leave-one-out coefficients (caller's order)."""
+    def refit_values(self, fit, theta_loo, units=None):
+        """(U, m) ``g(theta_{-g}; D_{-g})`` for leave-one-out coefficients (U, d)."""
         return self.value(fit, theta_loo)
 
 
@@ -317,29 +319,32 @@ class Survival(Target):
         dH = e[:, None, None] * (cum[:, :, None] * X[:, None, :] - cum_a)
         return (-np.exp(-H)[:, :, None] * dH).reshape(-1, fit.data.d)
 
-    def _batched(self, fit, thetas_caller, batch):
-        data = fit.data
-        n = data.n
-        inv = data.inverse_order
-        out = np.full((n, len(self.columns(fit))), np.nan)
-        th = np.asarray(thetas_caller, dtype=np.float64)
+    def _batched(self, fit, thetas, units, batch):
+        """(U, m) survival at coefficients ``thetas`` (U, d), unit g's rows deleted."""
+        U = units.n_units
+        out = np.full((U, len(self.columns(fit))), np.nan)
+        th = np.asarray(thetas, dtype=np.float64)
         ok = np.isfinite(th).all(axis=1)
         th = np.where(ok[:, None], th, fit.coef[None, :])
-        for start in range(0, n, batch):
-            rows = np.arange(start, min(start + batch, n))
-            out[rows] = self._surv(fit, th[rows], Deletion.of_rows(n, inv[rows]))
+        for start in range(0, U, batch):
+            codes = np.arange(start, min(start + batch, U))
+            out[codes] = self._surv(fit, th[codes], units.deletion(codes))
         out[~ok] = np.nan
         return out
 
-    def data_effect(self, fit, batch=128):
-        """``S(t|x; theta_hat, D_{-i}) - S(t|x; theta_hat, D)`` by deleting each row."""
+    def data_effect(self, fit, units=None, batch=128):
+        """``S(t|x; theta_hat, D_{-g}) - S(t|x; theta_hat, D)`` by deleting each unit
+        (rows by default)."""
+        units = row_units(fit.data) if units is None else units
         full = self._surv(fit, fit.coef)[0]
-        return self._batched(fit, np.repeat(fit.coef[None, :], fit.data.n, axis=0), batch) - full
+        thetas = np.repeat(fit.coef[None, :], units.n_units, axis=0)
+        return self._batched(fit, thetas, units, batch) - full
 
-    def refit_values(self, fit, theta_loo, batch=128):
-        """``S(t|x; theta_{-i}, D_{-i})``: the refitted coefficients with the baseline
-        hazard recomputed without row i."""
-        return self._batched(fit, theta_loo, batch)
+    def refit_values(self, fit, theta_loo, units=None, batch=128):
+        """``S(t|x; theta_{-g}, D_{-g})``: the refitted coefficients with the baseline
+        hazard recomputed without unit g's rows (rows by default)."""
+        units = row_units(fit.data) if units is None else units
+        return self._batched(fit, theta_loo, units, batch)
 
 
 _ALIASES = {"coef": Coefficients, "coefficients": Coefficients, "hr": HazardRatios,
@@ -359,20 +364,24 @@ def resolve_target(target):
                      "coxinfluence.targets.RelativeRisk(X_new) / Survival(X_new, times)")
 
 
-def target_change(fit, theta_change, target, *, include_data_effect=True):
-    """Estimated target change ``g_{-i} - g`` (n, m) from coefficient changes (n, d):
-    ``theta_change J_g' + [data effect]`` (module docstring)."""
+def target_change(fit, theta_change, target, units=None, *, include_data_effect=True):
+    """Estimated target change ``g_{-g} - g`` (U, m) from coefficient changes (U, d) of the
+    units ``units`` (default: rows): ``theta_change J_g' + [data effect]`` (module
+    docstring)."""
+    units = row_units(fit.data) if units is None else units
     dtheta = np.asarray(theta_change, dtype=np.float64)
     out = dtheta @ target.jacobian(fit).T
     if include_data_effect:
-        eff = target.data_effect(fit)
+        eff = target.data_effect(fit, units)
         if eff is not None:
             out = out + eff
     return out
 
 
-def target_exact(fit, theta_loo, target):
-    """Exact target change ``g(theta_{-i}; D_{-i}) - g(theta_hat; D)`` (n, m) from the
-    refitted coefficients ``theta_loo`` (n, d, caller's order)."""
+def target_exact(fit, theta_loo, target, units=None):
+    """Exact target change ``g(theta_{-g}; D_{-g}) - g(theta_hat; D)`` (U, m) from the
+    refitted coefficients ``theta_loo`` (U, d) of the units ``units`` (default: rows,
+    caller's order)."""
+    units = row_units(fit.data) if units is None else units
     base = target.value(fit, fit.coef[None, :])[0]
-    return target.refit_values(fit, np.asarray(theta_loo, dtype=np.float64)) - base
+    return target.refit_values(fit, np.asarray(theta_loo, dtype=np.float64), units) - base

@@ -210,7 +210,39 @@ def test_recurrent_events_are_allowed():
     assert fit.converged and fit.data.event.sum() == len(df)
 
 
-def test_influence_refuses_subjects_with_a_pointer():
-    df = subjects(12)
-    with pytest.raises(NotImplementedError, match="per subject"):
-        ci.influence(fit_of(df))
+def test_influence_per_subject_with_targets():
+    """ci.influence on a CoxFit with id: one row per subject for every method and target;
+    the exact survival change refits without all of the subject's rows."""
+    from coxinfluence.targets import Survival
+    df = subjects(12, n_subj=25)
+    fit = fit_of(df)
+    labels = np.sort(df.id.unique())
+    x_new = np.array([[0.2, -0.1, 1.0]])
+    target = Survival(x_new, [2.0, 4.0], strata=[0])
+    for method in ("vif", "reid", "newton"):
+        res = ci.influence(fit, method=method)
+        np.testing.assert_array_equal(res.loo_change.index, labels)
+    res = ci.influence(fit, method="exact", target=target)
+    top = res.top(3)
+    assert {"rows", "entry", "exit", "events"} <= set(top.columns)
+    g = top.index[0]
+    rows = df[df.id == g]
+    assert top.loc[g, "rows"] == len(rows) and top.loc[g, "events"] == rows.event.sum()
+    assert top.loc[g, "entry"] == rows.start.min() and top.loc[g, "exit"] == rows.stop.max()
+    refit = fit_of(df[df.id != g])
+    ref = target.value(refit, refit.coef[None, :])[0] - target.value(fit, fit.coef[None])[0]
+    np.testing.assert_allclose(res.loo_change.loc[g].to_numpy(), ref, rtol=1e-7, atol=1e-10)
+    approx = ci.influence(fit, method="vif", target=target)
+    assert np.corrcoef(approx.loo_change.iloc[:, 0], res.loo_change.iloc[:, 0])[0, 1] > 0.95
+
+
+def test_influence_with_groups_deletes_clusters():
+    df = subjects(13, n_subj=30)
+    cluster = df.id.str[1:].astype(int) // 5
+    fit = fit_of(df)
+    res = ci.influence(fit, method="exact", groups=cluster)
+    np.testing.assert_array_equal(res.loo_change.index, np.sort(cluster.unique()))
+    for c in (0, 3):
+        ref = fit_of(df[cluster != c]).coef - fit.coef
+        np.testing.assert_allclose(res.loo_change.loc[c].to_numpy(), ref, rtol=1e-8,
+                                   atol=1e-11)

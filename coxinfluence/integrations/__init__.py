@@ -27,6 +27,8 @@ class Resolved:
     frame: pd.DataFrame              # covariates + time + event (+ strata/weights), caller order
     source: str                      # "coxinfluence", "lifelines", "statsmodels"
     transform: Optional[Callable] = None
+    groups: object = None            # default units (e.g. lifelines' cluster_col), caller order
+    robust: bool = False             # the library reports robust (sandwich) standard errors
 
 
 def check_agreement(fit, params, source):
@@ -68,10 +70,13 @@ def resolve(model, data=None) -> Resolved:
         return Resolved(model, frame, "coxinfluence")
     kind = f"{type(model).__module__}.{type(model).__name__}"
     if kind.startswith("lifelines"):
-        from .lifelines import resolve_lifelines
+        from .lifelines import resolve_lifelines, resolve_lifelines_time_varying
+        if type(model).__name__ == "CoxTimeVaryingFitter":
+            return resolve_lifelines_time_varying(model, data)
         return resolve_lifelines(model, data)
     if kind.startswith("statsmodels"):
         from .statsmodels import resolve_statsmodels
         return resolve_statsmodels(model, data)
     raise TypeError(f"unsupported model type {kind}: pass a coxinfluence CoxFit, a fitted "
-                    "lifelines CoxPHFitter or a statsmodels PHRegResults")
+                    "lifelines CoxPHFitter or CoxTimeVaryingFitter, or a statsmodels "
+                    "PHRegResults")

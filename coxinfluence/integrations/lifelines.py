@@ -14,8 +14,13 @@ wrong for covariates without unit variance (docs/conventions.md, "Oracles"); we 
 (:mod:`._penalty`: the penalty is on lifelines' standardised scale and scales with n, so
 deleting a patient changes it too). Not supported (a clear ``ValueError``):
 ``l1_ratio > 0`` (lifelines smooths |beta| with a sharpness that grows with its iteration
-count, so the fitted objective is not a fixed function), ``entry_col`` (delayed entry),
-non-semiparametric baselines.
+count, so the fitted objective is not a fixed function), non-semiparametric baselines.
+
+Units: ``entry_col`` (delayed entry) becomes ``start=``; a ``cluster_col`` makes the
+clusters the units of deletion and the model robust (lifelines then reports sandwich
+standard errors); a ``CoxTimeVaryingFitter``'s ``id_col`` names the subjects (its rows are
+``(start_col, stop_col]`` intervals). ``groups=`` in :func:`coxinfluence.influence`
+overrides the units.
 """
 from __future__ import annotations
 
@@ -51,13 +56,13 @@ def resolve_lifelines(cph, data) -> Resolved:
             f"l1_ratio={cph.l1_ratio!r} is not supported: lifelines smooths the L1 penalty with "
             "a sharpness that grows with its iteration count, so the fitted objective has no "
             "closed form; use l1_ratio=0 (ridge) or penalizer=0")
-    if getattr(cph, "entry_col", None):
-        raise ValueError("entry_col (delayed entry / left truncation) is not supported")
     duration, event = cph.duration_col, cph.event_col
+    entry = getattr(cph, "entry_col", None)
+    cluster = getattr(cph, "cluster_col", None)
     strata = _as_list(cph.strata)
     weights = cph.weights_col
-    special = [duration] + _as_list(event) + strata + _as_list(weights) + _as_list(
-        getattr(cph, "cluster_col", None))
+    special = ([duration] + _as_list(event) + _as_list(entry) + strata + _as_list(weights)
+               + _as_list(cluster))
     missing = [c for c in special if c not in data.columns]
     if missing:
         raise ValueError(f"data lacks the model's column(s) {missing}")
@@ -77,19 +82,61 @@ def resolve_lifelines(cph, data) -> Resolved:
           else pd.Series(1.0, index=data.index))
     w = data[weights].astype(np.float64) if weights else None
     st = data[strata] if strata else None
+    start = data[entry].astype(np.float64) if entry else None
     init = cph.params_.to_numpy(dtype=np.float64)
     if penalized:
         from .._data import make_cox_data
         from ._penalty import penalized_fit, ridge_penalty
         penalty = ridge_penalty(X.to_numpy(), cph.penalizer)
-        data = make_cox_data(X, time, ev, weights=w, strata=st, ties="efron")
-        fit = penalized_fit(data, init, penalty, "efron")
+        cox_data = make_cox_data(X, time, ev, start=start, weights=w, strata=st, ties="efron")
+        fit = penalized_fit(cox_data, init, penalty, "efron")
     else:
-        fit = fit_cox(X, time, ev, weights=w, strata=st, ties="efron", init=init)
+        fit = fit_cox(X, time, ev, start=start, weights=w, strata=st, ties="efron", init=init)
     check_agreement(fit, cph.params_.to_numpy(), "lifelines")
     frame = X.copy()
+    if entry:
+        frame[entry] = start
     frame[duration] = time
     frame["event" if event is None else event] = ev
-    for c in strata + _as_list(weights):
+    for c in strata + _as_list(weights) + _as_list(cluster):
         frame[c] = data[c]
-    return Resolved(fit, frame, "lifelines", transform=transform)
+    return Resolved(fit, frame, "lifelines", transform=transform,
+                    groups=None if cluster is None else data[cluster],
+                    robust=bool(getattr(cph, "robust", False)) or cluster is not None)
+
+
+def resolve_lifelines_time_varying(ctv, data) -> Resolved:
+    """A fitted ``CoxTimeVaryingFitter`` and its long-format training DataFrame: rows are
+    ``(start_col, stop_col]`` intervals of the subjects named by ``id_col`` (the units)."""
+    if not hasattr(ctv, "params_"):
+        raise ValueError("the CoxTimeVaryingFitter is not fitted: call ctv.fit(df, ...) first")
+    if not isinstance(data, pd.DataFrame):
+        raise ValueError("lifelines does not keep its training data: pass the long-format "
+                         "DataFrame the CoxTimeVaryingFitter was fitted on, "
+                         "ci.influence(ctv, df)")
+    if np.any(np.asarray(ctv.penalizer) != 0):
+        raise ValueError("penalised CoxTimeVaryingFitter models are not supported")
+    strata = _as_list(ctv.strata)
+    weights = ctv.weights_col
+    special = ([ctv.id_col, ctv.event_col, ctv.start_col, ctv.stop_col] + strata
+               + _as_list(weights))
+    missing = [c for c in special if c not in data.columns]
+    if missing:
+        raise ValueError(f"data lacks the model's column(s) {missing}")
+    cols = list(ctv.params_.index)
+    absent = [c for c in cols if c not in data.columns]
+    if absent:
+        raise ValueError(f"data lacks the model's covariate column(s) {absent}")
+    X = data[cols].astype(np.float64)
+    start = data[ctv.start_col].astype(np.float64)
+    stop = data[ctv.stop_col].astype(np.float64)
+    ev = data[ctv.event_col].astype(np.float64)
+    w = data[weights].astype(np.float64) if weights else None
+    st = data[strata] if strata else None
+    fit = fit_cox(X, stop, ev, start=start, id=data[ctv.id_col], weights=w, strata=st,
+                  ties="efron", init=ctv.params_.to_numpy(dtype=np.float64))
+    check_agreement(fit, ctv.params_.to_numpy(), "lifelines")
+    frame = X.copy()
+    for c in [ctv.start_col, ctv.stop_col, ctv.event_col, ctv.id_col] + strata + _as_list(weights):
+        frame[c] = data[c]
+    return Resolved(fit, frame, "lifelines", robust=bool(getattr(ctv, "robust", False)))

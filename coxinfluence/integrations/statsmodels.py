@@ -24,8 +24,6 @@ def resolve_statsmodels(results, data=None) -> Resolved:
                         "results of statsmodels PHReg(...).fit()")
     if getattr(model, "offset", None) is not None:
         raise ValueError("PHReg models with an offset are not supported")
-    if getattr(model, "entry", None) is not None:
-        raise ValueError("PHReg models with entry times (delayed entry) are not supported")
     names = list(model.exog_names)
     labels = getattr(model.data, "row_labels", None)
     index = pd.Index(labels) if labels is not None else pd.RangeIndex(len(model.endog))
@@ -33,10 +31,16 @@ def resolve_statsmodels(results, data=None) -> Resolved:
     time = pd.Series(np.asarray(model.endog, dtype=np.float64), index=index, name="time")
     status = pd.Series(np.asarray(model.status, dtype=np.float64), index=index, name="event")
     strata = None if model.strata is None else pd.Series(np.asarray(model.strata), index=index)
-    fit = fit_cox(X, time, status, strata=strata, ties=model.ties,
+    entry = getattr(model, "entry", None)
+    start = None
+    if entry is not None and np.any(np.asarray(entry) != 0):
+        start = pd.Series(np.asarray(entry, dtype=np.float64), index=index, name="entry")
+    fit = fit_cox(X, time, status, start=start, strata=strata, ties=model.ties,
                   init=np.asarray(results.params, dtype=np.float64))
     check_agreement(fit, results.params, "statsmodels")
     frame = X.copy()
+    if start is not None:
+        frame["entry"] = start
     frame["time"] = time
     frame["event"] = status
     if strata is not None:
