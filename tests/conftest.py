@@ -10,8 +10,25 @@ import coxinfluence as ci
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-SHARED_DATA = Path(os.environ.get("COXINFLUENCE_DATA",
-                                  Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+# Tests never download (a fresh clone without the paper's data and without network must
+# pass, skipping the data tests): coxinfluence.datasets honours this, and subprocesses
+# (paper_appendix scripts, notebooks) inherit it. The one test of the download path
+# replaces the fetch function and removes the variable itself.
+os.environ["COXINFLUENCE_NO_DOWNLOAD"] = "1"
+
+
+def deepsurv_dir(names=("metabric", "support")):
+    """The folder holding the paper's DeepSurv CSVs ``names``: only ``$COXINFLUENCE_DATA``
+    when it is set (the CSVs in it or in its ``deepsurv/`` sub-folder), as for the
+    paper_appendix scripts; else where ``coxinfluence.datasets`` looks (its cache, then
+    ../shared/data/deepsurv beside the checkout). Never downloads; FileNotFoundError naming
+    the places looked at."""
+    env = os.environ.get("COXINFLUENCE_DATA") or None
+    folders = {ci.datasets.find_deepsurv_file(name, path=env).parent for name in names}
+    if len(folders) != 1:
+        raise FileNotFoundError(f"DeepSurv CSVs {list(names)} found in different folders "
+                                f"{sorted(map(str, folders))}")
+    return folders.pop()
 
 
 def tied_data(seed, n=80, d=3, n_times=12, strata=True, weights=True):
@@ -43,10 +60,12 @@ def vif_by_definition(fit, X, t, e, w, s, ties):
 
 @pytest.fixture(scope="session")
 def shared_data_dir():
-    path = SHARED_DATA / "deepsurv"
-    if not (path / "metabric.csv").is_file():
-        pytest.skip(f"shared DeepSurv data not found at {path} (set COXINFLUENCE_DATA)")
-    return path
+    """The DeepSurv METABRIC and SUPPORT CSVs' folder (:func:`deepsurv_dir`), or skip with
+    the reason (see the README's test paragraph for how to get the data)."""
+    try:
+        return deepsurv_dir()
+    except FileNotFoundError as exc:
+        pytest.skip(f"the paper's DeepSurv data is not available (set COXINFLUENCE_DATA): {exc}")
 
 
 # R reference numbers for the integration and target tests (tests/r/integration_reference.R)

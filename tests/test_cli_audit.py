@@ -1,5 +1,9 @@
 """The ``coxinfluence audit`` subcommand: exit codes, one-line errors naming the problem,
-and a report whose numbers are the library's."""
+and a report whose numbers are read back from the HTML and checked against oracles: R's
+coxph (golden fixture tests/fixtures/integration/reference.csv, tests/r/
+integration_reference.R), VIF by its definition (row deleted; tests/oracles.py), exact
+refits of the deleted data, and ``ci.influence`` for the survival targets."""
+import html.parser
 import re
 import subprocess
 import sys
@@ -8,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import r_matrix
+from oracles import refit_rows, vif_rows
 
 import coxinfluence as ci
 from coxinfluence import cli
@@ -22,9 +28,69 @@ def run(argv, capsys):
     return code, out, err
 
 
+class _Tables(html.parser.HTMLParser):
+    """Every <table> of the report as a DataFrame (strings), keyed by the <h2> above it."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.heading, self._cell, self._rows, self._in_h2 = {}, None, None, None, False
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "h2":
+            self._in_h2, self.heading = True, ""
+        elif tag == "table":
+            self._rows = []
+        elif tag == "tr" and self._rows is not None:
+            self._rows.append([])
+        elif tag in ("td", "th") and self._rows is not None:
+            self._cell = ""
+
+    def handle_data(self, data):
+        if self._in_h2:
+            self.heading += data
+        elif self._cell is not None:
+            self._cell += data
+
+    def handle_endtag(self, tag):
+        if tag == "h2":
+            self._in_h2 = False
+        elif tag in ("td", "th") and self._cell is not None:
+            self._rows[-1].append(self._cell.strip())
+            self._cell = None
+        elif tag == "table":
+            header = self._rows[0][1:]
+            body = [r for r in self._rows[1:] if any(r[1:])]      # skip the index-name row
+            self.tables[self.heading] = pd.DataFrame([r[1:] for r in body], columns=header,
+                                                     index=[r[0] for r in body])
+            self._rows = None
+
+
+def report_tables(path):
+    p = _Tables()
+    p.feed(Path(path).read_text())
+    return p.tables
+
+
+def _num(df):
+    return df.apply(pd.to_numeric)
+
+
 def _top_ids(out):
-    line = next(l for l in out.splitlines() if l.startswith("Most influential"))
+    line = next(ln for ln in out.splitlines() if ln.startswith("Most influential"))
     return re.findall(r"(\S+) \(", line.split(":", 1)[1])
+
+
+def assert_top_table_is(tables, res, k=10):
+    """The report's top table (4 significant digits) holds ``res.top(k)``'s patients, in
+    order, with its changes and likelihood displacements."""
+    top = tables[f"Top {k} influential patients"]
+    want = res.top(k)
+    assert list(top.index) == [str(i) for i in want.index]
+    cols = [c for c in want.columns if c.startswith("change ")]
+    assert cols and list(top.columns[1:1 + len(cols)]) == cols
+    np.testing.assert_allclose(_num(top[cols]), want[cols], rtol=5.01e-4, atol=1e-300)
+    np.testing.assert_allclose(_num(top["likelihood_displacement"]),
+                               want["likelihood_displacement"], rtol=5.01e-4)
 
 
 def test_registry_keeps_asymptotics():
@@ -40,12 +106,21 @@ def test_demo(tmp_path, capsys):
     assert html.count("data:image/png;base64,") == 2          # index plots, VIF vs Reid
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", html)
     assert "<script" not in html.lower()
+    # the top table against the VIF definition (deletion) on the demo design
     from coxinfluence.demo import gbsg2_design
     X, t, e = gbsg2_design()
-    res = ci.influence(ci.fit_cox(X, t, e))
-    assert _top_ids(stdout) == [str(i) for i in res.top(5).index]
-    for pid in res.top(10).index:
-        assert f"<th>{pid}</th>" in html
+    Xa, t, e = X.to_numpy(), t.to_numpy(), e.to_numpy()
+    fit = ci.fit_cox(X, t, e)
+    n = len(t)
+    delta = -vif_rows(fit.coef, Xa, t, e, range(n)) / n
+    ld = np.einsum("ij,jk,ik->i", delta, ci.cox_hessian(fit.coef, Xa, t, e), delta)
+    order = np.argsort(-ld, kind="stable")[:10]
+    top = report_tables(out)["Top 10 influential patients"]
+    assert list(top.index) == [str(i) for i in X.index[order]]
+    assert _top_ids(stdout) == [str(i) for i in X.index[order[:5]]]
+    np.testing.assert_allclose(_num(top[[f"change {c}" for c in X.columns]]), delta[order],
+                               rtol=5.01e-4, atol=1e-300)
+    np.testing.assert_allclose(_num(top["likelihood_displacement"]), ld[order], rtol=5.01e-4)
 
 
 def test_success_exit_code_subprocess(tmp_path):
@@ -59,7 +134,13 @@ def test_success_exit_code_subprocess(tmp_path):
     assert "audit" in proc.stderr            # the progress bar (stderr)
 
 
-def test_csv_with_strata_weights_id_and_exact(tmp_path, capsys):
+def test_csv_with_strata_weights_id_and_exact(tmp_path, capsys, ref):
+    """Weighted, stratified model with --exact: every number of the report against an
+    oracle. Model table: R's coxph (coefficients, standard errors, log-likelihood; z and
+    p from them). Top table: VIF changes by the definition and the displacement
+    Delta' H Delta (H = ci.cox_hessian), the ranking over all patients, the patients'
+    own columns. Correlation tables: with R's dfbeta (Reid) and with exact refits."""
+    from scipy.stats import norm
     df = pd.read_csv(FIX)
     path = tmp_path / "patients.csv"
     df.to_csv(path, index=False)
@@ -68,16 +149,61 @@ def test_csv_with_strata_weights_id_and_exact(tmp_path, capsys):
                              "--weights", "w", "--id", "pid", "--covariates", *COVS, "--exact",
                              "--no-progress", "--out", str(out)], capsys)
     assert code == 0, err
-    d = df.set_index("pid")
-    fit = ci.fit_cox(d[COVS], d.time, d.cens, strata=d.tgrade, weights=d.w)
-    res = ci.influence(fit)
-    assert _top_ids(stdout) == list(res.top(5).index)
-    corr = res.correlation(res.exact()).mean()
-    assert f"VIF vs exact leave-one-out: mean correlation {corr:.6f}" in stdout
     html = out.read_text()
-    assert "against exact leave-one-out refits" in html
     assert html.count("data:image/png;base64,") == 3
     pd.testing.assert_frame_equal(pd.read_csv(path), df)       # input file untouched
+    tables = report_tables(out)
+    cfg = "efron_strata_weights"
+
+    # model table (4 significant digits) against R
+    coef, se = r_matrix(ref, cfg, "coef")[0], r_matrix(ref, cfg, "se")[0]
+    model = _num(tables["Model"])
+    assert list(model.index) == COVS
+    z = coef / se
+    for col, want in (("coef", coef), ("exp(coef)", np.exp(coef)), ("se(coef)", se),
+                      ("z", z), ("p", 2 * norm.sf(np.abs(z)))):
+        np.testing.assert_allclose(model[col], want, rtol=5.01e-4, err_msg=col)
+    loglik = float(re.search(r"log partial likelihood (-?[\d.]+)", html).group(1))
+    assert loglik == pytest.approx(r_matrix(ref, cfg, "loglik")[0, 0], abs=5.01e-5)
+
+    # top table: the ten largest displacements by the VIF definition
+    X, t, e = df[COVS].to_numpy(float), df.time.to_numpy(float), df.cens.to_numpy(float)
+    w, s = df.w.to_numpy(float), df.tgrade.to_numpy()
+    n = len(df)
+    delta = -vif_rows(coef, X, t, e, range(n), w=w, s=s) / n
+    H = ci.cox_hessian(coef, X, t, e, weights=w, strata=s)
+    ld = np.einsum("ij,jk,ik->i", delta, H, delta)
+    order = np.argsort(-ld, kind="stable")[:10]
+    top = tables["Top 10 influential patients"]
+    assert list(top.index) == list(df.pid.iloc[order])
+    assert list(top["rank"].astype(int)) == list(range(1, 11))
+    np.testing.assert_allclose(_num(top[[f"change {c}" for c in COVS]]), delta[order],
+                               rtol=5.01e-4, atol=1e-12)
+    np.testing.assert_allclose(_num(top["likelihood_displacement"]), ld[order], rtol=5.01e-4)
+    for c in COVS + ["time", "w"]:
+        np.testing.assert_allclose(_num(top[c]), df[c].iloc[order], rtol=5.01e-4)
+    assert list(top["tgrade"]) == list(df.tgrade.iloc[order])
+    top_line = [float(v) for v in re.findall(r"\(([\d.]+)\)", stdout.split("\n")[1])]
+    np.testing.assert_allclose(top_line, ld[order[:5]], rtol=5.01e-4)   # printed %.4g
+    assert _top_ids(stdout) == list(df.pid.iloc[order[:5]])
+
+    # correlations (6 decimals): with R's dfbeta and with exact refits of the deleted data
+    def corr(a, b):
+        return np.array([np.corrcoef(a[:, j], b[:, j])[0, 1] for j in range(a.shape[1])])
+
+    c_reid = corr(delta, -r_matrix(ref, cfg, "dfbeta"))
+    c_exact = corr(delta, refit_rows(X, t, e, range(n), w=w, s=s) - coef)
+    for name, want in (("VIF against Reid's influence function", c_reid),
+                       ("VIF against exact leave-one-out refits", c_exact)):
+        got = _num(tables[name]).loc["correlation", COVS].to_numpy()
+        np.testing.assert_allclose(got, want, rtol=0, atol=5.01e-7, err_msg=name)
+        shown = re.search(re.escape(name.split(" against ")[1]) + r"</h2>\n<p>Pearson "
+                          r"correlation per column: mean (\d\.\d+), min (\d\.\d+)", html)
+        assert float(shown.group(1)) == pytest.approx(want.mean(), abs=5.01e-7)
+        assert float(shown.group(2)) == pytest.approx(want.min(), abs=5.01e-7)
+    for label, want in (("Reid", c_reid), ("exact leave-one-out", c_exact)):
+        shown = re.search(rf"VIF vs {label}: mean correlation (\d\.\d+)", stdout).group(1)
+        assert float(shown) == pytest.approx(want.mean(), abs=5.01e-7)
 
 
 def test_survival_target(tmp_path, capsys):
@@ -86,7 +212,13 @@ def test_survival_target(tmp_path, capsys):
                              "--covariates", *COVS, "--target", "survival:1000",
                              "--exact-max-n", "0", "--no-progress", "--out", str(out)], capsys)
     assert code == 0, err
-    assert "S(1000|mean)" in out.read_text()
+    from coxinfluence import targets as T
+    d = pd.read_csv(FIX).set_index("pid")
+    fit = ci.fit_cox(d[COVS], d.time, d.cens)
+    mean = d[COVS].mean().to_frame("mean").T
+    res = ci.influence(fit, target=T.Survival(mean, [1000.0]))
+    assert list(res.loo_change.columns) == ["S(1000|mean)"]
+    assert_top_table_is(report_tables(out), res)
 
 
 def test_survival_target_per_stratum(tmp_path, capsys):
@@ -105,9 +237,11 @@ def test_survival_target_per_stratum(tmp_path, capsys):
     d = pd.read_csv(FIX).set_index("pid")
     fit = ci.fit_cox(d[COVS], d.time, d.cens, strata=d.tgrade)
     mean = d[COVS].mean().to_frame().T
-    tgt = T.Survival(pd.concat([mean] * 3), [1000.0], strata=["I", "II", "III"])
+    rows = pd.concat([mean] * 3).set_axis([f"mean, stratum {g}" for g in ("I", "II", "III")])
+    tgt = T.Survival(rows, [1000.0], strata=["I", "II", "III"])
     res = ci.influence(fit, method="vif", target=tgt)
     assert _top_ids(stdout) == list(res.top(5).index)
+    assert_top_table_is(report_tables(out), res)
 
 
 def test_newdata_patients_for_survival_in_a_stratified_model(tmp_path, capsys):
@@ -129,7 +263,9 @@ def test_newdata_patients_for_survival_in_a_stratified_model(tmp_path, capsys):
     d = pd.read_csv(FIX).set_index("pid")
     fit = ci.fit_cox(d[COVS], d.time, d.cens, strata=d.tgrade)
     tgt = T.Survival(newp.set_index("pid")[COVS], [1000.0], strata=["III", "I"])
-    assert _top_ids(stdout) == list(ci.influence(fit, target=tgt).top(5).index)
+    res = ci.influence(fit, target=tgt)
+    assert _top_ids(stdout) == list(res.top(5).index)
+    assert_top_table_is(report_tables(out), res)
     pd.testing.assert_frame_equal(pd.read_csv(newfile), newp)   # input file untouched
     # errors: a coefficient target takes no new patients; a missing column is named
     code, _, err = run([str(FIX), "--time", "time", "--event", "cens", "--covariates", *COVS,
@@ -144,7 +280,7 @@ def test_newdata_patients_for_survival_in_a_stratified_model(tmp_path, capsys):
 
 def _one_line_error(code, err):
     assert code == 2
-    lines = [l for l in err.strip().splitlines() if l]
+    lines = [ln for ln in err.strip().splitlines() if ln]
     assert len(lines) == 1, err
     return lines[0]
 
@@ -152,7 +288,8 @@ def _one_line_error(code, err):
 @pytest.mark.parametrize("mutate, args, pattern", [
     (lambda d: d, ["--covariates", "age", "nodes"], r"missing column\(s\) \['nodes'\]"),
     (lambda d: d.drop(columns="cens"), [], r"missing column\(s\) \['cens'\]"),
-    (lambda d: d.assign(tsize=d.tsize.astype(str) + "mm"), [], r"non-numeric column\(s\) \['tsize'\]"),
+    (lambda d: d.assign(tsize=d.tsize.astype(str) + "mm"), [],
+     r"non-numeric column\(s\) \['tsize'\]"),
     (lambda d: d.assign(age=np.where(np.isin(np.arange(len(d)), [4, 9]), np.nan, d.age)), [],
      r"2 row\(s\) with missing values \(NaN\) in columns \['age'\]: pid P0\d\d, P0\d\d"),
     (lambda d: d.assign(cens=2), [], r"event must be 0/1"),

@@ -1,4 +1,4 @@
-"""Agreement with R's survival package (the oracle, DESIGN.md).
+"""Agreement with R's survival package (the oracle, docs/conventions.md "Oracles").
 
 Golden fixtures from ``tests/r/cox_reference.R`` (seed 20261122) run everywhere; the live
 comparison re-runs R on fresh data and is skipped, with the reason shown, where Rscript
@@ -23,7 +23,7 @@ def check_against_r(data, ref, config):
     assert abs(fit.loglik - reference(ref, config, "loglik")[0, 0]) < 1e-8 * abs(fit.loglik)
     assert rel_err(fit.information, reference(ref, config, "information")) < 1e-8
     assert rel_err(ci.score_residuals(fit), reference(ref, config, "score")) < 1e-8
-    # DESIGN.md: dfbeta_R(i) = IF_n(i) / n
+    # docs/conventions.md: dfbeta_R(i) = IF_n(i) / n
     assert rel_err(ci.reid_influence(fit), n * reference(ref, config, "dfbeta")) < 1e-8
     return fit
 

@@ -1,13 +1,14 @@
 """ci.influence on lifelines and statsmodels models against R's survival (golden fixture
-from tests/r/integration_reference.R on 300 GBSG2 patients with unscaled covariates) and
-against exact refits; lifelines' own delta_beta is shown to be wrong on the same model."""
+from tests/r/integration_reference.R on 300 GBSG2 patients with unscaled covariates, far
+from unit variance) and against exact refits."""
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import r_matrix
+from oracles import vif_rows
 
 import coxinfluence as ci
-from conftest import r_matrix
 from coxinfluence import datasets
 
 lifelines = pytest.importorskip("lifelines")
@@ -39,16 +40,21 @@ def test_lifelines_unscaled_equals_r_dfbeta(cph_plain, ref):
     np.testing.assert_allclose(vif.fit.coef, r_matrix(ref, "efron", "coef")[0], rtol=1e-9)
 
 
-def test_lifelines_own_delta_beta_fails_the_same_check(cph_plain, ref):
-    """lifelines 0.30.3 rescales beta but not X: its delta_beta is far from R's dfbeta for
-    covariates without unit variance, while ours matches to 1e-10 (test above)."""
-    cph, df = cph_plain
-    theirs = cph.compute_residuals(df, "delta_beta").loc[df.index].to_numpy()
-    r_dfbeta = r_matrix(ref, "efron", "dfbeta")
-    for sign in (1, -1):
-        assert np.abs(sign * theirs - r_dfbeta).max() > 1e-2
-    ours = ci.influence(cph, df, method="reid").loo_change.to_numpy()
-    assert np.abs(-ours - r_dfbeta).max() < 1e-6
+def test_lifelines_rescaled_covariates_equal_r(gbsg, ref):
+    """lifelines fits on internally standardised covariates; no scale may leak into the
+    influence. Covariates rescaled by c (age in days, ...) reparametrise theta_j ->
+    theta_j / c_j, so the coefficients and their leave-one-out changes must be R's
+    (unscaled fit) divided by c."""
+    c = np.array([365.25, 0.1, 1.0, 0.01, 1000.0, 1.0])
+    df = gbsg[COVS + ["time", "cens"]].copy()
+    df[COVS] = df[COVS] * c
+    cph = CoxPHFitter().fit(df, "time", "cens")
+    res = ci.influence(cph, df, method="reid")
+    np.testing.assert_allclose(res.fit.coef * c, r_matrix(ref, "efron", "coef")[0], rtol=1e-9)
+    np.testing.assert_allclose(res.loo_change.to_numpy() * c, -r_matrix(ref, "efron", "dfbeta"),
+                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(res.dfbetas.to_numpy(), -r_matrix(ref, "efron", "dfbetas"),
+                               rtol=1e-8, atol=1e-12)          # dfbetas are scale-free
 
 
 def test_lifelines_strata_weights_equal_r(gbsg, ref):
@@ -94,6 +100,33 @@ def test_statsmodels_breslow_equals_r(gbsg, ref):
     np.testing.assert_allclose(inf.dfbetas.to_numpy(), -r_matrix(ref, "breslow", "dfbetas"),
                                rtol=1e-8, atol=1e-12)
     assert (ci.influence(res).correlation(inf) > 0.999).all()
+
+
+@pytest.mark.parametrize("stratified", [False, True])
+def test_statsmodels_efron_equals_r(gbsg, ref, stratified):
+    """statsmodels PHReg with ties="efron" (its own Efron score residuals differ from R's,
+    so ours are computed from the model): coefficients, model-based standard errors and
+    dfbeta against R's coxph, unstratified and with strata(tgrade)."""
+    from statsmodels.duration.hazard_regression import PHReg
+    kw = {"strata": gbsg.tgrade.to_numpy()} if stratified else {}
+    config = "efron_strata" if stratified else "efron"
+    res = PHReg.from_formula("time ~ " + " + ".join(COVS), gbsg, status="cens", ties="efron",
+                             **kw).fit()
+    assert res.model.ties == "efron"
+    inf = ci.influence(res, method="reid")
+    assert list(inf.loo_change.index) == list(gbsg.index)
+    assert list(inf.loo_change.columns) == COVS
+    np.testing.assert_allclose(inf.fit.coef, r_matrix(ref, config, "coef")[0], rtol=1e-9)
+    np.testing.assert_allclose(inf.fit.loglik, r_matrix(ref, config, "loglik")[0, 0], rtol=1e-12)
+    np.testing.assert_allclose(inf.fit.se, r_matrix(ref, config, "se")[0], rtol=1e-8)
+    np.testing.assert_allclose(inf.loo_change.to_numpy(), -r_matrix(ref, config, "dfbeta"),
+                               rtol=0, atol=1e-10)
+    # the default method (VIF) equals its definition on the statsmodels model's data
+    X, t, e = gbsg[COVS].to_numpy(float), gbsg.time.to_numpy(float), gbsg.cens.to_numpy(float)
+    n = len(t)
+    want = -vif_rows(inf.fit.coef, X, t, e, range(n), s=kw.get("strata"), ties="efron") / n
+    got = ci.influence(res).loo_change.to_numpy()
+    assert np.abs(got - want).max() <= 1e-9 * np.abs(want).max()
 
 
 def test_dfbetas_equal_r(cph_plain, ref):

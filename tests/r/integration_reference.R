@@ -7,7 +7,11 @@
 #   efron                 Surv(time, cens) ~ covariates, Efron ties
 #   efron_strata_weights  + strata(tgrade), weights = w
 #   breslow               Breslow ties (statsmodels' default)
-# Quantities: coef, loglik, dfbeta (resid(fit, "dfbeta")), and for efron and breslow:
+#   efron_strata          Efron ties + strata(tgrade), no weights (statsmodels PHReg with
+#                         ties="efron" and strata; coef, loglik, se, dfbeta only)
+# Quantities: coef, loglik, se (model-based: sqrt(diag(fit$naive.var)) where coxph made
+# the robust variance its default, as it does for non-integer weights), dfbeta
+# (resid(fit, "dfbeta")), and for efron and breslow:
 #   dfbetas (resid(fit, "dfbetas")),
 #   surv (survfit(fit, newdata)$surv at the times below for the 3 new patients below;
 #   row = patient, col = time) and, for efron, surv_loo (the same survival probabilities
@@ -42,16 +46,23 @@ surv_at <- function(fit, nd = newp) {
   }
   t(summary(sf, times = times, extend = TRUE)$surv)   # patients x times
 }
-for (config in c("efron", "efron_strata_weights", "breslow")) {
+for (config in c("efron", "efron_strata_weights", "breslow", "efron_strata")) {
   ties <- if (config == "breslow") "breslow" else "efron"
   if (config == "efron_strata_weights") {
     fit <- coxph(fs, data = d, weights = w, ties = ties, control = ctl)
+  } else if (config == "efron_strata") {
+    fit <- coxph(fs, data = d, ties = ties, control = ctl)
   } else {
     fit <- coxph(f, data = d, ties = ties, control = ctl)
   }
   emit(config, "coef", matrix(coef(fit), nrow = 1))
   emit(config, "loglik", matrix(fit$loglik[2], nrow = 1))
+  # model-based standard errors: with non-integer weights coxph's default var is the
+  # robust (sandwich) one and the model-based one is naive.var
+  emit(config, "se", matrix(sqrt(diag(if (is.null(fit$naive.var)) fit$var else fit$naive.var)),
+                            nrow = 1))
   emit(config, "dfbeta", resid(fit, "dfbeta"))
+  if (config == "efron_strata") next
   if (config != "efron_strata_weights") emit(config, "dfbetas", resid(fit, "dfbetas"))
   if (config != "efron_strata_weights") emit(config, "surv", surv_at(fit))
   if (config == "efron_strata_weights") {
