@@ -94,15 +94,12 @@ def test_load_xc_argument_errors(tmp_path):
         datasets.labels_to_rankings([[1]], max_k=0)
 
 
-def test_metabric_split_is_the_core_paper_split():
+def test_metabric_split_is_the_core_paper_split(shared_data_dir):
     """The autodiff scripts use coxinfluence.datasets.paper_split (no duplicate):
     1218 training rows, the paper's standardised columns have training mean 0, sd 1."""
     from coxinfluence.datasets import paper_split
 
-    try:
-        sp = paper_split("metabric")
-    except FileNotFoundError:
-        pytest.skip("METABRIC data not available")
+    sp = paper_split("metabric", path=shared_data_dir)
     X, t, e = sp.arrays("train")
     assert X.shape == (1218, 9) and X.dtype == np.float64
     std_cols = [0, 1, 2, 3, 8]
