@@ -156,11 +156,22 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", nargs="?", type=Path, help="CSV file, one row per patient")
     p.add_argument("--demo", action="store_true",
                    help="audit lifelines' bundled GBSG2 data (embedded, no download)")
-    p.add_argument("--time", help="follow-up time column")
+    p.add_argument("--start", default=None,
+                   help="entry-time column: each row is at risk on (start, time] (R's "
+                        "Surv(start, stop, event)); delayed entry, time-varying covariates")
+    p.add_argument("--time", help="follow-up (stop) time column")
     p.add_argument("--event", help="event indicator column (1 = event, 0 = censored)")
     p.add_argument("--strata", nargs="+", default=None, help="stratum column(s)")
     p.add_argument("--weights", default=None, help="case-weight column")
-    p.add_argument("--id", default=None, help="patient id column (default: row number)")
+    p.add_argument("--id", default=None,
+                   help="patient id column (default: row number); with --start or "
+                        "--subjects, repeated ids are one patient's rows and the audit is "
+                        "per patient")
+    p.add_argument("--subjects", action="store_true",
+                   help="rows sharing an --id are one patient (implied by --start)")
+    p.add_argument("--cluster", default=None,
+                   help="cluster column (a hospital, a family): the audit deletes whole "
+                        "clusters and the model's SE are robust (grouped sandwich)")
     p.add_argument("--covariates", nargs="+", default=None,
                    help="covariate columns (default: every other column)")
     p.add_argument("--ties", choices=["efron", "breslow"], default="efron")
@@ -189,13 +200,19 @@ def _rows_text(labels):
 
 
 def _read_audit_csv(args):
-    """(frame of used columns indexed by id, covariates, time, event, strata, weights)."""
+    """(frame of used columns, covariates, time, event, strata, weights, start, ids,
+    clusters): indexed by the id column when ids are one row each, else by the data row
+    number (1, 2, ...), with the id column kept."""
     import pandas as pd
     path = args.data
     df = _read_csv(path, "data file", "")
     if not args.time or not args.event:
         raise ValueError("--time and --event are required with a data file")
-    special = [args.time, args.event] + (args.strata or []) + \
+    subjects = bool(args.id) and (args.subjects or args.start is not None)
+    if args.subjects and not args.id:
+        raise ValueError("--subjects needs --id (the column naming each row's patient)")
+    extra = [c for c in (args.start, args.cluster) if c]
+    special = [args.time, args.event] + extra + (args.strata or []) + \
         ([args.weights] if args.weights else []) + ([args.id] if args.id else [])
     covs = args.covariates or [c for c in df.columns if c not in special]
     if not covs:
@@ -204,28 +221,39 @@ def _read_audit_csv(args):
     missing = [c for c in used if c not in df.columns]
     if missing:
         raise ValueError(f"missing column(s) {missing} in {path}; it has {list(df.columns)}")
-    if args.id:
-        if df[args.id].isna().any() or df[args.id].duplicated().any():
-            raise ValueError(f"id column {args.id!r} has missing or duplicated values")
+    if args.id and df[args.id].isna().any():
+        raise ValueError(f"id column {args.id!r} has missing values in data row(s) "
+                         f"{_rows_text(list(df.index[df[args.id].isna()] + 1))}")
+    if args.id and not subjects:
+        if df[args.id].duplicated().any():
+            raise ValueError(f"id column {args.id!r} has duplicated values; if a patient has "
+                             "several rows, add --start (intervals) or --subjects")
         df = df.set_index(args.id)
     else:
         df.index = pd.RangeIndex(1, len(df) + 1, name="row")
-    numeric = [args.time, args.event] + covs + ([args.weights] if args.weights else [])
+    numeric = [args.time, args.event] + covs + ([args.weights] if args.weights else []) \
+        + ([args.start] if args.start else [])
     bad = _non_numeric(df, numeric)
     if bad:
         raise ValueError(f"non-numeric column(s) {bad}: encode categories as 0/1 columns first")
-    cols = list(dict.fromkeys(numeric + (args.strata or [])))
+    cols = list(dict.fromkeys(numeric + (args.strata or []) + ([args.cluster] if args.cluster
+                                                                 else [])
+                              + ([args.id] if subjects else [])))
     na = df[cols].isna().any(axis=1)
     if na.any():
         which = list(df.index[na])
         na_cols = [c for c in cols if df[c].isna().any()]
-        label = f"{args.id} " if args.id else "data row(s) "
+        label = f"{args.id} " if args.id and not subjects else "data row(s) "
         raise ValueError(f"{int(na.sum())} row(s) with missing values (NaN) in columns {na_cols}: "
                          f"{label}{_rows_text(which)}; drop or impute them")
     frame = df[cols].copy()
     strata = df[args.strata] if args.strata else None
     weights = df[args.weights] if args.weights else None
-    return frame, df[covs].astype(float), df[args.time], df[args.event], strata, weights
+    start = df[args.start] if args.start else None
+    ids = df[args.id] if subjects else None
+    clusters = df[args.cluster] if args.cluster else None
+    return (frame, df[covs].astype(float), df[args.time], df[args.event], strata, weights,
+            start, ids, clusters)
 
 
 def _read_csv(path, what, prefix):
@@ -329,12 +357,12 @@ def _audit_run(args: argparse.Namespace) -> int:
         from coxinfluence.demo import gbsg2_design
         X, time, event = gbsg2_design()
         frame = X.assign(time=time.to_numpy(), event=event.to_numpy())
-        strata = weights = None
+        strata = weights = start = ids = clusters = None
         description = "lifelines' bundled GBSG2 breast-cancer data (demo)."
     else:
         if args.data is None:
             raise ValueError("give a DATA.csv file or --demo")
-        frame, X, time, event, strata, weights = _read_audit_csv(args)
+        frame, X, time, event, strata, weights, start, ids, clusters = _read_audit_csv(args)
         description = f"Data: {args.data.name}."
     newdata = None
     if args.newdata is not None:
@@ -347,20 +375,24 @@ def _audit_run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("error", ci.ConvergenceWarning)
         try:
-            fit = ci.fit_cox(X, time, event, strata=strata, weights=weights, ties=args.ties)
+            fit = ci.fit_cox(X, time, event, start=start, id=ids, strata=strata,
+                             weights=weights, ties=args.ties)
         except ci.ConvergenceWarning as exc:
             raise ValueError(str(exc)) from None
     steps.update()
     if newdata is None:
         target = _per_stratum(target, fit)
     steps.set_postfix_str("VIF")
-    vif_res = ci.influence(fit, frame, method="vif", target=target)
+    robust = True if clusters is not None else None      # R: cluster= makes the SE robust
+    vif_res = ci.influence(fit, frame, method="vif", target=target, groups=clusters,
+                           robust=robust)
     steps.update()
     steps.set_postfix_str("Reid")
-    reid_res = ci.influence(fit, frame, method="reid", target=target)
+    reid_res = ci.influence(fit, frame, method="reid", target=target, groups=clusters,
+                            robust=robust)
     steps.update()
     exact_res = None
-    if args.exact or fit.n <= args.exact_max_n:
+    if args.exact or len(vif_res.loo_change) <= args.exact_max_n:
         steps.set_postfix_str("exact refits")
         exact_res = vif_res.exact(progress=show)
     steps.update()
@@ -370,9 +402,10 @@ def _audit_run(args: argparse.Namespace) -> int:
         raise ValueError(f"output folder does not exist: {out.parent}")
     write_report(out, vif_res, reid=reid_res, exact=exact_res, description=description,
                  top_k=args.top)
-    top = vif_res.top(min(5, fit.n))
-    print(f"Cox model: n = {fit.n}, events = {int(fit.data.event.sum())}; target {target.name}")
-    print("Most influential patients (likelihood displacement, VIF): "
+    top = vif_res.top(min(5, len(vif_res.loo_change)))
+    print(f"Cox model: {vif_res.units_text}, events = {int(fit.data.event.sum())}; "
+          f"target {target.name}")
+    print(f"Most influential {vif_res.unit_name} (likelihood displacement, VIF): "
           + ", ".join(f"{i} ({v:.4g})" for i, v in top["likelihood_displacement"].items()))
     corr = vif_res.correlation(reid_res)
     print(f"VIF vs Reid: mean correlation {corr.mean():.6f}")

@@ -109,12 +109,31 @@ class InfluenceResult:
     _resolved: Resolved = field(default=None, repr=False)
     _exact: "InfluenceResult" = field(default=None, repr=False)
     _objective_loo: np.ndarray = field(default=None, repr=False)   # objective at the refits
+    units: object = field(default=None, repr=False)    # coxinfluence.units.Units
     include_data_effect: bool = True
 
     def __repr__(self):
         n, m = self.loo_change.shape
         return (f"InfluenceResult(method={self.method!r}, target={self.target.name!r}, "
                 f"patients={n}, columns={m}, source={self.source!r})")
+
+    @property
+    def unit_name(self) -> str:
+        """What a result row is: "patients" (rows or subjects) or "clusters"."""
+        groups = None if self._resolved is None else self._resolved.groups
+        return "patients" if groups is None else "clusters"
+
+    @property
+    def units_text(self) -> str:
+        """E.g. "103 patients (172 rows)", or "686 patients" when a patient is a row."""
+        U, n = len(self.loo_change), self.fit.n
+        return f"{U} {self.unit_name}" + ("" if U == n and self.units.is_rows
+                                          else f" ({n} rows)")
+
+    @property
+    def robust(self) -> bool:
+        """Whether dfbetas and the report use the robust (sandwich) SE."""
+        return self._resolved is not None and self._resolved.robust
 
     # ---------------------------------------------------------------- derived tables
     @property
@@ -217,12 +236,12 @@ def _compute(resolved, method, target, *, progress=None, executor=None,
         loo_change=pd.DataFrame(change, index=index, columns=cols),
         theta_change=pd.DataFrame(dtheta, index=index, columns=fit.columns),
         method=method, target=target, fit=fit, frame=frame, source=resolved.source,
-        _resolved=resolved, _objective_loo=objective_loo,
+        _resolved=resolved, _objective_loo=objective_loo, units=units,
         include_data_effect=include_data_effect)
 
 
 def influence(model, data=None, *, method="vif", target=None, include_data_effect=True,
-              progress=None, executor=None, groups=None) -> InfluenceResult:
+              progress=None, executor=None, groups=None, robust=None) -> InfluenceResult:
     """Influence of every training patient on a fitted Cox model (module docstring).
 
     Parameters
@@ -246,6 +265,9 @@ def influence(model, data=None, *, method="vif", target=None, include_data_effec
         clusters (a lifelines ``cluster_col``), else the rows. Results are then indexed
         by the sorted unit labels, and ``top(k)`` shows each unit's rows, follow-up span
         and events.
+    robust : divide dfbetas by the robust (grouped sandwich) SE (True) or the model-based
+        SE (False); default: as the model reports its SE (lifelines ``robust=True`` or
+        ``cluster_col``: robust; a ``CoxFit``: model-based).
 
     Returns
     -------
@@ -256,6 +278,8 @@ def influence(model, data=None, *, method="vif", target=None, include_data_effec
     resolved = resolve(model, data)
     if groups is not None:
         resolved = dataclasses.replace(resolved, groups=groups)
+    if robust is not None:
+        resolved = dataclasses.replace(resolved, robust=bool(robust))
     target = copy.copy(resolve_target(target))
     if target.transform is None and resolved.transform is not None:
         target.transform = resolved.transform

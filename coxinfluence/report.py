@@ -56,16 +56,20 @@ def build_report(result, *, reid=None, exact=None, title="Cox model influence au
              f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
              f"<h1>{html.escape(title)}</h1>"]
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    parts.append(f"<p class='meta'>{html.escape(description)} n = {fit.n} patients, "
+    parts.append(f"<p class='meta'>{html.escape(description)} {result.units_text}, "
                  f"{int(fit.data.event.sum())} events, {fit.ties} ties, log partial likelihood "
                  f"{fit.loglik:.4f}; generated {stamp} by coxinfluence.</p>")
-    parts.append("<h2>Model</h2>" + _table(fit.summary()))
-    parts.append(f"<h2>Top {top_k} influential patients</h2><p>Ranked by the likelihood "
+    summary = (fit.summary(robust=True, groups=result._resolved.groups) if result.robust
+               else fit.summary())
+    parts.append("<h2>Model</h2>" + _table(summary))
+    unit = result.unit_name
+    removal = "" if result.units.is_rows else ", all of its rows"
+    parts.append(f"<h2>Top {top_k} influential {unit}</h2><p>Ranked by the likelihood "
                  "displacement 2[logL(&theta;&#770;) &minus; "
                  "logL(&theta;&#770;<sub>&minus;i</sub>)] "
                  f"({html.escape(result.method)}); the changes are "
                  "&theta;&#770;<sub>&minus;i</sub> &minus; &theta;&#770; "
-                 "(removing the patient).</p>")
+                 f"(removing the {unit[:-1]}{removal}).</p>")
     parts.append("<div style='overflow-x:auto'>" + _table(result.top(top_k)) + "</div>")
     parts.append("<h2>Index plots</h2>" + _img(figure_to_data_uri(result.plot_index()),
                                                 "index plots"))
