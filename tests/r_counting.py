@@ -87,7 +87,8 @@ def load_data(config, folder=GOLDEN) -> CountingData:
     # keep stratum labels as strings (cgd's are e.g. "US:NIH"; simulated ones "a", "b")
     frame = pd.read_csv(Path(folder) / meta["data"], dtype={"stratum": str})
     covariates = meta["covariates"].split(";")
-    use = lambda flag, col: frame[col].to_numpy() if bool(flag) and col in frame else None
+    def use(flag, col):
+        return frame[col].to_numpy() if bool(flag) and col in frame else None
     stratum = meta["survfit_stratum"]
     return CountingData(
         config=config, ties=meta["ties"], covariates=covariates, frame=frame,

@@ -174,7 +174,8 @@ def _naive_n_diff(X, time, event, coef, information):
     for i in range(n):
         m = (time < time[i]) & event
         inner = event[i] * (X[i] - R[i]) / S0[i]
-        inner = inner - e[i] * ((X[i] - R[m]) / (S0[m] * (S0[m] - e[i] / n))[:, None]).sum(axis=0) / n
+        terms = (X[i] - R[m]) / (S0[m] * (S0[m] - e[i] / n))[:, None]
+        inner = inner - e[i] * terms.sum(axis=0) / n
         out[i] = np.linalg.solve(Hn, e[i] * inner)
     return out
 
@@ -235,7 +236,8 @@ def test_loglog_slope_recovers_known_power_laws():
     exact = pd.DataFrame({"n": np.repeat(sizes, 3), "v": 2.5 * np.repeat(sizes, 3) ** -0.7})
     f = loglog_slope(exact, "v", n_boot=100, seed=0)
     assert f.slope == pytest.approx(-0.7, abs=1e-12)
-    assert f.ci_low == pytest.approx(-0.7, abs=1e-12) and f.ci_high == pytest.approx(-0.7, abs=1e-12)
+    assert f.ci_low == pytest.approx(-0.7, abs=1e-12)
+    assert f.ci_high == pytest.approx(-0.7, abs=1e-12)
     assert math.exp(f.intercept) == pytest.approx(2.5, rel=1e-10)
     rng = np.random.default_rng(0)
     covered = 0
@@ -269,7 +271,8 @@ def test_replicates_reproducible_and_independent_of_executor_and_size_list():
     e = simulate_gap((60, 120), 3, seed=10, leading_term=False)
     assert not np.allclose(a.table["gap_mean"], e.table["gap_mean"])
     # all (rep, n) streams distinct
-    states = {replicate_seed(9, r, n).generate_state(2).tobytes() for r in range(3) for n in (60, 120)}
+    states = {replicate_seed(9, r, n).generate_state(2).tobytes()
+              for r in range(3) for n in (60, 120)}
     assert len(states) == 6
 
 
@@ -304,7 +307,8 @@ def test_include_loo_against_brute_force_refits():
         keep = np.arange(n) != i
         target[i] = n * (fit.coef - ci.fit_cox(X[keep], time[keep], event[keep], tol=1e-12).coef)
     vif = ci.vif(fit)
-    assert row["vif_loo_mean"] == pytest.approx(np.linalg.norm(vif - target, axis=1).mean(), rel=1e-6)
+    expected = np.linalg.norm(vif - target, axis=1).mean()
+    assert row["vif_loo_mean"] == pytest.approx(expected, rel=1e-6)
     # the VIF approximates the refits far better than the size of the influence itself
     assert (res.table["vif_loo_mean"] < 0.25 * res.table["if_mean"]).all()
 
@@ -349,9 +353,11 @@ def test_user_generator_design_with_monte_carlo_leading_term():
 
 def test_bad_generator_output_is_named():
     with pytest.raises(ValueError, match="shapes"):
-        simulate_gap((20, 40), 2, design=lambda rng, n: (np.zeros((n, 1)), np.ones(n - 1), np.ones(n)))
+        simulate_gap((20, 40), 2,
+                     design=lambda rng, n: (np.zeros((n, 1)), np.ones(n - 1), np.ones(n)))
     with pytest.raises(ValueError, match="event"):
-        simulate_gap((20, 40), 2, design=lambda rng, n: (np.zeros((n, 1)), np.ones(n), np.full(n, 2)))
+        simulate_gap((20, 40), 2,
+                     design=lambda rng, n: (np.zeros((n, 1)), np.ones(n), np.full(n, 2)))
 
 
 @pytest.mark.parametrize("kwargs, word", [
@@ -409,7 +415,8 @@ def test_notebook_executes_top_to_bottom(tmp_path, monkeypatch):
     ns = {"__name__": "__main__"}
     for cell in cells:
         src = "".join(cell["source"])
-        src = "\n".join(l for l in src.splitlines() if not l.lstrip().startswith(("%", "!")))
+        src = "\n".join(line for line in src.splitlines()
+                        if not line.lstrip().startswith(("%", "!")))
         exec(compile(src, "notebook", "exec"), ns)
     assert (tmp_path / "asymptotics.png").exists()
     assert -1.1 <= ns["result"].slope <= -0.9

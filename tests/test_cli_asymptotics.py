@@ -43,7 +43,8 @@ def test_worker_processes_give_the_serial_table(tmp_path):
 
 def test_design_options_reach_the_simulation(tmp_path):
     assert cli.main(["asymptotics", "--sizes", "60", "120", "--reps", "2", "--out", str(tmp_path),
-                     "--no-truncation", "--theta", "0.3", "--censor-rate", "0", "--prefix", "ctl"]) == 0
+                     "--no-truncation", "--theta", "0.3", "--censor-rate", "0",
+                     "--prefix", "ctl"]) == 0
     table = pd.read_csv(tmp_path / "ctl_table.csv")
     expect = simulate_gap((60, 120), 2, seed=0,
                           design=CoxDesign(theta=(0.3,), censor_rate=0.0, tau=None)).table

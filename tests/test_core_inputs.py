@@ -4,9 +4,9 @@ pandas indexes are kept; undefined leave-one-out refits are marked, not invented
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import tied_data
 
 import coxinfluence as ci
-from conftest import tied_data
 
 
 def good():

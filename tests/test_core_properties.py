@@ -1,10 +1,10 @@
 """Property tests (hypothesis): equivariances the Cox influence functions must satisfy."""
 import numpy as np
+from conftest import tied_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import coxinfluence as ci
-from conftest import tied_data
 
 SETTINGS = settings(max_examples=15, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

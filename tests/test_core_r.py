@@ -9,10 +9,9 @@ import shutil
 
 import numpy as np
 import pytest
+from r_reference import CONFIGS, GOLDEN, fit_config, load, reference, rel_err, run_r
 
 import coxinfluence as ci
-
-from r_reference import CONFIGS, GOLDEN, fit_config, load, reference, rel_err, run_r
 
 
 def check_against_r(data, ref, config):

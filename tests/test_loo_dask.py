@@ -2,9 +2,9 @@
 gives the same refits as the serial run."""
 import numpy as np
 import pytest
+from conftest import tied_data
 
 import coxinfluence as ci
-from conftest import tied_data
 
 distributed = pytest.importorskip("distributed")
 

@@ -43,8 +43,9 @@ def chromium(tmp_path, *args, timeout=90):
 
 def console_errors(stderr):
     """Console messages and page errors in chromium's log (level >= warning or uncaught)."""
-    lines = [l for l in stderr.splitlines() if "CONSOLE" in l or "Uncaught" in l
-             or "Failed to load resource" in l or "ERR_NAME_NOT_RESOLVED" in l]
+    lines = [line for line in stderr.splitlines()
+             if "CONSOLE" in line or "Uncaught" in line
+             or "Failed to load resource" in line or "ERR_NAME_NOT_RESOLVED" in line]
     return lines
 
 
@@ -64,7 +65,8 @@ def test_negative_control_detects_script_errors(tmp_path):
     bad.write_text("<!DOCTYPE html><html><body><p>x</p><script>undefined_fn();</script>"
                    "</body></html>")
     proc = chromium(tmp_path, "--dump-dom", bad.as_uri())
-    assert any("undefined_fn" in l for l in console_errors(proc.stderr)), proc.stderr[-2000:]
+    assert any("undefined_fn" in line for line in console_errors(proc.stderr)), \
+        proc.stderr[-2000:]
 
 
 def test_report_opens_without_errors_and_screenshot(report, tmp_path):

@@ -5,7 +5,8 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import coxinfluence as ci
 from coxinfluence import CoxInputError

@@ -6,10 +6,10 @@ leave-one-out refits (R's refits for S(t|x), ci.exact_loo otherwise)."""
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import r_matrix, tied_data
 
 import coxinfluence as ci
 from coxinfluence import targets as T
-from conftest import tied_data, r_matrix
 
 COVS = ["age", "tsize", "pnodes", "progrec", "estrec", "horTh"]
 NEWP = pd.DataFrame({"age": [45, 60, 70], "tsize": [20, 35, 50], "pnodes": [1, 5, 15],
@@ -98,14 +98,16 @@ def test_baseline_hazard_effect_matters_against_exact_refits(gbsg):
     with_eff = ci.influence(fit, method="vif", target=tgt).loo_change.to_numpy()
     without = ci.influence(fit, method="vif", target=tgt,
                            include_data_effect=False).loo_change.to_numpy()
-    corr = lambda a, b: np.array([np.corrcoef(a[:, k], b[:, k])[0, 1] for k in range(a.shape[1])])
+    def corr(a, b):
+        return np.array([np.corrcoef(a[:, k], b[:, k])[0, 1] for k in range(a.shape[1])])
     c_with, c_without = corr(with_eff, exact), corr(without, exact)
     assert c_with.min() > 0.93
     assert (c_with - c_without).min() > 0.02
     assert (c_with - c_without).mean() > 0.1
     # typical error: the data effect removes almost all of it (one outlying patient, P115,
     # dominates the maximum for both)
-    med = lambda a: np.median(np.abs(a - exact), axis=0)
+    def med(a):
+        return np.median(np.abs(a - exact), axis=0)
     assert (med(with_eff) < 0.1 * med(without)).all()
 
 

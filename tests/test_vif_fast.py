@@ -11,16 +11,24 @@ import math
 
 import numpy as np
 import pytest
+from conftest import vif_by_definition as vif_by_deletion
 
 import coxinfluence as ci
 from coxinfluence._data import make_cox_data
+from coxinfluence._vif_series import (
+    efron_fraction_sum,
+    part1_series,
+    prefix_plan,
+    segmented_prefix_sums,
+    series_length,
+)
 from coxinfluence.risksets import RiskSets
-from conftest import vif_by_definition as vif_by_deletion
-from coxinfluence._vif_series import (efron_fraction_sum, part1_series, prefix_plan,
-                                      segmented_prefix_sums, series_length)
-from coxinfluence.vif import (_own_group_change, _own_group_change_fast, _vif_delta_direct,
-                              _vif_delta_series)
-
+from coxinfluence.vif import (
+    _own_group_change,
+    _own_group_change_fast,
+    _vif_delta_direct,
+    _vif_delta_series,
+)
 
 
 def simulate(n, d=3, seed=0, n_times=None, beta_scale=0.5, strata=None, weights=False,
