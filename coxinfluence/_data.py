@@ -38,6 +38,9 @@ def _as_float_matrix(X, name="X"):
     columns = None
     if isinstance(X, pd.DataFrame):
         index = X.index
+        if X.columns.has_duplicates:
+            dup = list(X.columns[X.columns.duplicated()].unique())
+            raise CoxInputError(f"{name} has duplicated column names {dup}")
         columns = [str(c) for c in X.columns]
         non_numeric = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])
                        and not pd.api.types.is_bool_dtype(X[c])]
@@ -61,6 +64,22 @@ def _as_float_matrix(X, name="X"):
     if columns is None:
         columns = [f"x{j}" for j in range(arr.shape[1])]
     return arr, columns, index
+
+
+def _aligned(v, index, name):
+    """``v`` with its rows in the order of ``index`` when it is a pandas object with the
+    same labels in another order (pandas inputs are matched on the index, never paired by
+    position); unchanged when it is not pandas or already in that order."""
+    if not isinstance(v, (pd.Series, pd.DataFrame)) or v.index.equals(index):
+        return v
+    if len(v.index) != len(index):
+        return v                      # the length check names the problem
+    if v.index.has_duplicates or not v.index.isin(index).all():
+        missing = list(index[~index.isin(v.index)][:5])
+        raise CoxInputError(f"{name}'s index does not match X's index (labels of X missing "
+                            f"from {name}: {missing}); pandas inputs are matched on the "
+                            "index: give them the same labels, or pass arrays")
+    return v.reindex(index)
 
 
 def _as_vector(v, n, name, *, dtype=np.float64):
@@ -335,11 +354,18 @@ def make_cox_data(X, time, event, *, start=None, id=None, weights=None, strata=N
         raise CoxInputError("no rows: X is empty")
     if d == 0:
         raise CoxInputError("X has no columns (covariates)")
+    inputs = {"time": time, "event": event, "start": start, "id": id, "weights": weights,
+              "strata": strata}
     if index is None:
-        for v in (time, event):
-            if isinstance(v, pd.Series):
-                index = v.index
-                break
+        index = next((v.index for v in inputs.values()
+                      if isinstance(v, (pd.Series, pd.DataFrame))), None)
+    if index is not None:
+        if index.has_duplicates:
+            dup = list(index[index.duplicated()].unique()[:10])
+            raise CoxInputError(f"duplicate index labels {dup}: results are keyed by the "
+                                "index, so each row needs its own label (reset_index() first)")
+        inputs = {k: _aligned(v, index, k) for k, v in inputs.items()}
+        time, event, start, id, weights, strata = inputs.values()
     t = _as_vector(time, n, "time")
     e = _as_vector(event, n, "event")
     w = np.ones(n) if weights is None else _as_vector(weights, n, "weights")

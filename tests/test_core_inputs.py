@@ -7,6 +7,7 @@ import pytest
 from conftest import tied_data
 
 import coxinfluence as ci
+from coxinfluence import CoxInputError
 
 
 def good():
@@ -147,3 +148,58 @@ def test_removal_that_causes_separation_is_marked_nan():
     assert np.isfinite(loo[2:]).all()
     with pytest.warns(ci.ConvergenceWarning):
         ci.fit_cox(X[1:], t[1:], e[1:])
+
+
+# ----------------------------------------------------------- pandas: matched on the index
+
+def _rossi():
+    from lifelines.datasets import load_rossi
+    df = load_rossi()
+    return df.drop(columns=["week", "arrest"]), df.week, df.arrest
+
+
+def test_pandas_inputs_are_matched_on_the_index_not_by_position():
+    X, week, arrest = _rossi()
+    fit = ci.fit_cox(X, week, arrest)
+    shuffled = X.sort_values("age")
+    fit2 = ci.fit_cox(shuffled, week, arrest)
+    np.testing.assert_allclose(fit2.coef, fit.coef, rtol=1e-12)
+    v, v2 = ci.vif(fit), ci.vif(fit2)
+    np.testing.assert_array_equal(v2.index, shuffled.index)          # caller's order kept
+    np.testing.assert_allclose(v2.to_numpy(), v.loc[v2.index].to_numpy(), rtol=1e-9,
+                               atol=1e-12)
+    w = pd.Series(np.linspace(0.5, 2, len(X)), index=X.index)
+    a = ci.fit_cox(X, week, arrest, weights=w)
+    b = ci.fit_cox(shuffled, week, arrest, weights=w.sample(frac=1, random_state=0))
+    np.testing.assert_allclose(b.coef, a.coef, rtol=1e-12)
+
+
+def test_mismatched_or_duplicate_index_labels_are_refused():
+    X, week, arrest = _rossi()
+    with pytest.raises(CoxInputError, match="time's index does not match X's index"):
+        ci.fit_cox(X, week.set_axis(week.index + 10_000), arrest)
+    with pytest.raises(CoxInputError, match="duplicate index labels"):
+        ci.fit_cox(X.set_axis(np.zeros(len(X), dtype=int)), week.to_numpy(), arrest.to_numpy())
+    with pytest.raises(CoxInputError, match="duplicated column names"):
+        ci.fit_cox(X.iloc[:, [0, 0, 1]], week, arrest)
+
+
+def test_influence_attaches_data_columns_by_index():
+    X, week, arrest = _rossi()
+    fit = ci.fit_cox(X, week, arrest)
+    extra = pd.DataFrame({"label": [f"patient {i}" for i in X.index]}, index=X.index)
+    res = ci.influence(fit, extra.sample(frac=1, random_state=1))
+    top = res.top(3)
+    assert all(top.loc[i, "label"] == f"patient {i}" for i in top.index)
+    with pytest.raises(ValueError, match="does not match the model's rows"):
+        ci.influence(fit, extra.set_axis(extra.index + 10_000))
+    with pytest.raises(ValueError, match="rows but the model was fitted on"):
+        ci.influence(fit, extra.iloc[:-1])
+
+
+def test_statsmodels_data_of_the_wrong_length_is_refused():
+    sm = pytest.importorskip("statsmodels.api")
+    X, week, arrest = _rossi()
+    model = sm.PHReg(week, X, status=arrest, ties="efron").fit()
+    with pytest.raises(ValueError, match="rows but the model was fitted on"):
+        ci.influence(model, X.iloc[:-1])

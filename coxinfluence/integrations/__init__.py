@@ -46,6 +46,26 @@ def check_agreement(fit, params, source):
             "pass the exact training DataFrame the model was fitted on")
 
 
+def attach_columns(frame: pd.DataFrame, data, n) -> pd.DataFrame:
+    """``frame`` with ``data``'s other columns matched on the index (never by position):
+    ``data`` must have the model's ``n`` rows and the same index labels (any order), or a
+    ``ValueError`` says what differs."""
+    if not isinstance(data, pd.DataFrame):
+        raise ValueError(f"data must be a pandas DataFrame; got {type(data).__name__}")
+    if len(data) != n:
+        raise ValueError(f"data has {len(data)} rows but the model was fitted on {n}")
+    if data.index.has_duplicates:
+        raise ValueError("data has duplicate index labels; results are keyed by the index")
+    if not data.index.equals(frame.index):
+        if not (data.index.isin(frame.index).all() and frame.index.isin(data.index).all()):
+            missing = list(frame.index[~frame.index.isin(data.index)][:5])
+            raise ValueError(f"data's index does not match the model's rows (labels missing "
+                             f"from data: {missing}); pandas inputs are matched on the index")
+        data = data.reindex(frame.index)
+    extra = data.drop(columns=[c for c in data.columns if c in frame.columns])
+    return pd.concat([frame, extra], axis=1)
+
+
 def _frame_from_fit(fit: CoxFit) -> pd.DataFrame:
     data = fit.data
     index = data.index if data.index is not None else pd.RangeIndex(data.n)
@@ -60,13 +80,7 @@ def resolve(model, data=None) -> Resolved:
     if isinstance(model, CoxFit):
         frame = _frame_from_fit(model)
         if data is not None:
-            if len(data) != model.n:
-                raise ValueError(f"data has {len(data)} rows but the model was fitted on "
-                                 f"{model.n}")
-            if isinstance(data, pd.DataFrame):
-                extra = data.drop(columns=[c for c in data.columns if c in frame.columns])
-                extra.index = frame.index
-                frame = pd.concat([frame, extra], axis=1)
+            frame = attach_columns(frame, data, model.n)
         return Resolved(model, frame, "coxinfluence")
     kind = f"{type(model).__module__}.{type(model).__name__}"
     if kind.startswith("lifelines"):

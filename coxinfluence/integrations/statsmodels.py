@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..cox import fit_cox
-from . import Resolved, check_agreement
+from . import Resolved, attach_columns, check_agreement
 
 
 def resolve_statsmodels(results, data=None) -> Resolved:
@@ -45,8 +45,6 @@ def resolve_statsmodels(results, data=None) -> Resolved:
     frame["event"] = status
     if strata is not None:
         frame["strata"] = strata
-    if data is not None and isinstance(data, pd.DataFrame) and len(data) == len(frame):
-        extra = data.drop(columns=[c for c in data.columns if c in frame.columns])
-        extra.index = frame.index
-        frame = pd.concat([frame, extra], axis=1)
+    if data is not None:
+        frame = attach_columns(frame, data, len(frame))
     return Resolved(fit, frame, "statsmodels")
