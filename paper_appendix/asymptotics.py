@@ -106,10 +106,12 @@ def main(argv=None) -> int:
                      "mean ||theta_hat - theta*||": g["theta_err"].mean()})
     f = main_run.fit("lead_relerr")
     md += ["## 2. Leading term of n Diff_n(i)", "",
-           "L(Z_i) = A^{-1} e_i [Delta_i (X_i - r(Y_i))/s0(Y_i) - e_i int_0^{Y_i} (X_i - r)/s0^2 dG] "
+           "L(Z_i) = A^{-1} e_i [Delta_i (X_i - r(Y_i))/s0(Y_i) "
+           "- e_i int_0^{Y_i} (X_i - r)/s0^2 dG] "
            "with population s0, s1, G, A by Gauss-Legendre quadrature (QuadraturePopulation).", "",
            _md_table(pd.DataFrame(rows)), "",
-           f"slope of log relative error on log n: {f.slope:.3f} [{f.ci_low:.3f}, {f.ci_high:.3f}] "
+           f"slope of log relative error on log n: {f.slope:.3f} "
+           f"[{f.ci_low:.3f}, {f.ci_high:.3f}] "
            "(theta_hat - theta* and G_n - G are O_p(n^{-1/2}))", ""]
 
     # 3. the max over i
@@ -133,7 +135,8 @@ def main(argv=None) -> int:
             chunk_max = 0.0
             for start in range(0, n, 10**6):
                 X, y, e = design.sample(min(10**6, n - start), rng)
-                chunk_max = max(chunk_max, np.linalg.norm(population.leading_term(X, y, e), axis=1).max())
+                chunk_max = max(chunk_max,
+                                np.linalg.norm(population.leading_term(X, y, e), axis=1).max())
             vals.append(chunk_max)
         big_rows.append({"n": n, "max_i |L(Z_i)| (mean of 5)": np.mean(vals),
                          "fraction of sup L": np.mean(vals) / sup["sup"]})
@@ -143,8 +146,10 @@ def main(argv=None) -> int:
     f_max, f_lead = main_run.fit("gap_max"), main_run.fit("lead_max")
     md += ["## 3. Why the max over i decays more slowly than the mean", "",
            _md_table(pd.DataFrame(rows)), "",
-           f"slope of max_i |VIF_n - IF_n|: {f_max.slope:.3f} [{f_max.ci_low:.3f}, {f_max.ci_high:.3f}]; "
-           f"slope of max_i |L(Z_i)|: {f_lead.slope:.3f} [{f_lead.ci_low:.3f}, {f_lead.ci_high:.3f}]; "
+           f"slope of max_i |VIF_n - IF_n|: {f_max.slope:.3f} "
+           f"[{f_max.ci_low:.3f}, {f_max.ci_high:.3f}]; "
+           f"slope of max_i |L(Z_i)|: {f_lead.slope:.3f} "
+           f"[{f_lead.ci_low:.3f}, {f_lead.ci_high:.3f}]; "
            f"-1 + the latter = {f_lead.slope - 1:.3f}.", "",
            f"sup of |L| over the support (grid search): {sup['sup']:.2f} at x = {sup['x']}, "
            f"y = {sup['y']}, event = {sup['event']}.", "",
@@ -163,7 +168,8 @@ def main(argv=None) -> int:
 
     wall = time.perf_counter() - t_start
     md += ["## Timing", "",
-           f"main study {t_main:.1f} s, negative control {t_control:.1f} s, LOO study {t_loo:.1f} s, "
+           f"main study {t_main:.1f} s, negative control {t_control:.1f} s, "
+           f"LOO study {t_loo:.1f} s, "
            f"total wall time {wall:.1f} s ({'under' if wall < 600 else 'OVER'} 10 minutes).", ""]
     text = "\n".join(md)
     (OUT / "asymptotics.md").write_text(text)

@@ -17,11 +17,11 @@ averaged over pairs (also the pooled correlation).
 import argparse
 import time
 
-import numpy as np
 import jax.numpy as jnp
+import numpy as np
 
 import coxinfluence.autodiff as ad
-from coxinfluence.autodiff import losses, datasets
+from coxinfluence.autodiff import datasets, losses
 
 
 def pair_corr(a, b, pairs):
@@ -63,7 +63,8 @@ def main():
     _, _, d2 = run(s2, a.warm_start, pairs)
     c_vif = pair_corr(-v / 34, d1, pairs)
     c_bf = pair_corr(d2, d1, pairs)
-    start = "warm start at theta_hat" if a.warm_start else "retrained from the seed's initialization"
+    start = ("warm start at theta_hat" if a.warm_start
+             else "retrained from the seed's initialization")
     print(f"Karate, sampled walks, seeds {s1},{s2}, LOO {start}\n")
     print("| Scenario | Dataset | Method | Pearson (mean over pairs) | Pearson (pooled) | paper |")
     print("|---|---|---|---|---|---|")

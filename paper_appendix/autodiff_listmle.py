@@ -23,14 +23,15 @@ import os
 import sys
 import time
 
-import numpy as np
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import coxinfluence.autodiff as ad  # noqa: E402
-from coxinfluence.autodiff import losses, datasets  # noqa: E402
 from _common import write_result  # noqa: E402
+
+import coxinfluence.autodiff as ad  # noqa: E402
+from coxinfluence.autodiff import datasets, losses  # noqa: E402
 
 
 def corr(a, b):
@@ -54,7 +55,8 @@ def main():
         keep = (R >= 0).any(1)
         F, R = X.X[keep], R[keep]
         D = {"F_train": F[:a.n_train], "R_train": R[:a.n_train],
-             "F_test": F[a.n_train:a.n_train + a.n_test], "R_test": R[a.n_train:a.n_train + a.n_test]}
+             "F_test": F[a.n_train:a.n_train + a.n_test],
+             "R_test": R[a.n_train:a.n_train + a.n_test]}
         n_items, what = X.n_labels, f"REAL data from {a.xc_file}"
     else:
         D = datasets.synthetic_mediamill(n_train=a.n_train, n_test=a.n_test, seed=a.seed)

@@ -28,19 +28,19 @@ batches of 100 event-time terms, scale from power iteration.
 Writes paper_appendix/out/autodiff_solvers_runtime.md.
 """
 import argparse
-
 import os
 import sys
 
-import numpy as np
 import jax.numpy as jnp
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import timed, write_result  # noqa: E402
+
 import coxinfluence.autodiff as ad  # noqa: E402
 from coxinfluence.autodiff import losses  # noqa: E402
 from coxinfluence.autodiff.solvers import _loss_hvp_cols  # noqa: E402
 from coxinfluence.datasets import paper_split  # noqa: E402
-from _common import timed, write_result  # noqa: E402
 
 LINES = []
 
@@ -94,7 +94,8 @@ def main():
     out("|---|---|---|---|")
     for name, v, tt in (("explicit", ex, t_ex), ("CG", cg, t_cg),
                         ("LiSSA (50 event terms/step, depth 2000)", li, t_li)):
-        out(f"| {name} | {tt:.2f} | {rel(v, ex):.2e} | {np.corrcoef(v.ravel(), ex.ravel())[0, 1]:.6f} |")
+        out(f"| {name} | {tt:.2f} | {rel(v, ex):.2e} | "
+            f"{np.corrcoef(v.ravel(), ex.ravel())[0, 1]:.6f} |")
     out()
 
     out(f"## MLP Cox, target = log-risk of {a.n_targets} test patients, damping "

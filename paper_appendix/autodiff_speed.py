@@ -26,15 +26,15 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from _common import data_path, markdown_table, median_time, timed, write_result  # noqa: E402
+
 import coxinfluence as ci  # noqa: E402
 import coxinfluence.autodiff as ad  # noqa: E402
 from coxinfluence.autodiff import losses  # noqa: E402
 from coxinfluence.autodiff.core import compiled  # noqa: E402
 from coxinfluence.datasets import paper_split  # noqa: E402
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-
-from _common import data_path, markdown_table, median_time, timed, write_result  # noqa: E402
 
 PAPER_VIF_S = 2.43   # the paper's Table 2, METABRIC
 
@@ -74,7 +74,8 @@ def main():
 
         def grads():
             for s in range(0, pad, bs):
-                jax.block_until_ready(fns["deletion_rows"](th, gf, ones, jnp.asarray(idx[s:s + bs])))
+                jax.block_until_ready(
+                    fns["deletion_rows"](th, gf, ones, jnp.asarray(idx[s:s + bs])))
 
         t_g = median_time(grads, a.repeats)
         t_h = median_time(lambda: ad.ExplicitSolver(L, fit.coef, n).solve(np.eye(d)), a.repeats)
@@ -88,11 +89,13 @@ def main():
             f"autodiff VIF: {PAPER_VIF_S} s.\n\n")
     tab = markdown_table(
         ["batch", "autodiff 1st call incl. compile (s)", "autodiff compiled call (ms)",
-         "closed form (ms)", "compiled / closed form", "paper 2.43 s / compiled", "batch memory B*n*8 (MiB)",
+         "closed form (ms)", "compiled / closed form", "paper 2.43 s / compiled",
+         "batch memory B*n*8 (MiB)",
          "max rel. diff vs ci.vif"], rows)
     tab2 = markdown_table(["batch", "deletion gradients, all n (ms)",
                            "Hessian (d HVPs) + Cholesky + solve (ms)"], parts)
-    write_result("autodiff_speed.md", head + tab + "\n\nParts of a compiled call:\n\n" + tab2 + "\n")
+    write_result("autodiff_speed.md",
+                 head + tab + "\n\nParts of a compiled call:\n\n" + tab2 + "\n")
 
 
 if __name__ == "__main__":

@@ -29,16 +29,17 @@ import argparse
 import os
 import sys
 
-import numpy as np
 import jax.numpy as jnp
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import data_path, markdown_table, timed, write_result  # noqa: E402
+
 import coxinfluence as ci  # noqa: E402
 import coxinfluence.autodiff as ad  # noqa: E402
 from coxinfluence.autodiff import losses  # noqa: E402
 from coxinfluence.datasets import paper_split  # noqa: E402
 from coxinfluence.metrics import mean_column_correlation  # noqa: E402
-from _common import data_path, markdown_table, timed, write_result  # noqa: E402
 
 PAPER = {"linear": {"explicit": 0.997, "CG": 0.997, "LiSSA": 0.981, "brute force": 0.997},
          "neural": {"explicit": 0.238, "CG": 0.201, "LiSSA": 0.197, "brute force": 0.219}}

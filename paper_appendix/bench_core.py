@@ -15,12 +15,11 @@ import time
 
 import numpy as np
 import pandas as pd
+from _common import data_path, markdown_table, median_time, r_available, r_dfbeta_time, write_result
 
 import coxinfluence as ci
 from coxinfluence.datasets import paper_split
 from coxinfluence.metrics import relative_risk_correlation
-
-from _common import data_path, markdown_table, median_time, r_available, r_dfbeta_time, write_result
 
 PAPER = {"metabric": {"VIF (paper, autodiff)": 2.43, "brute-force LOO (paper)": 24 * 60},
          "support": {"VIF (paper, autodiff)": 12.3, "brute-force LOO (paper)": 225 * 60}}

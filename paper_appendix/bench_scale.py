@@ -35,8 +35,9 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
 sys.path.insert(0, str(HERE.parent))
 
-import coxinfluence as ci  # noqa: E402
 from _common import median_time  # noqa: E402
+
+import coxinfluence as ci  # noqa: E402
 
 
 def synthetic(n, d=10, seed=0):

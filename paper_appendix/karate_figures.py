@@ -22,16 +22,15 @@ import time
 import matplotlib
 
 matplotlib.use("Agg")
+import jax.numpy as jnp  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
+from _common import OUT, markdown_table, write_result  # noqa: E402
+from autodiff_karate import run  # noqa: E402
 
 import coxinfluence.autodiff as ad  # noqa: E402
 from coxinfluence.autodiff import datasets  # noqa: E402
-
-from _common import OUT, markdown_table, write_result  # noqa: E402
-from autodiff_karate import run  # noqa: E402
 
 PAIRS = np.array([(12, 10), (15, 13)])
 

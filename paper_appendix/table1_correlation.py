@@ -40,13 +40,12 @@ import dataclasses
 import time
 
 import numpy as np
+from _common import data_path, markdown_table, write_result
 
 import coxinfluence as ci
 from coxinfluence.cox import cox_gradient, cox_hessian
 from coxinfluence.datasets import paper_split
 from coxinfluence.metrics import relative_risk_correlation
-
-from _common import data_path, markdown_table, write_result
 
 EPOCHS = {"metabric": 200, "support": 100}
 PAPER = {"metabric": {"VIF": 0.997, "Brute-Force": 0.997},
@@ -275,7 +274,8 @@ def run_dataset(name, adam_rows, tie_rows, seed, newton):
         f"{np.abs(fit_br.coef).max():.3g}); ||theta_Adam(seed {seed}) - theta_Adam(seed "
         f"{seed + 1})||_inf = {np.abs(full_a - full_b).max():.3g}; median |theta_Adam,-i - "
         f"theta_Adam| = {np.median(np.abs(loo_a - full_a)):.2e} vs exact median "
-        f"|theta_-i - theta_hat| = {np.median(np.abs(exact_br - fit_br.coef)):.2e}; closed-form VIF at "
+        f"|theta_-i - theta_hat| = {np.median(np.abs(exact_br - fit_br.coef)):.2e}; "
+        "closed-form VIF at "
         f"the Adam parameters vs its definition (3 rows): max rel. difference "
         f"{vif_def_err:.1e}. Timing: exact_loo {timing['exact_loo']:.2f} s, Adam "
         f"retraining of {len(sub)} rows {timing['adam_loo_seed_a']:.1f} s"

@@ -20,12 +20,11 @@ import platform
 import time
 
 import numpy as np
+from _common import data_path, markdown_table, median_time, r_available, r_dfbeta_time, write_result
+from bench_core import PAPER, lifelines_delta_beta_time
 
 import coxinfluence as ci
 from coxinfluence.datasets import paper_split
-
-from _common import data_path, markdown_table, median_time, r_available, r_dfbeta_time, write_result
-from bench_core import PAPER, lifelines_delta_beta_time
 
 
 def fmt_s(s):

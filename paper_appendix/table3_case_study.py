@@ -16,12 +16,11 @@ import argparse
 
 import numpy as np
 import pandas as pd
+from _common import data_path, markdown_table, write_result
 
 import coxinfluence as ci
 from coxinfluence.datasets import paper_split
 from coxinfluence.targets import RelativeRisk
-
-from _common import data_path, markdown_table, write_result
 
 
 def main(argv=None):

@@ -22,14 +22,13 @@ import time
 
 import numpy as np
 import pandas as pd
+from _common import data_path, markdown_table, write_result
 
 import coxinfluence as ci
 from coxinfluence import targets as T
 from coxinfluence.datasets import paper_split
 from coxinfluence.influence import theta_change
 from coxinfluence.metrics import relative_risk_correlation
-
-from _common import data_path, markdown_table, write_result
 
 
 def mean_column_correlation(a, b):
@@ -75,8 +74,8 @@ def main():
             f"Paper's metric against exact refits (mean over test patients of the correlation "
             f"over training patients; min over test patients in brackets).\n\n"
             + markdown_table(["method", "relative risk, chain rule", "relative risk, plug-in",
-                              "S(t_med \| x), with baseline-hazard data effect",
-                              "S(t_med \| x), chain rule through theta only", "seconds (theta)"],
+                              r"S(t_med \| x), with baseline-hazard data effect",
+                              r"S(t_med \| x), chain rule through theta only", "seconds (theta)"],
                              rows)
             + f"\n\nExact leave-one-out refits: {t_exact:.2f} s; exact S(t|x) for all refits: "
               f"{t_s_exact:.2f} s; baseline-hazard data effect (deletion at theta_hat): "
