@@ -21,6 +21,8 @@ import jax as _jax
 
 _jax.config.update("jax_enable_x64", True)
 
+from . import losses  # noqa: E402
+from .core import vif, weight_influence  # noqa: E402
 from .solvers import (  # noqa: E402
     CGSolver,
     ExplicitSolver,
@@ -31,8 +33,6 @@ from .solvers import (  # noqa: E402
     hessian_matrix,
     make_solver,
 )
-from .core import vif, weight_influence  # noqa: E402
-from . import losses  # noqa: E402
 
 __all__ = [
     "vif",

@@ -17,9 +17,9 @@ is Reid's (1985) IF, since R's score residual is ``-d/dw_i grad L``).
 """
 from __future__ import annotations
 
-import numpy as np
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .solvers import make_solver, per_loss_cache
 
@@ -91,7 +91,8 @@ def _check_inputs(loss_fn, theta_hat, n_objects, objects):
         raise ValueError(f"n_objects must be a positive integer, got {n_objects!r}")
     theta = np.array(theta_hat, dtype=np.float64, copy=True)
     if theta.ndim != 1 or theta.size == 0:
-        raise ValueError(f"theta_hat must be a non-empty 1-D parameter vector, got shape {theta.shape}")
+        raise ValueError("theta_hat must be a non-empty 1-D parameter vector, got shape "
+                         f"{theta.shape}")
     if not np.all(np.isfinite(theta)):
         raise ValueError("theta_hat contains non-finite values")
     if objects is None:
@@ -101,7 +102,8 @@ def _check_inputs(loss_fn, theta_hat, n_objects, objects):
         if objs.ndim != 1 or not np.issubdtype(objs.dtype, np.integer):
             raise ValueError("objects must be a 1-D array of integer object indices")
         if objs.size and (objs.min() < 0 or objs.max() >= n):
-            raise ValueError(f"objects must lie in [0, {n}), got range [{objs.min()}, {objs.max()}]")
+            raise ValueError(f"objects must lie in [0, {n}), got range "
+                             f"[{objs.min()}, {objs.max()}]")
     try:
         val, g_full = compiled(loss_fn)["value_and_grad"](theta, np.ones(n))
     except TypeError as err:
