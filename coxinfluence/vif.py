@@ -139,8 +139,11 @@ def _own_group_change_fast(data, state):
     return out
 
 
-def _vif_delta_direct(data, state, block_rows=None):
-    """``grad L(all) - grad L(-i)`` for every sorted row by direct summation, O(n K d)."""
+def _vif_delta_direct(data, state, block_rows=None, own_group=None):
+    """``grad L(all) - grad L(-i)`` for every sorted row by direct summation of part 1,
+    O(n K d) time, memory bounded by ``block_rows`` rows; part 2 by ``own_group``
+    (default the O(K d) ``_own_group_change_fast``; the tests pass the pairwise
+    reference ``_own_group_change``, whose memory grows with the squared tie sizes)."""
     X = data.X
     K = data.term_group.size
     lo, hi = RiskSets(data).deletion_term_ranges
@@ -148,7 +151,7 @@ def _vif_delta_direct(data, state, block_rows=None):
     m, den, a = state.mean_weight, state.den, state.term_mean
     if block_rows is None:
         block_rows = max(1, int(2e7 // max(K, 1)))
-    delta = _own_group_change(data, state)
+    delta = (own_group or _own_group_change_fast)(data, state)
     k = np.arange(K)
     for start in range(0, data.n, block_rows):
         rows = slice(start, min(start + block_rows, data.n))
