@@ -51,6 +51,9 @@ STEPS = [
      ["--quick"], "asymptotics.md"),
     ("targets", "Beyond the paper: other targets on METABRIC (S(t|x), chain rule)",
      "targets_metabric.py", [], [], "targets_metabric.md"),
+    ("subjects", "Beyond the paper: per-subject influence on (start, stop] data with id "
+     "(accuracy, R dfbeta, 10^6 rows)", "bench_subjects.py", [], ["--quick"],
+     "bench_subjects.md"),
 ]
 # Table 2's autodiff rows: the paper's numbers and where our run prints its times
 # (a regex with named groups vif and bf, searched in the step's standard output)
@@ -112,7 +115,8 @@ def main(argv=None):
         if rc != 0:
             failed.append(key)
             tail = "\n".join(stdout.strip().splitlines()[-25:])
-            body = f"**FAILED** (exit {rc}); last lines of out/logs/{key}.log:\n\n```\n{tail}\n```\n"
+            body = (f"**FAILED** (exit {rc}); last lines of out/logs/{key}.log:\n\n"
+                    f"```\n{tail}\n```\n")
         elif md_file and (OUT / md_file).exists():
             body = strip_md((OUT / md_file).read_text())
         else:
