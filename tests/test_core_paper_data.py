@@ -70,3 +70,20 @@ def test_mean_column_correlation():
     assert mean_column_correlation(a3, b, skip_constant=True) == pytest.approx(kept, rel=1e-12)
     with pytest.raises(ValueError, match="every column"):
         mean_column_correlation(np.ones((5, 2)), b[:5, :2], skip_constant=True)
+
+
+def test_paper_split_leaves_the_global_random_state_alone(shared_data_dir):
+    """The split equals the paper's code (np.random.seed then DataFrame.sample) without
+    changing the caller's global NumPy random state."""
+    from coxinfluence.datasets import load_deepsurv
+    df = load_deepsurv("metabric", shared_data_dir)
+    np.random.seed(0)                                   # the paper's code, literally
+    test = df.sample(frac=0.2)
+    val = df.drop(test.index).sample(frac=0.2)
+    np.random.seed(123)
+    expected_next = np.random.random()
+    np.random.seed(123)
+    split = paper_split("metabric", path=shared_data_dir)
+    assert np.random.random() == expected_next
+    assert split.test.index.equals(test.index) and split.val.index.equals(val.index)
+    assert len(split.train) == 1218
