@@ -234,8 +234,11 @@ def _hazard_terms(fit, theta, deleted=None):
     _, r, shift, den = rs.risk(theta, terms)
     m = np.broadcast_to(terms.mean_weight, den.shape)
     inc = m / den
-    a = rs.term_means(r, den, terms.frac) if deleted is None else None
-    return inc, shift, a
+    # the data's covariates are centred: on the caller's scale eta (hence the shift) is
+    # larger by theta' X_center, and the term means by X_center
+    centre = fit.data.X_center
+    a = rs.term_means(r, den, terms.frac) + centre if deleted is None else None
+    return inc, shift + (theta @ centre)[:, None], a
 
 
 def _cum_mask(fit, times):

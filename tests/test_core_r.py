@@ -59,3 +59,22 @@ def test_live_against_r(tmp_path):
         fit = check_against_r(data, ref, config)
         loo = ci.exact_loo(fit, progress=False)
         assert np.abs(loo - reference(ref, config, "loo")).max() < 1e-7, config
+
+
+@pytest.mark.parametrize("offset, tol", [(1e4, 1e-8), (1e6, 1e-8), (1e8, 1e-6)])
+def test_a_covariate_with_a_large_offset_gives_rs_fit(offset, tol):
+    """The partial likelihood does not see a constant added to a covariate, so R's numbers
+    for the data without the offset are the oracle. The fit centres covariates (as R does);
+    without centring the information cancelled (7e-6 relative at offset/sd = 1e5, no
+    convergence at 1e6). At 1e8 the input itself is rounded to ~1e-8 absolute, hence 1e-6."""
+    from r_reference import COVARIATES
+    data, ref = load(GOLDEN)
+    config = "efron_strata_weights"
+    X = data[COVARIATES].to_numpy().copy()
+    X[:, 0] += offset * X[:, 0].std()
+    fit = ci.fit_cox(X, data["time"].to_numpy(), data["status"].to_numpy(),
+                     weights=data["w"].to_numpy(), strata=data["s"].to_numpy(), ties="efron")
+    assert fit.converged
+    assert rel_err(fit.coef, reference(ref, config, "coef")[0]) < tol
+    assert rel_err(fit.information, reference(ref, config, "information")) < tol
+    assert rel_err(ci.reid_influence(fit), fit.n * reference(ref, config, "dfbeta")) < 10 * tol

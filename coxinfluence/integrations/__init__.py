@@ -69,7 +69,8 @@ def attach_columns(frame: pd.DataFrame, data, n) -> pd.DataFrame:
 def _frame_from_fit(fit: CoxFit) -> pd.DataFrame:
     data = fit.data
     index = data.index if data.index is not None else pd.RangeIndex(data.n)
-    frame = pd.DataFrame(data.to_caller_order(data.X), index=index, columns=data.columns)
+    frame = pd.DataFrame(data.to_caller_order(data.X + data.X_center), index=index,
+                         columns=data.columns)
     frame["time"] = data.to_caller_order(data.time)
     frame["event"] = data.to_caller_order(data.event)
     return frame
