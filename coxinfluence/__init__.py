@@ -11,7 +11,15 @@ approximating ``n (theta_hat - theta_hat_{-i})``; the leave-one-out change is
 """
 from . import datasets, metrics, targets
 from ._data import CoxData, CoxInputError
-from .cox import ConvergenceWarning, CoxFit, cox_gradient, cox_hessian, cox_loss, fit_cox
+from .cox import (
+    ConvergenceWarning,
+    CoxFit,
+    NotConvergedError,
+    cox_gradient,
+    cox_hessian,
+    cox_loss,
+    fit_cox,
+)
 from .influence import InfluenceResult, influence
 from .loo import LeaveOneOutWarning, exact_loo, newton_loo
 from .reid import reid_influence, score_residuals
@@ -21,6 +29,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CoxData", "CoxFit", "CoxInputError", "ConvergenceWarning", "LeaveOneOutWarning",
+    "NotConvergedError",
     "fit_cox", "cox_loss", "cox_gradient", "cox_hessian",
     "reid_influence", "score_residuals", "vif", "exact_loo", "newton_loo",
     "influence", "InfluenceResult", "targets", "datasets", "metrics",

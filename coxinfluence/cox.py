@@ -124,6 +124,24 @@ class CoxFit:
         D = np.asarray(reid_influence(self, groups=groups), dtype=np.float64) / units.n_units
         return D.T @ D
 
+    def diverging_columns(self):
+        """Covariates along which the partial likelihood is flat at ``coef``: the
+        information in units of ``(events) x var(x_j)`` (what a covariate carries at
+        ``coef = 0``) has eigenvalues below 1e-8, and these columns load on those
+        directions (|loading| > 0.3). Empty when there are none."""
+        H = np.asarray(self.information, dtype=np.float64)
+        if not np.isfinite(H).all():
+            return list(self.columns)
+        data = self.data
+        events = float((data.weights * data.event).sum())
+        scale = np.sqrt(np.maximum(events * data.X.var(axis=0), 1e-300))
+        vals, vecs = np.linalg.eigh(H / scale[:, None] / scale[None, :])
+        flat = vals <= 1e-8
+        if not flat.any():
+            return []
+        load = np.abs(vecs[:, flat]).max(axis=1)
+        return [c for c, v in zip(self.columns, load) if v > 0.3]
+
     def paper_scale(self, delta, units=None):
         """``-(H/n)^{-1} delta`` for per-unit gradient differences ``delta`` (U, d, unit
         order of ``units``; per row in sorted order when ``units`` is None), with ``n`` the
@@ -215,8 +233,28 @@ def fit_cox(X, time, event, *, start=None, id=None, weights=None, strata=None, t
                   data=data, ties=ties, tol=tol, max_iter=max_iter)
 
 
-def check_fit(fit) -> CoxFit:
-    """``fit`` itself when it is a :class:`CoxFit`, else a ``TypeError`` naming its type."""
+class NotConvergedError(ValueError):
+    """The Cox fit did not converge: its leave-one-out refits have no reference point."""
+
+
+def check_fit(fit, what=None, *, refuse=False) -> CoxFit:
+    """``fit`` itself when it is a :class:`CoxFit`, else a ``TypeError`` naming its type.
+
+    When the fit did not converge, ``what`` (the caller's name) gets a
+    :class:`ConvergenceWarning` naming the diverging coefficients, or, with
+    ``refuse=True``, a :class:`NotConvergedError` (never a raw ``LinAlgError`` from the
+    singular information)."""
     if not isinstance(fit, CoxFit):
         raise TypeError(f"expected a CoxFit from coxinfluence.fit_cox; got {type(fit).__name__}")
+    if what is not None and not fit.converged:
+        names = fit.diverging_columns()
+        which = (f"the coefficients of {names} diverge (monotone likelihood, e.g. a covariate "
+                 "that separates the events)" if names else "it stopped before converging")
+        msg = (f"{what}: the Cox fit did not converge: {which}. Influence is measured against "
+               "a maximum that does not exist; a ridge penalty (lifelines penalizer) or "
+               "removing the covariate gives a model with one")
+        if refuse:
+            raise NotConvergedError(msg)
+        warnings.warn(msg + "; the values returned are not meaningful", ConvergenceWarning,
+                      stacklevel=3)
     return fit

@@ -212,7 +212,7 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
     caller's index for pandas input), subjects and clusters as a DataFrame indexed by
     their sorted labels. Undefined refits are NaN, with one :class:`LeaveOneOutWarning`.
     """
-    fit = check_fit(fit)
+    fit = check_fit(fit, "exact_loo", refuse=True)
     _refuse_penalty(fit, "exact_loo")
     data = fit.data
     units = resolve_units(fit, groups)
@@ -265,7 +265,7 @@ def newton_loo(fit, *, groups=None, batch_size=None):
     (with a warning) where ``H_{-g}`` is singular or the deletion leaves the design rank
     deficient.
     """
-    fit = check_fit(fit)
+    fit = check_fit(fit, "newton_loo")
     _refuse_penalty(fit, "newton_loo")
     data = fit.data
     units = resolve_units(fit, groups)

@@ -60,7 +60,7 @@ def reid_influence(fit, groups=None):
     (``collapse=id`` for units). After sorting: O(n d) for the score residuals, then
     O(n d^2 + d^3) to apply ``(H/n)^{-1}``.
     """
-    fit = check_fit(fit)
+    fit = check_fit(fit, "reid_influence")
     units = resolve_units(fit, groups)
     # the gradient of the loss moves by -w_i U_i when row i's weight drops by w_i
     delta = -fit.data.weights[:, None] * _score_residuals_sorted(fit)

@@ -195,7 +195,7 @@ def vif(fit, *, method="auto", groups=None):
         rounding (truncation below ``2^-53`` relative to the sum of absolute terms).
         "direct" sums over all event terms for every row (O(n K d), the reference).
     """
-    fit = check_fit(fit)
+    fit = check_fit(fit, "vif")
     _refuse_penalty(fit, "vif")
     return _vif(fit, method, groups)
 
