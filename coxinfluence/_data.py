@@ -415,16 +415,27 @@ def make_cox_data(X, time, event, *, start=None, id=None, weights=None, strata=N
     return data
 
 
-def _check_no_overlap(data):
-    """Raise if a subject has two rows at risk at one time in one stratum."""
+def units_with_overlap(data, unit_of_row, n_units):
+    """(n_units,) bool: the unit has two rows whose at-risk intervals ``(start, time]``
+    overlap within a stratum (without ``start``, every row is at risk from the origin).
+    Sorted by start within (unit, stratum), a row overlaps when it starts before the
+    latest end time of the rows before it."""
     start = np.full(data.n, -np.inf) if data.start is None else data.start
-    order = np.lexsort((start, data.strata, data.ids))
-    u, s = data.ids[order], data.strata[order]
+    order = np.lexsort((start, data.strata, unit_of_row))
+    u, s = unit_of_row[order], data.strata[order]
     same = (u[1:] == u[:-1]) & (s[1:] == s[:-1])
     run_end = pd.Series(data.time[order]).groupby(np.cumsum(np.r_[True, ~same])).cummax()
-    bad = same & (start[order][1:] < run_end.to_numpy()[:-1])
+    overlap = same & (start[order][1:] < run_end.to_numpy()[:-1])
+    out = np.zeros(n_units, dtype=bool)
+    out[u[1:][overlap]] = True
+    return out
+
+
+def _check_no_overlap(data):
+    """Raise if a subject has two rows at risk at one time in one stratum."""
+    bad = units_with_overlap(data, data.ids, len(data.id_labels))
     if bad.any():
-        labels = sorted({data.id_labels[c] for c in u[1:][bad]}, key=str)
+        labels = sorted((data.id_labels[c] for c in np.flatnonzero(bad)), key=str)
         hint = (" (without start=, every row is at risk from time 0: give start= for "
                 "several intervals of one subject, or groups= to the influence functions "
                 "for clusters)" if data.start is None else "")

@@ -18,7 +18,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from ._data import CoxData, _stratum_means, encode_labels, wrap_rows
+from ._data import CoxData, _stratum_means, encode_labels, units_with_overlap, wrap_rows
 from .deletion import Deletion
 
 
@@ -66,21 +66,9 @@ class Units:
         overlap within a stratum, so some risk set may hold both. For the others, deleting
         the unit changes every risk-set sum by at most one row, and its gradient change is
         exactly the sum of its rows' changes (the closed-form unit VIF)."""
-        data = self.data
-        out = np.zeros(self.n_units, dtype=bool)
         if self.is_rows:
-            return out
-        start = np.zeros(data.n) if data.start is None else data.start
-        order = np.lexsort((start, data.strata, self.of_row))
-        u, s = self.of_row[order], data.strata[order]
-        same = (u[1:] == u[:-1]) & (s[1:] == s[:-1])
-        # sorted by start within (unit, stratum): overlap iff a row starts before the
-        # latest end time of the rows before it
-        t = data.time[order]
-        run_end = _running_max_by_block(t, np.r_[True, ~same])
-        overlap = same & (start[order][1:] < run_end[:-1])
-        out[u[1:][overlap]] = True
-        return out
+            return np.zeros(self.n_units, dtype=bool)
+        return units_with_overlap(self.data, self.of_row, self.n_units)
 
     @cached_property
     def breaks_rank(self):
@@ -91,11 +79,6 @@ class Units:
             from ._data import rows_whose_deletion_breaks_rank
             return self.data.to_caller_order(rows_whose_deletion_breaks_rank(data))
         return _units_breaking_rank(data, self.of_row, self.n_units)
-
-
-def _running_max_by_block(values, new_block):
-    """Running maximum of ``values`` restarting where ``new_block`` is True."""
-    return pd.Series(values).groupby(np.cumsum(new_block)).cummax().to_numpy()
 
 
 def _units_breaking_rank(data, of_row, U):
