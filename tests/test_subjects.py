@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import coxinfluence as ci
@@ -115,8 +115,13 @@ def test_newton_loo_per_subject_equals_its_definition():
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), frac=st.floats(0.1, 0.9))
 def test_splitting_an_interval_at_a_non_event_time_changes_nothing(seed, frac):
-    df = subjects(seed, n_subj=20, ties=False, strata=False)
-    fit = fit_of(df)
+    df = subjects(seed, n_subj=40, ties=False, strata=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ci.ConvergenceWarning)
+        fit = fit_of(df)
+    # a small design can separate (x3 is one 0/1 value per subject): then there is no
+    # maximum to compare
+    assume(fit.converged)
     event_times = set(df.stop[df.event == 1])
     i = int(np.argmax((df.stop - df.start).to_numpy()))
     row = df.iloc[i]
