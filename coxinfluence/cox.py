@@ -119,9 +119,8 @@ class CoxFit:
         subjects (``id=``), else the rows. Equals R's ``coxph(..., cluster=id)$var``
         (``robust=TRUE`` without an id: one unit per row)."""
         from .reid import reid_influence
-        from .units import resolve_units
-        units = resolve_units(self, groups)
-        D = np.asarray(reid_influence(self, groups=groups), dtype=np.float64) / units.n_units
+        IF = np.asarray(reid_influence(self, groups=groups), dtype=np.float64)
+        D = IF / IF.shape[0]                 # one row per unit: IF_n(g) / n_units
         return D.T @ D
 
     def diverging_columns(self):
@@ -142,16 +141,12 @@ class CoxFit:
         load = np.abs(vecs[:, flat]).max(axis=1)
         return [c for c, v in zip(self.columns, load) if v > 0.3]
 
-    def paper_scale(self, delta, units=None):
-        """``-(H/n)^{-1} delta`` for per-unit gradient differences ``delta`` (U, d, unit
-        order of ``units``; per row in sorted order when ``units`` is None), with ``n`` the
-        number of units: the paper's scale of ``IF_n`` and ``VIF_n``, approximating
+    def paper_scale(self, delta, units):
+        """``-(H/n)^{-1} delta`` for per-unit gradient differences ``delta`` (U, d, in the
+        unit order of ``units``, a :class:`coxinfluence.units.Units`), with ``n`` the number
+        of units: the paper's scale of ``IF_n`` and ``VIF_n``, approximating
         ``n (theta_hat - theta_hat_{-g})`` (``docs/conventions.md``). Rows come back in the
         caller's order and index; subjects and clusters indexed by their sorted labels."""
-        from .units import row_units
-        if units is None:
-            units = row_units(self.data)
-            delta = self.data.to_caller_order(delta)
         sol = np.linalg.solve(self.information, np.asarray(delta).T).T
         return units.wrap(-units.n_units * sol)
 

@@ -18,26 +18,14 @@ import numpy as np
 class Deletion:
     """A batch of deletions: ``presence`` (B, n) of 0/1 floats (1 = kept).
 
-    Build one with :meth:`none`, :meth:`of_rows` (problem b deletes object ``rows[b]``)
-    or :meth:`of_units` (problem b deletes every object of unit ``units[b]``).
+    Build one with :meth:`of_rows` (problem b deletes object ``rows[b]``) or
+    :meth:`of_units` (problem b deletes every object of unit ``units[b]``).
     """
 
     __slots__ = ("presence",)
 
     def __init__(self, presence):
-        P = np.array(presence, dtype=np.float64, copy=True)
-        if P.ndim == 1:
-            P = P[None, :]
-        if P.ndim != 2:
-            raise ValueError(f"presence must be (B, n); got shape {P.shape}")
-        if not np.isin(P, (0.0, 1.0)).all():
-            raise ValueError("presence must contain only 0 (deleted) and 1 (kept)")
-        self.presence = P
-
-    @classmethod
-    def none(cls, n, batch=1):
-        """``batch`` problems that delete nothing."""
-        return cls(np.ones((batch, n)))
+        self.presence = presence
 
     @classmethod
     def of_rows(cls, n, rows):
@@ -47,7 +35,7 @@ class Deletion:
             raise ValueError(f"rows to delete must lie in 0..{n - 1}")
         P = np.ones((rows.size, n))
         P[np.arange(rows.size), rows] = 0.0
-        return cls._trusted(P)
+        return cls(P)
 
     @classmethod
     def of_units(cls, unit_of, units):
@@ -58,13 +46,7 @@ class Deletion:
         """
         unit_of = np.asarray(unit_of).reshape(-1)
         units = np.asarray(units).reshape(-1)
-        return cls._trusted((unit_of[None, :] != units[:, None]).astype(np.float64))
-
-    @classmethod
-    def _trusted(cls, P):
-        out = cls.__new__(cls)
-        out.presence = P
-        return out
+        return cls((unit_of[None, :] != units[:, None]).astype(np.float64))
 
     @property
     def batch(self):
@@ -76,12 +58,7 @@ class Deletion:
 
     def take(self, idx):
         """The sub-batch of problems ``idx``."""
-        return Deletion._trusted(self.presence[np.asarray(idx)].reshape(-1, self.n))
-
-    def reorder(self, order):
-        """The same deletions with objects relabelled: new object ``k`` is old object
-        ``order[k]`` (e.g. the caller's rows -> a sorted layout)."""
-        return Deletion._trusted(self.presence[:, np.asarray(order)])
+        return Deletion(self.presence[np.asarray(idx)].reshape(-1, self.n))
 
     def __repr__(self):
         return f"Deletion(batch={self.batch}, n={self.n})"
