@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ._data import CoxData, CoxInputError, make_cox_data
-from .newton import cox_objective, newton
+from .newton import cox_objective, gradient_tolerance, newton
 from .risksets import RiskSets
 
 
@@ -199,8 +199,9 @@ def fit_cox(X, time, event, *, start=None, id=None, weights=None, strata=None, t
     strata : (n,) stratum labels (or a DataFrame of several); each stratum has its own
         baseline hazard and risk sets.
     ties : "efron" (default, as R and lifelines) or "breslow".
-    tol : convergence when ``max |gradient| <= tol`` and the Newton step is at most
-        ``1e-6 (1 + max |coef|)``, or the step is at rounding level
+    tol : convergence when ``max |gradient| <= tol`` (or the gradient's rounding floor when
+        huge case weights make it larger: :func:`coxinfluence.newton.gradient_tolerance`) and the
+        Newton step is at most ``1e-6 (1 + max |coef|)``, or the step is at rounding level
         (:func:`coxinfluence.newton.converged`).
     max_iter : Newton iterations before giving up with a :class:`ConvergenceWarning`.
     init : starting coefficients (default zeros, as R).
@@ -214,7 +215,8 @@ def fit_cox(X, time, event, *, start=None, id=None, weights=None, strata=None, t
     theta0 = np.zeros(data.d) if init is None else np.asarray(init, dtype=np.float64)
     if theta0.shape != (data.d,):
         raise CoxInputError(f"init must have {data.d} entries; got shape {theta0.shape}")
-    res = newton(cox_objective(RiskSets(data)), theta0[None, :], tol=tol, max_iter=max_iter)
+    res = newton(cox_objective(RiskSets(data)), theta0[None, :],
+                 tol=gradient_tolerance(data, tol), max_iter=max_iter)
     converged = bool(res.converged[0])
     if not converged:
         gnorm = float(np.abs(res.grad[0]).max())
@@ -237,19 +239,30 @@ def check_fit(fit, what=None, *, refuse=False) -> CoxFit:
 
     When the fit did not converge, ``what`` (the caller's name) gets a
     :class:`ConvergenceWarning` naming the diverging coefficients, or, with
-    ``refuse=True``, a :class:`NotConvergedError` (never a raw ``LinAlgError`` from the
-    singular information)."""
+    ``refuse=True`` or when the information cannot be inverted, a
+    :class:`NotConvergedError` (never a raw ``LinAlgError``)."""
     if not isinstance(fit, CoxFit):
         raise TypeError(f"expected a CoxFit from coxinfluence.fit_cox; got {type(fit).__name__}")
     if what is not None and not fit.converged:
         names = fit.diverging_columns()
-        which = (f"the coefficients of {names} diverge (monotone likelihood, e.g. a covariate "
-                 "that separates the events)" if names else "it stopped before converging")
+        which = (f"the coefficients of {names} are not identified: they diverge (monotone "
+                 "likelihood, e.g. a covariate that separates the events) or the covariates "
+                 "are (nearly) collinear" if names else "it stopped before converging")
         msg = (f"{what}: the Cox fit did not converge: {which}. Influence is measured against "
                "a maximum that does not exist; a ridge penalty (lifelines penalizer) or "
                "removing the covariate gives a model with one")
-        if refuse:
+        if refuse or not _solvable(fit.information):
+            # nothing can be computed from a singular information: a clear error, never
+            # a raw LinAlgError
             raise NotConvergedError(msg)
         warnings.warn(msg + "; the values returned are not meaningful", ConvergenceWarning,
                       stacklevel=3)
     return fit
+
+
+def _solvable(H):
+    """The information can be inverted (finite, not exactly singular)."""
+    try:
+        return bool(np.isfinite(np.linalg.inv(H)).all())
+    except np.linalg.LinAlgError:
+        return False

@@ -7,6 +7,9 @@ For every training patient i it estimates the leave-one-out change
 
 with one of the methods (docs/conventions.md)
 
+    "auto"   VIF for every unit, exact refits of the units the audit is read for: the
+             top ones by displacement until the top 10 cannot change, and every flagged
+             unit (:mod:`coxinfluence.verified`); ``verified`` says which are exact
     "vif"    Delta_i = -VIF_n(i) / n           closed-form VIF (deletion of row i)
     "reid"   Delta_i = -IF_n(i) / n            Reid's IF; equals -R's resid(fit, "dfbeta")
     "newton" Delta_i = -H_{-i}^{-1} grad L_{-i}(theta_hat)   one-step Newton
@@ -21,24 +24,33 @@ likelihood displacement
     LD_i ~ Delta_i' I Delta_i                            (approximate methods; I = information)
 
 (for a penalised lifelines model, logL is minus the penalised objective J and I its
-Hessian: ``CoxFit.objective``, :mod:`coxinfluence.integrations._penalty`).
+Hessian: ``CoxFit.objective``, :mod:`coxinfluence.integrations._penalty`), LMAX, and
+``flags`` (:mod:`coxinfluence.flags`): units whose exact change does not exist
+(``undefined``), where the first-order estimate is predicted to be off (``unstable``),
+whose refit failed (``refit_failed``), or that may belong in the top 10 but were not
+refitted (``unverified_top``).
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from .cox import check_fit
 from .integrations import Resolved, resolve
+from .loo import Refits, _warn_undefined, exact_refits
 from .targets import Target, resolve_target, target_change, target_exact
 from .units import resolve_units
+from .verified import Verification, verify
 
-__all__ = ["influence", "InfluenceResult", "METHODS"]
+__all__ = ["influence", "InfluenceResult", "METHODS", "FLAGS", "TopNotVerifiedWarning"]
 
-METHODS = ("vif", "reid", "newton", "exact")
+METHODS = ("auto", "vif", "reid", "newton", "exact")
+FLAGS = ("undefined", "unstable", "refit_failed", "unverified_top")
 
 
 def theta_change(fit, method, *, groups=None, progress=None, executor=None):
@@ -48,8 +60,8 @@ def theta_change(fit, method, *, groups=None, progress=None, executor=None):
     from .loo import exact_loo, newton_loo
     from .reid import reid_influence
     from .vif import vif
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if method not in METHODS[1:]:
+        raise ValueError(f"method must be one of {METHODS[1:]}; got {method!r}")
     units = resolve_units(fit, groups)
     if fit.penalty is not None:
         if not units.is_rows:
@@ -68,6 +80,19 @@ def theta_change(fit, method, *, groups=None, progress=None, executor=None):
     loo = np.asarray(exact_loo(fit, groups=groups, progress=progress, executor=executor),
                      dtype=np.float64)
     return loo - fit.coef, loo
+
+
+def refit_units(fit, units, codes=None, *, progress=None, executor=None):
+    """Exact refits without the units ``codes`` (default all) as a
+    :class:`coxinfluence.loo.Refits`, for plain and ridge-penalised fits."""
+    if fit.penalty is not None:
+        if not units.is_rows:
+            raise NotImplementedError("subjects or clusters of a penalised (ridge) model are "
+                                      "not supported: the penalty's change per unit is not "
+                                      "implemented")
+        from .integrations._penalty import penalized_refits
+        return penalized_refits(fit, np.arange(units.n_units) if codes is None else codes)
+    return exact_refits(fit, units, codes, progress=progress, executor=executor)
 
 
 def unit_frame(resolved, units) -> pd.DataFrame:
@@ -92,11 +117,15 @@ def unit_frame(resolved, units) -> pd.DataFrame:
 
 @dataclass(eq=False)
 class InfluenceResult:
-    """Per-patient leave-one-out changes of a Cox model (:func:`influence`).
+    """Per-unit leave-one-out changes of a Cox model (:func:`influence`).
 
-    ``loo_change``: DataFrame indexed like the training data, one column per coefficient
-    or target entry, the estimated ``theta_hat_{-i} - theta_hat`` (or target change).
-    ``theta_change``: the coefficient changes behind it (same index).
+    ``loo_change``: DataFrame indexed by unit (the training rows' index, or the sorted
+    subject / cluster labels), one column per coefficient or target entry: the change
+    ``g_{-i} - g``; exact for the units in ``verified``, an estimate of ``method``
+    elsewhere. ``theta_change``: the coefficient changes behind it (same index).
+    ``flags``: why a number cannot be trusted (module docstring); ``fit_ok``: whether the
+    full fit converged to a maximum (else every number is measured against a maximum
+    that does not exist).
     """
 
     loo_change: pd.DataFrame
@@ -108,14 +137,20 @@ class InfluenceResult:
     source: str = "coxinfluence"
     _resolved: Resolved = field(default=None, repr=False)
     _exact: "InfluenceResult" = field(default=None, repr=False)
-    _objective_loo: np.ndarray = field(default=None, repr=False)   # objective at the refits
+    objective_loo: np.ndarray = field(default=None, repr=False)    # objective at the refits
     units: object = field(default=None, repr=False)    # coxinfluence.units.Units
     include_data_effect: bool = True
+    refits: Refits = field(default=None, repr=False)   # the exact refits made (auto, exact)
+    verification: Verification = field(default=None, repr=False)   # auto's stopping rule
+    approx: "InfluenceResult" = field(default=None, repr=False)     # auto: the VIF result
+    fit_ok: bool = True
+    _flags: pd.DataFrame = field(default=None, repr=False)
 
     def __repr__(self):
         n, m = self.loo_change.shape
+        extra = (f", verified={int(self.verified.sum())}" if self.method == "auto" else "")
         return (f"InfluenceResult(method={self.method!r}, target={self.target.name!r}, "
-                f"patients={n}, columns={m}, source={self.source!r})")
+                f"{self.unit_name}={n}, columns={m}{extra}, source={self.source!r})")
 
     @property
     def unit_name(self) -> str:
@@ -135,6 +170,32 @@ class InfluenceResult:
         """Whether dfbetas and the report use the robust (sandwich) SE."""
         return self._resolved is not None and self._resolved.robust
 
+    # ------------------------------------------------------------------- trust
+    @property
+    def verified(self) -> pd.Series:
+        """(bool, per unit) whose numbers come from an exact refit that converged to a
+        maximum: all units for ``method="exact"`` (but undefined and failed ones), the
+        refitted ones for ``"auto"``, none for the approximations."""
+        out = np.zeros(len(self.loo_change), dtype=bool)
+        if self.refits is not None:
+            out[self.refits.codes[self.refits.ok]] = True
+        return pd.Series(out, index=self.loo_change.index, name="verified")
+
+    @property
+    def flags(self) -> pd.DataFrame:
+        """Booleans per unit, one column per reason (module docstring, :data:`FLAGS`):
+        ``undefined`` (the exact change does not exist: NaN), ``unstable`` (the
+        first-order estimate is predicted to be off: :mod:`coxinfluence.flags`),
+        ``refit_failed``, ``unverified_top``."""
+        if self._flags is None:
+            self._flags = _flags(self)
+        return self._flags
+
+    @property
+    def flagged(self) -> pd.Series:
+        """(bool, per unit) any flag."""
+        return self.flags.any(axis=1).rename("flagged")
+
     # ---------------------------------------------------------------- derived tables
     @property
     def target_se(self) -> pd.Series:
@@ -150,24 +211,76 @@ class InfluenceResult:
 
     @property
     def dfbetas(self) -> pd.DataFrame:
-        """Standardised changes ``loo_change / se`` (for coefficients with method "reid":
-        minus R's ``resid(fit, "dfbetas")``, R's sign being ``theta_hat - theta_hat_{-i}``)."""
+        """Standardised changes ``loo_change / se`` (``target_se``). Sign: ours is
+        ``g_{-i} - g``; R's ``resid(fit, "dfbetas")`` is ``theta_hat - theta_hat_{-i}``,
+        so for coefficients with method "reid" this is minus R's."""
         return self.loo_change / self.target_se
 
     @property
-    def likelihood_displacement(self) -> pd.Series:
-        """``2 [logL(theta_hat) - logL(theta_hat_{-i})]``: exact for refits (full-data
-        logL at the refit), else the quadratic form ``Delta_i' I Delta_i``."""
-        if self._objective_loo is not None:
-            ld = 2.0 * (self._objective_loo - self.fit.objective(self.fit.coef)[0])
+    def ld_approx(self) -> pd.Series:
+        """The quadratic form ``Delta_i' I Delta_i`` of the first-order change (VIF for
+        ``auto``; the method's own change for "vif", "reid", "newton"; NaN for "exact")."""
+        if self.method == "exact":
+            ld = np.full(len(self.loo_change), np.nan)
         else:
-            D = self.theta_change.to_numpy()
+            src = self.approx if self.approx is not None else self
+            D = src.theta_change.to_numpy()
             ld = np.einsum("ij,jk,ik->i", D, self.fit.information, D)
+        return pd.Series(ld, index=self.loo_change.index, name="ld_approx")
+
+    @property
+    def ld_exact(self) -> pd.Series:
+        """``2 [logL(theta_hat) - logL(theta_hat_{-i})]`` (full-data log likelihood at the
+        refit; minus the penalised objective for penalised fits) where the unit was
+        refitted to a maximum, else NaN."""
+        ld = np.full(len(self.loo_change), np.nan)
+        if self.objective_loo is not None:
+            ld = 2.0 * (self.objective_loo - self.fit.objective(self.fit.coef)[0])
+        return pd.Series(ld, index=self.loo_change.index, name="ld_exact")
+
+    @property
+    def likelihood_displacement(self) -> pd.Series:
+        """The displacement the result ranks by: exact (:attr:`ld_exact`) where the unit
+        was refitted, NaN where its refit is undefined or failed, else the quadratic form
+        (:attr:`ld_approx`)."""
+        exact = self.ld_exact.to_numpy()
+        refitted = np.zeros(exact.shape[0], dtype=bool)
+        if self.refits is not None:
+            refitted[self.refits.codes] = True
+        ld = np.where(refitted, exact, self.ld_approx.to_numpy())
         return pd.Series(ld, index=self.loo_change.index, name="likelihood_displacement")
 
+    @property
+    def lmax(self) -> pd.Series:
+        """LMAX (Pettitt and Bin Daud 1989; SAS PHREG ``LMAX=``, Stata ``predict, lmax``):
+        ``|l_max|``, the unit's entry of the unit-length eigenvector of the largest
+        eigenvalue of ``B = U I^{-1} U'``, the curvature of the likelihood displacement
+        under case-weight perturbation; ``U`` (n_units, d) the per-unit score residuals
+        (summed over a unit's rows: ``U_g = I IF_n(g) / n``, Reid's IF). The squares
+        sum to 1; the sign of an eigenvector is arbitrary, hence the absolute value."""
+        from .reid import reid_influence
+        groups = None if self._resolved is None else self._resolved.groups
+        fit = self.fit
+        IF = np.asarray(reid_influence(fit, groups=groups), dtype=np.float64)
+        return pd.Series(lmax_from_scores(IF @ fit.information / IF.shape[0],
+                                          fit.information),
+                         index=self.loo_change.index, name="lmax")
+
+    def summary_frame(self) -> pd.DataFrame:
+        """One table per unit (as statsmodels' ``summary_frame``): the changes
+        (``change <col>``), ``dfbetas <col>``, ``likelihood_displacement`` (exact where
+        verified), ``ld_exact``, ``ld_approx``, ``lmax``, the flags, ``flagged`` and
+        ``verified``."""
+        parts = [self.loo_change.add_prefix("change "), self.dfbetas.add_prefix("dfbetas "),
+                 self.likelihood_displacement, self.ld_exact, self.ld_approx, self.lmax,
+                 self.flags, self.flagged, self.verified]
+        return pd.concat(parts, axis=1)
+
     def top(self, k=5, by=None) -> pd.DataFrame:
-        """The ``k`` most influential patients: by likelihood displacement (default) or by
-        ``|loo_change[by]|``; with their changes, displacement, covariates, time and event."""
+        """The ``k`` most influential units: by likelihood displacement (default; exact
+        where verified) or by ``|loo_change[by]|``; with their changes, displacement,
+        ``verified``, ``flagged`` and covariates, time and event (for subjects and
+        clusters: rows, follow-up span and events). Undefined units (NaN) come last."""
         if not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be a positive integer; got {k!r}")
         ld = self.likelihood_displacement
@@ -178,15 +291,29 @@ class InfluenceResult:
         else:
             raise ValueError(f"by must be None or a column of loo_change "
                              f"{list(self.loo_change.columns)}; got {by!r}")
-        order = np.argsort(-score.to_numpy(), kind="stable")[:k]
+        order = _descending(score.to_numpy())[:k]
         idx = self.loo_change.index[order]
         changes = self.loo_change.iloc[order].add_prefix("change ")
-        out = pd.concat([changes, ld.iloc[order].to_frame()], axis=1)
+        out = pd.concat([changes, ld.iloc[order].to_frame(),
+                         self.verified.iloc[order], self.flagged.iloc[order]], axis=1)
         rest = self.frame.iloc[order]
         rest.index = idx
         out = pd.concat([out, rest], axis=1)
         out.insert(0, "rank", np.arange(1, len(order) + 1))
         return out
+
+    def largest_error(self):
+        """Among verified units of an ``auto`` result: ``(label, ld_approx, ld_exact)`` of
+        the unit whose VIF displacement is furthest from its exact one (relative), or
+        None."""
+        if self.approx is None:
+            return None
+        ok = self.verified.to_numpy() & np.isfinite(self.ld_exact.to_numpy())
+        if not ok.any():
+            return None
+        a, e = self.ld_approx.to_numpy()[ok], self.ld_exact.to_numpy()[ok]
+        j = int(np.argmax(np.abs(a - e) / np.maximum(np.abs(e), 1e-300)))
+        return self.loo_change.index[ok][j], float(a[j]), float(e[j])
 
     def correlation(self, other: "InfluenceResult") -> pd.Series:
         """Pearson correlation, per column, of this result's changes with ``other``'s."""
@@ -196,7 +323,7 @@ class InfluenceResult:
                           for j in range(a.shape[1])], index=a.columns, name="correlation")
 
     def exact(self, progress=None) -> "InfluenceResult":
-        """The same target by exact refits (computed once, then cached)."""
+        """The same target by exact refits of every unit (computed once, then cached)."""
         if self.method == "exact":
             return self
         if self._exact is None:
@@ -216,31 +343,133 @@ class InfluenceResult:
         return scatter_vs(self, exact if exact is not None else self.exact(), columns=columns)
 
 
+def lmax_from_scores(U, information):
+    """``|l_max|`` (:attr:`InfluenceResult.lmax`) from per-unit score residuals ``U``
+    (n_units, d): with ``U = Q R`` (thin QR), ``B = Q (R I^{-1} R') Q'``, so the top
+    eigenvector of B is ``Q e``, ``e`` that of the d x d matrix ``R I^{-1} R'``."""
+    Q, R = np.linalg.qr(U)
+    M = R @ np.linalg.solve(information, R.T)
+    vals, vecs = np.linalg.eigh(0.5 * (M + M.T))
+    return np.abs(Q @ vecs[:, -1])
+
+
+def _descending(score):
+    """Indices by decreasing score, NaN last, ties in index order."""
+    key = np.where(np.isfinite(score), -score, np.inf)
+    return np.argsort(key, kind="stable")
+
+
+def _flags(result) -> pd.DataFrame:
+    """The flags of ``result`` (:attr:`InfluenceResult.flags`)."""
+    from .flags import flag_frame
+    fit, units = result.fit, result.units
+    index = result.loo_change.index
+    if fit.penalty is None:
+        src = result.approx if result.approx is not None else result
+        vif_change = (src.theta_change.to_numpy() if src.method == "vif"
+                      else theta_change(fit, "vif", groups=_groups(result))[0])
+        base = flag_frame(fit, units, vif_change)
+        undefined = base["undefined"].to_numpy().copy()
+        unstable = base["unstable"].to_numpy()
+    else:       # a ridge objective has a maximum without every unit; no unstable rule
+        undefined = np.zeros(len(index), dtype=bool)
+        unstable = np.zeros(len(index), dtype=bool)
+    failed = np.zeros(len(index), dtype=bool)
+    if result.refits is not None:
+        status = result.refits.status
+        undefined[result.refits.codes[status == "undefined"]] = True
+        failed[result.refits.codes[status == "refit_failed"]] = True
+    top = (result.verification.unverified_top if result.verification is not None
+           else np.zeros(len(index), dtype=bool))
+    return pd.DataFrame({"undefined": undefined, "unstable": unstable,
+                         "refit_failed": failed, "unverified_top": top}, index=index)
+
+
+def _groups(result):
+    return None if result._resolved is None else result._resolved.groups
+
+
 def _compute(resolved, method, target, *, progress=None, executor=None,
              include_data_effect=True):
     fit, groups = resolved.fit, resolved.groups
     units = resolve_units(fit, groups)
-    dtheta, loo = theta_change(fit, method, groups=groups, progress=progress,
-                               executor=executor)
     frame = unit_frame(resolved, units)
-    index = frame.index
-    cols = target.columns(fit)
-    objective_loo = None
+    fit_ok = fit.converged
+    if method == "auto":
+        return _compute_auto(resolved, target, units, frame, progress=progress,
+                             executor=executor, include_data_effect=include_data_effect)
     if method == "exact":
+        check_fit(fit, "influence(method='exact')", refuse=True)
+        refits = refit_units(fit, units, progress=progress, executor=executor)
+        _warn_undefined(units, refits.codes[~refits.ok], "exact leave-one-out",
+                        failed=refits.codes[refits.status == "refit_failed"])
+        loo = refits.theta
+        dtheta = loo - fit.coef
         change = target_exact(fit, loo, target, units)
-        objective_loo = fit.objective(loo)
+        objective_loo = np.where(refits.ok, fit.objective(loo), np.nan)
     else:
+        refits = objective_loo = None
+        dtheta, _ = theta_change(fit, method, groups=groups, progress=progress,
+                                 executor=executor)
         change = target_change(fit, dtheta, target, units,
                                include_data_effect=include_data_effect)
+    return _result(resolved, method, target, units, frame, change, dtheta,
+                   objective_loo=objective_loo, refits=refits, fit_ok=fit_ok,
+                   include_data_effect=include_data_effect)
+
+
+def _result(resolved, method, target, units, frame, change, dtheta, **kw):
+    fit = resolved.fit
     return InfluenceResult(
-        loo_change=pd.DataFrame(change, index=index, columns=cols),
-        theta_change=pd.DataFrame(dtheta, index=index, columns=fit.columns),
+        loo_change=pd.DataFrame(change, index=frame.index, columns=target.columns(fit)),
+        theta_change=pd.DataFrame(dtheta, index=frame.index, columns=fit.columns),
         method=method, target=target, fit=fit, frame=frame, source=resolved.source,
-        _resolved=resolved, _objective_loo=objective_loo, units=units,
-        include_data_effect=include_data_effect)
+        _resolved=resolved, units=units, **kw)
 
 
-def influence(model, data=None, *, method="vif", target=None, include_data_effect=True,
+def _compute_auto(resolved, target, units, frame, *, progress, executor,
+                  include_data_effect):
+    """``method="auto"``: the VIF result, with exact refits (:func:`verify`) replacing
+    it where the audit is read."""
+    fit = resolved.fit
+    approx = _compute(resolved, "vif", target, include_data_effect=include_data_effect)
+    if not fit.converged:
+        # no maximum to refit against: the VIF numbers, flagged by fit_ok (check_fit has
+        # warned with the diverging covariates)
+        return dataclasses.replace(approx, method="auto", approx=approx, fit_ok=False)
+    flags = approx.flags
+    ver = verify(fit, units, approx.ld_approx.to_numpy(), flags.any(axis=1).to_numpy(),
+                 refit=lambda codes: refit_units(fit, units, codes, progress=progress,
+                                                 executor=executor))
+    if not ver.rule_met:
+        warnings.warn(f"method='auto': {ver.describe(resolved_unit_name(resolved))}",
+                      TopNotVerifiedWarning, stacklevel=4)
+    refits = ver.refits
+    codes = refits.codes
+    dtheta = approx.theta_change.to_numpy().copy()
+    change = approx.loo_change.to_numpy().copy()
+    loo = np.full_like(dtheta, np.nan)
+    loo[codes] = refits.theta
+    dtheta[codes] = refits.theta - fit.coef
+    if codes.size:
+        exact_change = target_exact(fit, loo, target, units)
+        change[codes] = exact_change[codes]
+    objective_loo = np.full(units.n_units, np.nan)
+    objective_loo[codes[refits.ok]] = fit.objective(refits.theta[refits.ok])
+    return _result(resolved, "auto", target, units, frame, change, dtheta,
+                   objective_loo=objective_loo, refits=refits, verification=ver,
+                   approx=approx, include_data_effect=include_data_effect)
+
+
+def resolved_unit_name(resolved):
+    return "patients" if resolved.groups is None else "clusters"
+
+
+class TopNotVerifiedWarning(UserWarning):
+    """``method="auto"`` could not verify the top units within its refit limit."""
+
+
+def influence(model, data=None, *, method="auto", target=None, include_data_effect=True,
               progress=None, executor=None, groups=None, robust=None) -> InfluenceResult:
     """Influence of every training patient on a fitted Cox model (module docstring).
 
@@ -251,14 +480,17 @@ def influence(model, data=None, *, method="vif", target=None, include_data_effec
         fitter) or a statsmodels ``PHRegResults``.
     data : the training DataFrame (required for lifelines; optional extra columns for
         the ``top`` table otherwise).
-    method : "vif" (default), "reid", "newton" or "exact".
+    method : "auto" (default): VIF for every unit and exact refits where the audit is
+        read (the top units until the top 10 cannot change, and every flagged unit;
+        :mod:`coxinfluence.verified`), ``verified`` saying which numbers are exact;
+        or "vif", "reid", "newton", "exact" for one method throughout.
     target : None / "coef" (coefficients), "hr" (hazard ratios), or a
         :class:`coxinfluence.targets.Target` (``RelativeRisk(X_new)``,
         ``LinearPredictor(X_new)``, ``Survival(X_new, times)``); new patients may be raw
         frames for lifelines formula models (transformed as lifelines does).
     include_data_effect : for survival targets, add the baseline hazard's direct
         dependence on the removed patient (default True; see :mod:`.targets`).
-    progress, executor : passed to ``exact_loo`` for ``method="exact"``.
+    progress, executor : passed to the exact refits (``method="exact"`` and ``"auto"``).
     groups : the units of deletion, one label per training row (caller's order): a
         cluster (a hospital) is deleted whole. Default: the model's subjects (a
         ``CoxFit`` with ``id=``, a lifelines ``CoxTimeVaryingFitter``'s ``id_col``), or its

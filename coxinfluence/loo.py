@@ -23,13 +23,14 @@ refitted without the unidentifiable columns when possible.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
 from ._data import CoxInputError, _stratum_means, check_design
 from .cox import check_fit
 from .deletion import Deletion
-from .newton import cox_objective, newton, solve_batch
+from .newton import cox_objective, gradient_tolerance, newton, solve_batch
 from .risksets import RiskSets
 from .units import resolve_units
 from .vif import _refuse_penalty
@@ -49,7 +50,7 @@ def _default_batch(data, per_row_floats=None):
 def _loo_chunk(data, of_row, coef, theta_start, hess_chol, codes, tol, max_iter, batch_size):
     """Refit without each of the units ``codes`` (``of_row``: unit code of each sorted row)
     from ``theta_start`` (U, d: starting points of all units); returns (theta (m, d),
-    converged (m,)). No BLAS reductions
+    converged (m,), flat (m,): :func:`_flat_at_refit`). No BLAS reductions
     (``blas=False``), so the bits do not depend on where the chunk runs.
 
     Quasi-Newton iterations first: steps with the full-data inverse Hessian, refined by
@@ -61,7 +62,7 @@ def _loo_chunk(data, of_row, coef, theta_start, hess_chol, codes, tol, max_iter,
     from scipy.linalg import cho_solve
     H_inv = cho_solve(hess_chol, np.eye(data.d))
     risk_sets = RiskSets(data)
-    thetas, oks = [], []
+    thetas, oks, flats = [], [], []
     for start in range(0, len(codes), batch_size):
         rows = codes[start:start + batch_size]
         deleted = Deletion.of_units(of_row, rows)
@@ -96,14 +97,37 @@ def _loo_chunk(data, of_row, coef, theta_start, hess_chol, codes, tol, max_iter,
         moved = np.abs(theta - theta_start[rows]).max(axis=1)
         predicted = np.abs(theta_start[rows] - coef).max(axis=1)
         rest = np.flatnonzero(~done | (moved > 1e-2 * (1 + predicted)))
+        flat = np.zeros(len(rows), dtype=bool)
         if rest.size:
             objective = cox_objective(risk_sets, deleted.take(rest), blas=False)
             res = newton(objective, theta[rest], tol=tol, max_iter=max_iter)
             theta[rest] = res.theta
             done[rest] = res.converged
+            flat[rest] = _flat_at_refit(res.hess, hess_chol)
         thetas.append(theta)
         oks.append(done)
-    return np.concatenate(thetas), np.concatenate(oks)
+        flats.append(flat)
+    return np.concatenate(thetas), np.concatenate(oks), np.concatenate(flats)
+
+
+FLAT_EIGENVALUE = 1e-6
+
+
+def _flat_at_refit(H_loo, hess_chol):
+    """(B,) bool: the deleted problem has no maximum where its refit stopped: the smallest
+    eigenvalue of ``H^{-1} H_{-g}(theta_{-g})`` (the information left relative to the full
+    data's) is below ``FLAT_EIGENVALUE``, or the Hessian is not finite. A monotone
+    likelihood (separation after the deletion) ends there: its information decays like
+    ``exp(-|theta|)`` along the diverging direction, while any refit with a maximum near
+    ``theta_hat`` keeps information comparable to the full data's."""
+    L = np.tril(hess_chol[0]) if hess_chol[1] else np.triu(hess_chol[0]).T
+    out = ~np.isfinite(H_loo).all(axis=(1, 2))
+    ok = np.flatnonzero(~out)
+    if ok.size:
+        Linv = np.linalg.inv(L)
+        M = Linv[None] @ H_loo[ok] @ Linv.T[None]
+        out[ok] = np.linalg.eigvalsh(0.5 * (M + M.transpose(0, 2, 1)))[:, 0] < FLAT_EIGENVALUE
+    return out
 
 
 def _broyden_update(J, idx, s, y):
@@ -172,16 +196,121 @@ def _identifiable_columns(data):
     return np.asarray(keep, dtype=int)
 
 
-def _warn_undefined(units, codes, what):
+def _warn_undefined(units, codes, what, failed=()):
+    """One :class:`LeaveOneOutWarning` naming the units ``codes`` whose result is NaN
+    (``failed``: those among them whose refit did not converge, named apart)."""
     if codes.size == 0:
         return
-    labels = units.describe(np.sort(codes))
     kind = "row" if units.is_rows else "unit"
-    shown = ", ".join(str(v) for v in labels[:20])
-    more = ", ..." if len(labels) > 20 else ""
-    warnings.warn(f"{what} is undefined for {len(labels)} {kind}(s) whose removal leaves the "
-                  f"model unidentifiable or divergent ({kind}s {shown}{more}); their affected "
-                  "coefficients are NaN", LeaveOneOutWarning, stacklevel=3)
+    failed = np.intersect1d(codes, failed)
+    undefined = np.setdiff1d(codes, failed)
+    parts = []
+    for which, text in ((undefined, "undefined: the removal leaves the model unidentifiable "
+                         "or without a maximum"), (failed, "failed to converge")):
+        if which.size:
+            labels = units.describe(which)
+            shown = ", ".join(str(v) for v in labels[:20]) + (", ..." if len(labels) > 20
+                                                              else "")
+            parts.append(f"{text} for {len(labels)} {kind}(s) ({kind}s {shown})")
+    warnings.warn(f"{what}: " + "; ".join(parts) + "; their affected coefficients are NaN",
+                  LeaveOneOutWarning, stacklevel=3)
+
+
+STATUSES = ("ok", "undefined", "refit_failed")
+
+
+@dataclass
+class Refits:
+    """Exact refits of some units: ``theta`` (m, d) the refitted coefficients, ``status``
+    (m,) one of :data:`STATUSES` per unit:
+
+    - ``"ok"``: converged to the tolerance, with a maximum (finite, every coefficient);
+    - ``"undefined"``: the deleted problem has no maximum, so the exact change does not
+      exist: the deletion leaves a covariate constant or collinear (those coefficients NaN,
+      the others refitted without them), leaves no event in the data (all NaN), or the
+      refit runs onto a flat likelihood (smallest
+      eigenvalue of ``H^{-1} H_{-g}(theta_{-g})`` below ``FLAT_EIGENVALUE``: monotone
+      likelihood, all NaN);
+    - ``"refit_failed"``: Newton-Raphson did not converge for another reason (all NaN).
+    """
+
+    codes: np.ndarray
+    theta: np.ndarray
+    status: np.ndarray
+
+    @property
+    def ok(self):
+        return self.status == "ok"
+
+
+def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_size=None,
+                 tol=None, max_iter=50, n_chunks=None) -> Refits:
+    """Refit ``fit`` without each of the units ``codes`` (unit codes of ``units``, a
+    :class:`coxinfluence.units.Units`; default all): the engine of :func:`exact_loo`
+    (parameters there), returning a :class:`Refits` with a status per unit instead of
+    warning. A unit whose refit is undefined or failed is NaN, never an error for the
+    batch."""
+    data = fit.data
+    U = units.n_units
+    codes = np.arange(U) if codes is None else np.asarray(codes, dtype=int)
+    tol = gradient_tolerance(data, fit.tol if tol is None else tol)
+    batch_size = batch_size or _default_batch(data, per_row_floats=4 * data.n)
+    show = (codes.size > 2000) if progress is None else bool(progress)
+    from scipy.linalg import cho_factor
+
+    from .vif import _vif
+    chol = cho_factor(fit.information)
+    # Warm start: the first chord step from fit.coef, theta_hat - H^{-1} grad L_{-g}(theta_hat),
+    # is theta_hat - VIF_n(g)/n (the full-data gradient is zero), known in closed form.
+    theta_start = fit.coef - np.asarray(_vif(fit, groups=_groups_of(units)),
+                                        dtype=np.float64) / U
+    theta_start[~np.isfinite(theta_start).all(axis=1)] = fit.coef
+    args = (data, units.of_row, fit.coef, theta_start, chol)
+    m = codes.size
+    theta = np.empty((m, data.d))
+    ok = np.empty(m, dtype=bool)
+    flat = np.empty(m, dtype=bool)
+    if executor is None:
+        chunks = _chunks(m, m, batch_size)
+        results = map(lambda pos: _loo_chunk(*args, codes[pos], tol, max_iter, batch_size),
+                      chunks)
+    else:
+        if n_chunks is None:
+            workers = getattr(executor, "_max_workers", None) or 2
+            n_chunks = 4 * workers
+        chunks = _chunks(m, n_chunks, batch_size)
+        futures = [executor.submit(_loo_chunk, *args, codes[pos], tol, max_iter, batch_size)
+                   for pos in chunks]
+        results = (f.result() for f in futures)
+    bar = _progress(show, m, "exact leave-one-out")
+    for pos, (th, good, fl) in zip(chunks, results):
+        theta[pos], ok[pos], flat[pos] = th, good, fl
+        bar.update(len(pos))
+    bar.close()
+    status = np.full(m, "ok", dtype=object)
+    no_events = units.removes_all_events[codes]
+    broken = units.breaks_rank[codes] & ~no_events
+    # no maximum: the refit ran onto a flat likelihood, or nothing is left to fit
+    status[flat | no_events] = "undefined"
+    theta[flat | no_events] = np.nan
+    # a refit can converge in the identifiable directions while a coefficient that lost
+    # all its information stays where it started: refit those without the lost columns;
+    # give the others that did not converge a second, plain Newton-Raphson from theta_hat
+    for pos in np.flatnonzero(broken | (~ok & ~flat & ~no_events)):
+        theta[pos] = _refit_reduced(data, fit.coef, units.of_row != codes[pos], tol, max_iter)
+        if broken[pos]:
+            status[pos] = "undefined"
+        elif not np.isfinite(theta[pos]).all():
+            status[pos] = "refit_failed"
+            theta[pos] = np.nan
+    return Refits(codes, theta, status.astype(str))
+
+
+def _groups_of(units):
+    """The ``groups=`` argument that gives back ``units`` from :func:`resolve_units`."""
+    if units.is_rows or units.of_row is units.data.ids:
+        return None
+    return units.labels[units.of_row][np.argsort(units.data.order)]
 
 
 def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None, tol=None,
@@ -191,10 +320,16 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
     Units are rows by default, the subjects of ``fit_cox(..., id=)``, or the clusters
     ``groups`` (one label per row, caller's order). Each refit deletes all rows of unit g
     (for Efron ties this also removes them from their tie groups' event counts) and
-    iterates from ``fit.coef`` to ``max |grad| <= tol`` (default ``fit.tol``, 1e-10):
+    iterates from ``fit.coef`` to ``max |grad| <= tol`` (default ``fit.tol``, 1e-10; per
+    unit case weight, :func:`coxinfluence.newton.gradient_tolerance`):
     first chord steps (the full-data Hessian with the leave-one-out gradient; the first
     of them, ``theta_hat - VIF_n(g)/n``, in closed form), then Newton-Raphson with step
     halving for any unit not yet converged.
+
+    A refit is NaN where it does not exist or failed (:class:`Refits` lists the cases:
+    a covariate left constant, no event left in the data, a deletion that makes the
+    likelihood monotone), with one :class:`LeaveOneOutWarning` naming the
+    units; :func:`exact_refits` returns the status of each unit instead.
 
     Parameters
     ----------
@@ -210,50 +345,16 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
     -------
     (n_units, d) ``theta_hat_{-g}``: rows in the caller's order (a DataFrame with the
     caller's index for pandas input), subjects and clusters as a DataFrame indexed by
-    their sorted labels. Undefined refits are NaN, with one :class:`LeaveOneOutWarning`.
+    their sorted labels.
     """
     fit = check_fit(fit, "exact_loo", refuse=True)
     _refuse_penalty(fit, "exact_loo")
-    data = fit.data
     units = resolve_units(fit, groups)
-    U = units.n_units
-    tol = fit.tol if tol is None else tol
-    batch_size = batch_size or _default_batch(data, per_row_floats=4 * data.n)
-    show = (U > 2000) if progress is None else bool(progress)
-    from scipy.linalg import cho_factor
-
-    from .vif import _vif
-    chol = cho_factor(fit.information)
-    # Warm start: the first chord step from fit.coef, theta_hat - H^{-1} grad L_{-g}(theta_hat),
-    # is theta_hat - VIF_n(g)/n (the full-data gradient is zero), known in closed form.
-    theta_start = fit.coef - np.asarray(_vif(fit, groups=groups), dtype=np.float64) / U
-    theta_start[~np.isfinite(theta_start).all(axis=1)] = fit.coef
-    args = (data, units.of_row, fit.coef, theta_start, chol)
-    theta = np.empty((U, data.d))
-    ok = np.empty(U, dtype=bool)
-    if executor is None:
-        chunks = _chunks(U, U, batch_size)
-        results = map(lambda rows: _loo_chunk(*args, rows, tol, max_iter, batch_size), chunks)
-    else:
-        if n_chunks is None:
-            workers = getattr(executor, "_max_workers", None) or 2
-            n_chunks = 4 * workers
-        chunks = _chunks(U, n_chunks, batch_size)
-        futures = [executor.submit(_loo_chunk, *args, rows, tol, max_iter, batch_size)
-                   for rows in chunks]
-        results = (f.result() for f in futures)
-    bar = _progress(show, U, "exact leave-one-out")
-    for rows, (th, good) in zip(chunks, results):
-        theta[rows], ok[rows] = th, good
-        bar.update(len(rows))
-    bar.close()
-    # a refit can converge in the identifiable directions while a coefficient that lost
-    # all its information stays where it started: find those units structurally
-    bad = np.flatnonzero(~ok | units.breaks_rank)
-    for code in bad:
-        theta[code] = _refit_reduced(data, fit.coef, units.of_row != code, tol, max_iter)
-    _warn_undefined(units, bad, "exact leave-one-out")
-    return units.wrap(theta)
+    res = exact_refits(fit, units, executor=executor, progress=progress,
+                       batch_size=batch_size, tol=tol, max_iter=max_iter, n_chunks=n_chunks)
+    _warn_undefined(units, np.flatnonzero(~res.ok), "exact leave-one-out",
+                    failed=np.flatnonzero(res.status == "refit_failed"))
+    return units.wrap(res.theta)
 
 
 def newton_loo(fit, *, groups=None, batch_size=None):

@@ -60,6 +60,21 @@ def converged(theta, grad, step, tol):
             | (step_size <= 1e-13 * size))
 
 
+def gradient_tolerance(data, tol):
+    """The gradient tolerance for Cox data: ``tol``, or the gradient's rounding floor
+    when that is larger, ``4 eps sum_{events} w_i max_j |x_ij|`` (centred covariates).
+    The gradient sums one term per event, each scaled by its case weight, so its
+    rounding error grows with the weights: with one weight of 1e12 an absolute 1e-10 is
+    below rounding, and refits would never converge. With unit weights and covariates of
+    ordinary scale the floor is far below 1e-10 and this is ``tol``."""
+    ev = data.event_rows
+    if ev.size == 0:
+        return tol
+    floor = 4 * np.finfo(np.float64).eps * float(
+        (data.weights[ev] * np.abs(data.X[ev]).max(axis=1)).sum())
+    return max(tol, floor)
+
+
 def cox_objective(risk_sets, deleted=None, *, ridge=None, blas=True):
     """``objective(idx, theta)`` for :func:`newton`: the negative log partial likelihood of
     problem b without the rows ``deleted`` removes, plus ``0.5 sum_j s_bj theta_j^2`` when

@@ -2,10 +2,12 @@
 inline CSS, no scripts and no external resources (it opens offline, e.g. attached to an
 e-mail).
 
-Sections: model summary (coefficients, hazard ratios, standard errors), the top
-influential patients (likelihood displacement, with covariates, time and event), index
-plots of the VIF changes, VIF against Reid's IF and, when exact refits were computed,
-VIF against exact leave-one-out, each with its per-column Pearson correlation.
+Sections: the fit's status in red when it did not converge; "what can be trusted"
+(what was verified by exact refits, the largest VIF error among them, every flag); the
+model summary; the top influential units ranked by the verified likelihood displacement,
+exact and VIF side by side, then their changes, dfbetas and data; index plots of the VIF
+changes; VIF against Reid's IF and, when every unit was refitted, against exact
+leave-one-out, each with its per-column Pearson correlation.
 """
 from __future__ import annotations
 
@@ -27,6 +29,9 @@ th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}
 th{background:#eef2f8}
 img{max-width:100%;border:1px solid #ddd;margin:.4em 0}
 .meta{color:#666;font-size:.85em}
+.bad{color:#b00020}
+.warn{color:#8a5a00}
+h3{font-size:1em;margin:.8em 0 .2em}
 """
 
 
@@ -47,10 +52,110 @@ def _img(uri, alt):
     return f'<img src="{uri}" alt="{html.escape(alt)}">'
 
 
+def _target_wording(result):
+    """What the changes are, in words, for the report."""
+    unit = result.unit_name[:-1]
+    removal = "" if result.units.is_rows else " (all of its rows)"
+    name = result.target.name
+    if name == "coef":
+        what = "&theta;&#770;<sub>&minus;i</sub> &minus; &theta;&#770;: the coefficients"
+    else:
+        what = (f"g<sub>&minus;i</sub> &minus; g for the target <b>{html.escape(name)}</b> "
+                f"(columns {html.escape(', '.join(map(str, result.loo_change.columns[:6])))}"
+                f"{', ...' if result.loo_change.shape[1] > 6 else ''})")
+        if name == "survival":
+            what += (", with the baseline hazard recomputed without the "
+                     f"{unit}" if result.include_data_effect else
+                     ", the baseline hazard held at the full data's")
+    return f"The changes are {what}, refitted without the {unit}{removal}."
+
+
+def _trust_section(result):
+    """"What can be trusted": the fit's status, what was verified, the flags."""
+    fit = result.fit
+    out = ["<h2>What can be trusted</h2><ul>"]
+    if not result.fit_ok:
+        names = fit.diverging_columns()
+        out.append("<li class='bad'><b>The model did not converge</b>"
+                   + (f": the coefficients of {html.escape(', '.join(names))} diverge "
+                      "(monotone likelihood)" if names else "")
+                   + ". Every influence number is measured against a maximum that does not "
+                   "exist; refit with a ridge penalty or without those covariates.</li>")
+    if result.verification is not None:
+        out.append(f"<li>{html.escape(result.verification.describe(result.unit_name))}."
+                   " Verified numbers (&#10003;) are exact refits; the others are VIF "
+                   "estimates.</li>")
+        err = result.largest_error()
+        if err is not None:
+            out.append(f"<li>Largest VIF error among the verified {result.unit_name}: "
+                       f"{html.escape(str(err[0]))}, displacement {err[1]:.4g} by VIF against "
+                       f"{err[2]:.4g} exact.</li>")
+    elif result.method == "exact":
+        out.append("<li>Every number is an exact refit.</li>")
+    else:
+        out.append(f"<li>Every number is a first-order estimate ({html.escape(result.method)})"
+                   "; none was verified by a refit.</li>")
+    flags = result.flags
+    counts = flags.sum()
+    text = {"undefined": "undefined (removing it leaves a covariate constant or collinear, "
+                         "or a stratum or the data without events: the exact change does "
+                         "not exist, shown as NA)",
+            "unstable": "unstable (the first-order estimate is predicted to be off by more "
+                        "than about 10%; refitted by the default method)",
+            "refit_failed": "refit failed (NA)",
+            "unverified_top": "may belong in the top 10 but was not refitted"}
+    for col in flags.columns:
+        if counts[col]:
+            labels = list(flags.index[flags[col].to_numpy()])
+            shown = ", ".join(map(str, labels[:20])) + (", ..." if len(labels) > 20 else "")
+            out.append(f"<li class='{'bad' if col != 'unstable' else 'warn'}'>"
+                       f"{int(counts[col])} {result.unit_name} {html.escape(text[col])}: "
+                       f"{html.escape(shown)}</li>")
+    if not counts.any():
+        out.append(f"<li>No {result.unit_name} flagged.</li>")
+    out.append("</ul>")
+    return "".join(out)
+
+
+def _top_tables(result, top_k):
+    """The top table (rank, displacements exact and VIF side by side, verified, flags,
+    the unit's rows / time / event), then its changes and dfbetas, narrow enough to read
+    without scrolling."""
+    top = result.top(top_k)
+    idx = top.index
+    flags = result.flags.loc[idx]
+    reasons = [", ".join(c for c in flags.columns if flags.loc[i, c]) for i in idx]
+    main = pd.DataFrame({"rank": top["rank"],
+                         "displacement": top["likelihood_displacement"],
+                         "exact": result.ld_exact.loc[idx],
+                         "VIF": result.ld_approx.loc[idx],
+                         "verified": np.where(result.verified.loc[idx], "\u2713", ""),
+                         "flags": reasons}, index=idx)
+    if result.method == "exact":
+        main = main.drop(columns=["VIF"])
+    elif result.refits is None:
+        main = main.drop(columns=["exact", "verified"])
+    info = [c for c in ("rows", "entry", "exit", "events", "time", "event", "cens")
+            if c in result.frame.columns]
+    main = pd.concat([main, result.frame.loc[idx, info]], axis=1)
+    changes = result.loo_change.loc[idx]
+    dfbetas = result.dfbetas.loc[idx]
+    covs = result.frame.loc[idx, [c for c in result.frame.columns if c not in info]]
+    return [_table(main), "<h3>Changes</h3>", _wrap(_table(changes, 3)),
+            f"<h3>dfbetas (change / {'robust ' if result.robust else ''}SE; minus R's "
+            "sign)</h3>", _wrap(_table(dfbetas, 3)),
+            "<h3>Their data</h3>", _wrap(_table(covs, 4))]
+
+
+def _wrap(table):
+    return "<div style='overflow-x:auto'>" + table + "</div>"
+
+
 def build_report(result, *, reid=None, exact=None, title="Cox model influence audit",
                  description="", top_k=10) -> str:
     """The report (HTML text) for an :class:`~coxinfluence.influence.InfluenceResult`
-    ``result`` (normally VIF), with optional Reid and exact results of the same target."""
+    ``result`` (normally ``method="auto"``), with optional Reid and exact results of the
+    same target for the comparisons."""
     fit = result.fit
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
@@ -59,32 +164,35 @@ def build_report(result, *, reid=None, exact=None, title="Cox model influence au
     parts.append(f"<p class='meta'>{html.escape(description)} {result.units_text}, "
                  f"{int(fit.data.event.sum())} events, {fit.ties} ties, log partial likelihood "
                  f"{fit.loglik:.4f}; generated {stamp} by coxinfluence.</p>")
+    if not result.fit_ok:
+        parts.append("<p class='bad'><b>Warning: the Cox fit did not converge</b> (see "
+                     "&ldquo;What can be trusted&rdquo;).</p>")
+    parts.append(_trust_section(result))
     summary = (fit.summary(robust=True, groups=result._resolved.groups) if result.robust
                else fit.summary())
     parts.append("<h2>Model</h2>" + _table(summary))
     unit = result.unit_name
-    removal = "" if result.units.is_rows else ", all of its rows"
     parts.append(f"<h2>Top {top_k} influential {unit}</h2><p>Ranked by the likelihood "
                  "displacement 2[logL(&theta;&#770;) &minus; "
-                 "logL(&theta;&#770;<sub>&minus;i</sub>)] "
-                 f"({html.escape(result.method)}); the changes are "
-                 "&theta;&#770;<sub>&minus;i</sub> &minus; &theta;&#770; "
-                 f"(removing the {unit[:-1]}{removal}).</p>")
-    parts.append("<div style='overflow-x:auto'>" + _table(result.top(top_k)) + "</div>")
-    parts.append("<h2>Index plots</h2>" + _img(figure_to_data_uri(result.plot_index()),
+                 "logL(&theta;&#770;<sub>&minus;i</sub>)]: exact (by refit) where verified "
+                 "(&#10003;), else its quadratic-form estimate from VIF "
+                 f"({html.escape(result.method)}). {_target_wording(result)}</p>")
+    parts.extend(_top_tables(result, top_k))
+    approx = result.approx if result.approx is not None else result
+    parts.append("<h2>Index plots</h2>" + _img(figure_to_data_uri(approx.plot_index()),
                                                 "index plots"))
     for other, name in ((reid, "Reid's influence function"), (exact, "exact leave-one-out refits")):
-        if other is None:
+        if other is None or other is approx:
             continue
-        corr = result.correlation(other)
-        parts.append(f"<h2>{html.escape(result.method.upper())} against {name}</h2>")
+        corr = approx.correlation(other)
+        parts.append(f"<h2>{html.escape(approx.method.upper())} against {name}</h2>")
         parts.append(f"<p>Pearson correlation per column: mean {np.nanmean(corr):.6f}, "
                      f"min {np.nanmin(corr):.6f}.</p>")
         parts.append(_table(corr.to_frame().T, digits=6))
         from .plotting import scatter_vs
-        parts.append(_img(figure_to_data_uri(scatter_vs(result, other)), f"against {name}"))
+        parts.append(_img(figure_to_data_uri(scatter_vs(approx, other)), f"against {name}"))
     if exact is None:
-        parts.append("<p class='meta'>Exact leave-one-out refits were not computed "
+        parts.append("<p class='meta'>Exact refits of every unit were not computed "
                      "(use --exact).</p>")
     parts.append("</body></html>")
     return "\n".join(parts)

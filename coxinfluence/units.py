@@ -71,6 +71,16 @@ class Units:
         return units_with_overlap(self.data, self.of_row, self.n_units)
 
     @cached_property
+    def removes_all_events(self):
+        """(U,) bool: deleting the unit leaves no event in the data (nothing to fit).
+        A unit holding the last events of one stratum only is not among them: that
+        stratum then drops out of the partial likelihood, which keeps its maximum (R's
+        refit agrees)."""
+        w = self.data.event.astype(np.float64)
+        per_unit = np.bincount(self.of_row, weights=w, minlength=self.n_units)
+        return (per_unit > 0) & (per_unit >= w.sum())
+
+    @cached_property
     def breaks_rank(self):
         """(U,) bool: deleting the unit leaves the stratum-centred design rank deficient
         (e.g. it holds every patient with some level of a dummy covariate)."""

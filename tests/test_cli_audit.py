@@ -29,14 +29,15 @@ def run(argv, capsys):
 
 
 class _Tables(html.parser.HTMLParser):
-    """Every <table> of the report as a DataFrame (strings), keyed by the <h2> above it."""
+    """Every <table> of the report as a DataFrame (strings), keyed by the <h2> or <h3>
+    heading above it."""
 
     def __init__(self):
         super().__init__()
         self.tables, self.heading, self._cell, self._rows, self._in_h2 = {}, None, None, None, False
 
     def handle_starttag(self, tag, attrs):
-        if tag == "h2":
+        if tag in ("h2", "h3"):
             self._in_h2, self.heading = True, ""
         elif tag == "table":
             self._rows = []
@@ -52,7 +53,7 @@ class _Tables(html.parser.HTMLParser):
             self._cell += data
 
     def handle_endtag(self, tag):
-        if tag == "h2":
+        if tag in ("h2", "h3"):
             self._in_h2 = False
         elif tag in ("td", "th") and self._cell is not None:
             self._rows[-1].append(self._cell.strip())
@@ -82,15 +83,18 @@ def _top_ids(out):
 
 def assert_top_table_is(tables, res, k=10):
     """The report's top table (4 significant digits) holds ``res.top(k)``'s patients, in
-    order, with its changes and likelihood displacements."""
+    order, with its likelihood displacements, and the "Changes" table below it their
+    changes (3 significant digits)."""
     top = tables[f"Top {k} influential patients"]
     want = res.top(k)
     assert list(top.index) == [str(i) for i in want.index]
-    cols = [c for c in want.columns if c.startswith("change ")]
-    assert cols and list(top.columns[1:1 + len(cols)]) == cols
-    np.testing.assert_allclose(_num(top[cols]), want[cols], rtol=5.01e-4, atol=1e-300)
-    np.testing.assert_allclose(_num(top["likelihood_displacement"]),
-                               want["likelihood_displacement"], rtol=5.01e-4)
+    np.testing.assert_allclose(_num(top["displacement"]), want["likelihood_displacement"],
+                               rtol=5.01e-4)
+    cols = [c[len("change "):] for c in want.columns if c.startswith("change ")]
+    changes = tables["Changes"]
+    assert cols and list(changes.index) == list(top.index) and list(changes.columns) == cols
+    np.testing.assert_allclose(_num(changes), want[[f"change {c}" for c in cols]],
+                               rtol=5.01e-3, atol=1e-300)
 
 
 def test_registry_keeps_asymptotics():
@@ -99,8 +103,8 @@ def test_registry_keeps_asymptotics():
 
 def test_demo(tmp_path, capsys):
     out = tmp_path / "demo.html"
-    code, stdout, err = run(["--demo", "--out", str(out), "--no-progress", "--exact-max-n", "0"],
-                            capsys)
+    code, stdout, err = run(["--demo", "--out", str(out), "--no-progress", "--exact-max-n", "0",
+                             "--method", "vif"], capsys)
     assert code == 0, err
     html = out.read_text()
     assert html.count("data:image/png;base64,") == 2          # index plots, VIF vs Reid
@@ -115,12 +119,43 @@ def test_demo(tmp_path, capsys):
     delta = -vif_rows(fit.coef, Xa, t, e, range(n)) / n
     ld = np.einsum("ij,jk,ik->i", delta, ci.cox_hessian(fit.coef, Xa, t, e), delta)
     order = np.argsort(-ld, kind="stable")[:10]
-    top = report_tables(out)["Top 10 influential patients"]
+    tables = report_tables(out)
+    top = tables["Top 10 influential patients"]
     assert list(top.index) == [str(i) for i in X.index[order]]
     assert _top_ids(stdout) == [str(i) for i in X.index[order[:5]]]
-    np.testing.assert_allclose(_num(top[[f"change {c}" for c in X.columns]]), delta[order],
-                               rtol=5.01e-4, atol=1e-300)
-    np.testing.assert_allclose(_num(top["likelihood_displacement"]), ld[order], rtol=5.01e-4)
+    np.testing.assert_allclose(_num(tables["Changes"][list(X.columns)]), delta[order],
+                               rtol=5.01e-3, atol=1e-300)
+    np.testing.assert_allclose(_num(top["displacement"]), ld[order], rtol=5.01e-4)
+
+
+def test_demo_default_is_the_verified_audit(tmp_path, capsys):
+    """The default audit of GBSG2 ranks by exact displacement where it is read: patient
+    115 first with its refitted displacement (5.61; VIF's quadratic form says 2.02), and
+    the exact top 5 in the exact order (exact refits of every patient by ci.exact_loo,
+    displacement from ci.cox_loss)."""
+    out = tmp_path / "demo.html"
+    code, stdout, err = run(["--demo", "--out", str(out), "--no-progress", "--exact-max-n", "0"],
+                            capsys)
+    assert code == 0, err
+    from coxinfluence.demo import gbsg2_design
+    X, t, e = gbsg2_design()
+    fit = ci.fit_cox(X, t, e)
+    loo = np.asarray(ci.exact_loo(fit))
+    full = ci.cox_loss(fit.coef, X, t, e)
+    ld = np.array([2 * (ci.cox_loss(th, X, t, e) - full) for th in loo])
+    order = np.argsort(-ld)[:10]
+    assert _top_ids(stdout) == [str(i) for i in X.index[order[:5]]]
+    shown = re.findall(r"\(([\d.]+)\*\)", stdout.split("\n")[1])
+    np.testing.assert_allclose([float(v) for v in shown], ld[order[:5]], rtol=5.01e-4)
+    assert X.index[order[0]] == 115 and ld[order[0]] == pytest.approx(5.6065, abs=1e-4)
+    assert "top 10 by exact displacement cannot change" in stdout
+    tables = report_tables(out)
+    top = tables["Top 10 influential patients"]
+    assert list(top.index) == [str(i) for i in X.index[order]]
+    assert (top["verified"] == "\u2713").all()
+    np.testing.assert_allclose(_num(top["exact"]), ld[order], rtol=5.01e-4)
+    assert float(top.loc["115", "VIF"]) == pytest.approx(2.017, abs=1e-3)
+    assert "What can be trusted" in out.read_text()
 
 
 def test_success_exit_code_subprocess(tmp_path):
@@ -147,7 +182,7 @@ def test_csv_with_strata_weights_id_and_exact(tmp_path, capsys, ref):
     out = tmp_path / "r.html"
     code, stdout, err = run([str(path), "--time", "time", "--event", "cens", "--strata", "tgrade",
                              "--weights", "w", "--id", "pid", "--covariates", *COVS, "--exact",
-                             "--no-progress", "--out", str(out)], capsys)
+                             "--method", "vif", "--no-progress", "--out", str(out)], capsys)
     assert code == 0, err
     html = out.read_text()
     assert html.count("data:image/png;base64,") == 3
@@ -177,12 +212,14 @@ def test_csv_with_strata_weights_id_and_exact(tmp_path, capsys, ref):
     top = tables["Top 10 influential patients"]
     assert list(top.index) == list(df.pid.iloc[order])
     assert list(top["rank"].astype(int)) == list(range(1, 11))
-    np.testing.assert_allclose(_num(top[[f"change {c}" for c in COVS]]), delta[order],
-                               rtol=5.01e-4, atol=1e-12)
-    np.testing.assert_allclose(_num(top["likelihood_displacement"]), ld[order], rtol=5.01e-4)
-    for c in COVS + ["time", "w"]:
-        np.testing.assert_allclose(_num(top[c]), df[c].iloc[order], rtol=5.01e-4)
-    assert list(top["tgrade"]) == list(df.tgrade.iloc[order])
+    np.testing.assert_allclose(_num(tables["Changes"][COVS]), delta[order],
+                               rtol=5.01e-3, atol=1e-12)
+    np.testing.assert_allclose(_num(top["displacement"]), ld[order], rtol=5.01e-4)
+    data = tables["Their data"]
+    np.testing.assert_allclose(_num(top["time"]), df["time"].iloc[order], rtol=5.01e-4)
+    for c in COVS + ["w"]:
+        np.testing.assert_allclose(_num(data[c]), df[c].iloc[order], rtol=5.01e-4)
+    assert list(data["tgrade"]) == list(df.tgrade.iloc[order])
     top_line = [float(v) for v in re.findall(r"\(([\d.]+)\)", stdout.split("\n")[1])]
     np.testing.assert_allclose(top_line, ld[order[:5]], rtol=5.01e-4)   # printed %.4g
     assert _top_ids(stdout) == list(df.pid.iloc[order[:5]])
@@ -239,7 +276,7 @@ def test_survival_target_per_stratum(tmp_path, capsys):
     mean = d[COVS].mean().to_frame().T
     rows = pd.concat([mean] * 3).set_axis([f"mean, stratum {g}" for g in ("I", "II", "III")])
     tgt = T.Survival(rows, [1000.0], strata=["I", "II", "III"])
-    res = ci.influence(fit, method="vif", target=tgt)
+    res = ci.influence(fit, target=tgt)
     assert _top_ids(stdout) == list(res.top(5).index)
     assert_top_table_is(report_tables(out), res)
 

@@ -30,9 +30,9 @@ def test_lifelines_unscaled_equals_r_dfbeta(cph_plain, ref):
     r_dfbeta = r_matrix(ref, "efron", "dfbeta")
     reid = ci.influence(cph, df, method="reid")
     np.testing.assert_allclose(reid.loo_change.to_numpy(), -r_dfbeta, rtol=0, atol=1e-10)
-    # the default method (VIF, defined by deletion) is not R's infinitesimal dfbeta, but
+    # VIF (defined by deletion) is not R's infinitesimal dfbeta, but
     # tracks it closely (they differ at O(1/n^2) per row)
-    vif = ci.influence(cph, df)
+    vif = ci.influence(cph, df, method="vif")
     assert (vif.correlation(reid) > 0.999).all()
     assert list(vif.loo_change.index) == list(df.index)
     assert list(vif.loo_change.columns) == COVS
@@ -99,7 +99,7 @@ def test_statsmodels_breslow_equals_r(gbsg, ref):
     assert list(inf.loo_change.index) == list(gbsg.index)
     np.testing.assert_allclose(inf.dfbetas.to_numpy(), -r_matrix(ref, "breslow", "dfbetas"),
                                rtol=1e-8, atol=1e-12)
-    assert (ci.influence(res).correlation(inf) > 0.999).all()
+    assert (ci.influence(res, method="vif").correlation(inf) > 0.999).all()
 
 
 @pytest.mark.parametrize("stratified", [False, True])
@@ -125,7 +125,7 @@ def test_statsmodels_efron_equals_r(gbsg, ref, stratified):
     X, t, e = gbsg[COVS].to_numpy(float), gbsg.time.to_numpy(float), gbsg.cens.to_numpy(float)
     n = len(t)
     want = -vif_rows(inf.fit.coef, X, t, e, range(n), s=kw.get("strata"), ties="efron") / n
-    got = ci.influence(res).loo_change.to_numpy()
+    got = ci.influence(res, method="vif").loo_change.to_numpy()
     assert np.abs(got - want).max() <= 1e-9 * np.abs(want).max()
 
 
@@ -149,7 +149,7 @@ def test_row_order_and_index_kept(cph_plain):
 def test_lifelines_formula_model_matches_design_fit(gbsg):
     df = gbsg[["time", "cens", "age", "tsize", "horTh", "tgrade"]]
     cph = CoxPHFitter().fit(df, "time", "cens", formula="age + tsize * horTh + C(tgrade)")
-    res = ci.influence(cph, df)
+    res = ci.influence(cph, df, method="vif")
     design = cph.regressors.transform_df(df)["beta_"]
     fit = ci.fit_cox(design, df.time, df.cens)
     direct = -np.asarray(ci.vif(fit)) / fit.n
@@ -165,7 +165,7 @@ def test_lifelines_formula_model_matches_design_fit(gbsg):
 
 def test_exact_refits_and_likelihood_displacement(cph_plain):
     cph, df = cph_plain
-    vif = ci.influence(cph, df)
+    vif = ci.influence(cph, df, method="vif")
     exact = vif.exact()
     fit = vif.fit
     loo = np.asarray(ci.exact_loo(fit, progress=False))
@@ -261,7 +261,7 @@ def test_lifelines_ridge_vif_equals_its_definition(cph_ridge):
     partial likelihood without row i plus lifelines' penalty with n - 1 rows and the
     standard deviations of the remaining rows."""
     cph, df = cph_ridge
-    res = ci.influence(cph, df)
+    res = ci.influence(cph, df, method="vif")
     fit = res.fit
     X, t, e = df[COVS].to_numpy(), df.time.to_numpy(), df.cens.to_numpy()
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..cox import CoxFit
 from ..deletion import Deletion
-from ..newton import cox_objective, newton, solve_batch
+from ..newton import cox_objective, gradient_tolerance, newton, solve_batch
 from ..risksets import RiskSets
 
 
@@ -64,7 +64,8 @@ def penalized_fit(data, init, penalty, ties):
     """A CoxFit at the penalised optimum: ``information = H_J``, ``penalty`` attached,
     ``loglik`` the unpenalised log partial likelihood (:class:`~coxinfluence.CoxFit`)."""
     risk_sets = RiskSets(data)
-    res = newton(cox_objective(risk_sets, ridge=penalty.strength), init)
+    res = newton(cox_objective(risk_sets, ridge=penalty.strength), init,
+                 tol=gradient_tolerance(data, 1e-10))
     if not res.converged[0]:
         raise ValueError("the penalised Cox fit did not converge")
     theta = res.theta[0]
@@ -83,7 +84,7 @@ def penalized_theta_change(fit, method, batch=64):
     from ..units import row_units
     from ..vif import _vif
     penalty = fit.penalty
-    data, n, d = fit.data, fit.n, fit.data.d
+    data, n = fit.data, fit.n
     if method == "vif":
         extra = fit.coef[None, :] * (penalty.strength[None, :] - penalty.strength_loo)
         return (-np.asarray(_vif(fit)) / n
@@ -92,20 +93,42 @@ def penalized_theta_change(fit, method, batch=64):
         return -np.asarray(reid_influence(fit)) / n, None
     if method not in ("newton", "exact"):
         raise ValueError(f"unknown method {method!r}")
+    out = _penalized_loo(fit, np.arange(n), method, batch)
+    bad = np.flatnonzero(~np.isfinite(out).all(axis=1))
+    _warn_undefined(row_units(data), bad, f"penalised {method} leave-one-out",
+                    failed=bad if method == "exact" else ())
+    return out - fit.coef, (out if method == "exact" else None)
+
+
+def penalized_refits(fit, codes, batch=64):
+    """Exact refits of the penalised fit without each row ``codes`` (caller's order) as a
+    :class:`coxinfluence.loo.Refits`: a ridge objective always has a maximum, so a refit
+    that does not converge is ``"refit_failed"`` (NaN)."""
+    from ..loo import Refits
+    codes = np.asarray(codes, dtype=int)
+    theta = _penalized_loo(fit, codes, "exact", batch)
+    ok = np.isfinite(theta).all(axis=1)
+    return Refits(codes, theta, np.where(ok, "ok", "refit_failed"))
+
+
+def _penalized_loo(fit, rows_all, method, batch):
+    """(m, d) one-step Newton (``theta_hat - H_{J,-i}^{-1} grad J_{-i}``) or exact refits
+    of ``J_{-i}`` for the caller's rows ``rows_all``; NaN where they fail."""
+    penalty, data, d = fit.penalty, fit.data, fit.data.d
     inv = data.inverse_order
-    out = np.empty((n, d))
-    for start in range(0, n, batch):
-        rows = np.arange(start, min(start + batch, n))
-        deleted = Deletion.of_rows(n, inv[rows])
+    out = np.empty((rows_all.size, d))
+    for start in range(0, rows_all.size, batch):
+        pos = np.arange(start, min(start + batch, rows_all.size))
+        rows = rows_all[pos]
+        deleted = Deletion.of_rows(data.n, inv[rows])
         objective = cox_objective(fit.risk_sets, deleted, ridge=penalty.strength_loo[rows])
         theta0 = np.repeat(fit.coef[None, :], rows.size, axis=0)
-        if method == "newton":      # one full step: theta_hat - H_{J,-i}^{-1} grad J_{-i}
+        if method == "newton":
             _, g, H = objective(np.arange(rows.size), theta0)
             step, ok = solve_batch(H, g)
-            out[rows] = np.where(ok[:, None], theta0 - step, np.nan)
+            out[pos] = np.where(ok[:, None], theta0 - step, np.nan)
         else:
-            res = newton(objective, theta0, tol=fit.tol, max_iter=fit.max_iter)
-            out[rows] = np.where(res.converged[:, None], res.theta, np.nan)
-    bad = np.flatnonzero(~np.isfinite(out).all(axis=1))
-    _warn_undefined(row_units(data), bad, f"penalised {method} leave-one-out")
-    return out - fit.coef, (out if method == "exact" else None)
+            res = newton(objective, theta0, tol=gradient_tolerance(data, fit.tol),
+                         max_iter=fit.max_iter)
+            out[pos] = np.where(res.converged[:, None], res.theta, np.nan)
+    return out

@@ -1,0 +1,206 @@
+"""The verified audit (``method="auto"``, the default of ``ci.influence``): exact numbers
+where the audit is read, flags where an approximation cannot be trusted, LMAX and the
+per-unit summary table. Oracles: exact refits of every unit (``method="exact"``, itself
+checked against R and refits by definition elsewhere), the definitions of LD and LMAX."""
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import coxinfluence as ci
+from coxinfluence.demo import gbsg2_design
+from coxinfluence.loo import exact_refits
+from coxinfluence.units import resolve_units
+from coxinfluence.verified import TOP, Verification, refit_cap, verify
+
+
+@pytest.fixture(scope="module")
+def gbsg():
+    X, t, e = gbsg2_design()
+    fit = ci.fit_cox(X, t, e)
+    return fit, ci.influence(fit), ci.influence(fit, method="exact")
+
+
+def test_auto_top_10_is_the_exact_top_10(gbsg):
+    fit, auto, exact = gbsg
+    assert auto.method == "auto" and auto.verification.rule_met
+    assert list(auto.top(10).index) == list(exact.top(10).index)
+    assert auto.top(1).index[0] == 115
+    assert auto.likelihood_displacement.loc[115] == pytest.approx(
+        exact.likelihood_displacement.loc[115], rel=1e-12)
+    assert auto.ld_approx.loc[115] == pytest.approx(2.0167, abs=1e-4)    # VIF's 2.02
+    assert auto.top(10)["verified"].all()
+
+
+def test_verified_numbers_are_the_exact_ones_and_the_rest_vif(gbsg):
+    fit, auto, exact = gbsg
+    vif = ci.influence(fit, method="vif")
+    ver = auto.verified.to_numpy()
+    assert TOP * 2 <= ver.sum() <= refit_cap(fit.n)
+    np.testing.assert_allclose(auto.loo_change.to_numpy()[ver],
+                               exact.loo_change.to_numpy()[ver], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(auto.loo_change.to_numpy()[~ver],
+                                  vif.loo_change.to_numpy()[~ver])
+    # a difference of two log likelihoods near the maximum: equal to 1e-9 relative
+    np.testing.assert_allclose(auto.ld_exact.to_numpy()[ver],
+                               exact.ld_exact.to_numpy()[ver], rtol=1e-9)
+    assert np.isnan(auto.ld_exact.to_numpy()[~ver]).all()
+    # every flagged unit was refitted
+    assert (ver | ~auto.flagged.to_numpy()).all()
+
+
+def test_stopping_rule_is_what_it_says(gbsg):
+    """When the rule is met, no unit left unrefitted can enter the exact top 10 unless its
+    exact displacement exceeds SAFETY x its VIF one; over GBSG2 none does."""
+    fit, auto, exact = gbsg
+    v = auto.verification
+    assert v.bound < v.threshold
+    rest = ~auto.verified.to_numpy()
+    assert exact.ld_exact.to_numpy()[rest].max() < v.threshold
+    assert f"{auto.verified.sum()} patients refitted exactly" in v.describe("patients")
+
+
+def test_rule_not_met_within_the_cap_says_so_and_flags_contenders(gbsg):
+    fit, auto, _ = gbsg
+    units = resolve_units(fit)
+    ld = auto.ld_approx.to_numpy()
+    v = verify(fit, units, ld, np.zeros(fit.n, dtype=bool), min_refits=5, max_refits=8)
+    assert isinstance(v, Verification) and not v.rule_met
+    assert v.refits.codes.size == 8 and not np.isfinite(v.threshold)
+    order = np.argsort(-ld)
+    assert set(v.refits.codes) == set(order[:8])
+    assert v.unverified_top.sum() == fit.n - 8          # with no 10th exact value, all may
+    assert "is not certain" in v.describe()
+
+
+def _nearly_separated(seed=0, n=60):
+    """x2 = 1 for the 10 earliest events and for row 10, the only x2 = 1 patient who
+    fails late: deleting row 10 makes x2's likelihood monotone (no maximum)."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 2))
+    g = (np.arange(n) < 11).astype(float)
+    t = np.where(g == 1, rng.uniform(0, 1, n), rng.uniform(1, 5, n))
+    t[10] = 4.9
+    return np.column_stack([x, g]), t, np.ones(n)
+
+
+def test_a_deletion_without_maximum_is_undefined_never_a_number():
+    X, t, e = _nearly_separated()
+    fit = ci.fit_cox(X, t, e)
+    assert fit.converged
+    vif = ci.influence(fit, method="vif")
+    assert np.isfinite(vif.loo_change.iloc[10]).all()        # VIF gives a number (0.83)
+    res = exact_refits(fit, resolve_units(fit))
+    assert list(np.flatnonzero(res.status != "ok")) == [10]
+    assert res.status[10] == "undefined" and np.isnan(res.theta[10]).all()
+    auto = ci.influence(fit)
+    assert auto.flags.loc[10, "undefined"] and auto.flagged.loc[10]
+    assert np.isnan(auto.loo_change.iloc[10]).all() and not auto.verified.loc[10]
+    assert np.isnan(auto.likelihood_displacement.iloc[10])
+    assert auto.top(fit.n).index[-1] == 10                    # undefined ranks last
+    with pytest.warns(ci.LeaveOneOutWarning, match=r"undefined.*\(rows 10\)"):
+        ci.exact_loo(fit)
+
+
+def test_deleting_the_only_event_is_undefined():
+    rng = np.random.default_rng(1)
+    t, e, X = rng.uniform(0, 5, 20), np.zeros(20), rng.normal(size=(20, 1))
+    e[3], X[3], t[3] = 1, 0.0, 0.01       # every patient at risk: the fit has a maximum
+    fit = ci.fit_cox(X, t, e)
+    assert fit.converged
+    res = exact_refits(fit, resolve_units(fit))
+    assert res.status[3] == "undefined" and np.isnan(res.theta[3]).all()
+    assert (res.status[np.arange(20) != 3] == "ok").all()
+    auto = ci.influence(fit)
+    assert auto.flags.loc[3, "undefined"] and np.isnan(auto.loo_change.iloc[3]).all()
+
+
+def test_a_rare_dummy_is_undefined_in_its_column_only():
+    rng = np.random.default_rng(2)
+    n = 80
+    X = pd.DataFrame({"a": rng.normal(size=n), "rare": 0.0})
+    X.loc[7, "rare"] = 1.0
+    t, e = rng.exponential(size=n), (rng.uniform(size=n) < 0.8).astype(float)
+    t[7], e[7] = np.median(t), 1.0        # an event with events before it: a maximum
+    fit = ci.fit_cox(X, t, e)
+    assert fit.converged
+    auto = ci.influence(fit)
+    assert auto.flags.loc[7, "undefined"] and auto.refits.status[
+        list(auto.refits.codes).index(7)] == "undefined"
+    assert np.isnan(auto.loo_change.loc[7, "rare"]) and np.isfinite(auto.loo_change.loc[7, "a"])
+    others = auto.flags["undefined"].drop(7)
+    assert not others.any()
+
+
+def test_a_fit_that_did_not_converge_is_flagged_not_refitted():
+    rng = np.random.default_rng(0)
+    n = 60
+    x = rng.normal(size=(n, 2))
+    g = (np.arange(n) < 10).astype(float)
+    t = np.where(g == 1, rng.uniform(0, 1, n), rng.uniform(1, 5, n))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = ci.fit_cox(np.column_stack([x, g]), t, np.ones(n))
+    with pytest.warns(ci.ConvergenceWarning, match=r"\['x2'\] are not identified"):
+        res = ci.influence(fit)
+    assert not res.fit_ok and res.refits is None and not res.verified.any()
+
+
+def test_lmax_is_the_top_eigenvector_of_the_curvature_matrix():
+    """Pettitt and Bin Daud (1989): B = U I^{-1} U' (n x n) from the score residuals
+    (weighted), |l_max| its unit top eigenvector; per subject U sums a subject's rows."""
+    rng = np.random.default_rng(3)
+    n = 50
+    X = rng.normal(size=(n, 3))
+    t, e = rng.exponential(size=n).round(1) + 0.1, (rng.uniform(size=n) < 0.7).astype(float)
+    w = rng.uniform(0.5, 2, n)
+    fit = ci.fit_cox(X, t, e, weights=w)
+    U = w[:, None] * np.asarray(ci.score_residuals(fit))
+    B = U @ np.linalg.solve(fit.information, U.T)
+    vals, vecs = np.linalg.eigh(B)
+    res = ci.influence(fit, method="vif")
+    np.testing.assert_allclose(res.lmax.to_numpy(), np.abs(vecs[:, -1]), atol=1e-10)
+    # subjects: each follow-up split at half time into two rows with their own
+    # covariates (time-varying); the scores are summed per subject
+    half = t / 2
+    start = np.concatenate([np.zeros(n), half])
+    stop = np.concatenate([half, t])
+    ev = np.concatenate([np.zeros(n), e])
+    Xs = np.vstack([X, X + rng.normal(scale=0.3, size=X.shape)])
+    ws = np.concatenate([w, w])
+    ids = np.concatenate([np.arange(n), np.arange(n)])
+    fit_s = ci.fit_cox(Xs, stop, ev, start=start, weights=ws, id=ids)
+    Us = pd.DataFrame(ws[:, None] * np.asarray(ci.score_residuals(fit_s))).groupby(ids).sum()
+    Bs = Us.to_numpy() @ np.linalg.solve(fit_s.information, Us.to_numpy().T)
+    top = np.abs(np.linalg.eigh(Bs)[1][:, -1])
+    np.testing.assert_allclose(ci.influence(fit_s, method="vif").lmax.to_numpy(), top,
+                               atol=1e-10)
+
+
+def test_summary_frame_joins_everything(gbsg):
+    fit, auto, _ = gbsg
+    sf = auto.summary_frame()
+    assert list(sf.index) == list(auto.loo_change.index)
+    for c in fit.columns:
+        np.testing.assert_array_equal(sf[f"change {c}"], auto.loo_change[c])
+        np.testing.assert_allclose(sf[f"dfbetas {c}"], auto.loo_change[c] / auto.target_se[c])
+    for c in ("likelihood_displacement", "ld_exact", "ld_approx", "lmax", "undefined",
+              "unstable", "refit_failed", "unverified_top", "flagged", "verified"):
+        assert c in sf.columns
+    assert sf["verified"].sum() == auto.verified.sum()
+    np.testing.assert_allclose((sf["lmax"] ** 2).sum(), 1.0, rtol=1e-12)
+
+
+def test_penalised_lifelines_model_auto():
+    from lifelines import CoxPHFitter
+    X, t, e = gbsg2_design()
+    df = X.assign(time=t.to_numpy(), cens=e.to_numpy()).iloc[:200]
+    cph = CoxPHFitter(penalizer=0.1).fit(df, "time", "cens")
+    auto = ci.influence(cph, df)
+    exact = ci.influence(cph, df, method="exact")
+    assert list(auto.top(10).index) == list(exact.top(10).index)
+    ver = auto.verified.to_numpy()
+    assert ver.sum() >= 20
+    np.testing.assert_allclose(auto.loo_change.to_numpy()[ver],
+                               exact.loo_change.to_numpy()[ver], atol=1e-12)
