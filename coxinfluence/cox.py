@@ -125,15 +125,20 @@ class CoxFit:
 
     def diverging_columns(self):
         """Covariates along which the partial likelihood is flat at ``coef``: the
-        information in units of ``(events) x var(x_j)`` (what a covariate carries at
-        ``coef = 0``) has eigenvalues below 1e-8, and these columns load on those
-        directions (|loading| > 0.3). Empty when there are none."""
+        information in units of ``(events) x var(x_j)`` (about what a covariate carries
+        at ``coef = 0``; events and variance weighted by the case weights, so one huge
+        weight does not make every other direction look flat) has eigenvalues below
+        1e-8, and these columns load on those directions (|loading| > 0.3). Empty when
+        there are none."""
         H = np.asarray(self.information, dtype=np.float64)
         if not np.isfinite(H).all():
             return list(self.columns)
         data = self.data
-        events = float((data.weights * data.event).sum())
-        scale = np.sqrt(np.maximum(events * data.X.var(axis=0), 1e-300))
+        w = data.weights
+        events = float((w * data.event).sum())
+        mean = (w[:, None] * data.X).sum(axis=0) / w.sum()
+        var = (w[:, None] * (data.X - mean) ** 2).sum(axis=0) / w.sum()  # case-weighted
+        scale = np.sqrt(np.maximum(events * var, 1e-300))
         vals, vecs = np.linalg.eigh(H / scale[:, None] / scale[None, :])
         flat = vals <= 1e-8
         if not flat.any():
@@ -217,17 +222,27 @@ def fit_cox(X, time, event, *, start=None, id=None, weights=None, strata=None, t
         raise CoxInputError(f"init must have {data.d} entries; got shape {theta0.shape}")
     res = newton(cox_objective(RiskSets(data)), theta0[None, :],
                  tol=gradient_tolerance(data, tol), max_iter=max_iter)
-    converged = bool(res.converged[0])
-    if not converged:
-        gnorm = float(np.abs(res.grad[0]).max())
+    fit = CoxFit(coef=res.theta[0], loglik=float(-res.loss[0]), information=res.hess[0],
+                 gradient=res.grad[0], converged=bool(res.converged[0]),
+                 n_iter=int(res.n_iter[0]), data=data, ties=ties, tol=tol, max_iter=max_iter)
+    gnorm = float(np.abs(res.grad[0]).max())
+    if not fit.converged:
         reason = ("the Hessian became singular or the coefficients diverged"
                   if res.failed[0] else f"{max_iter} iterations were not enough")
         warnings.warn(f"Cox fit did not converge: {reason}; max |gradient| = {gnorm:.3g} "
                       f"(tol {tol:g}). Coefficients may be infinite (separation) or the "
                       "design nearly singular.", ConvergenceWarning, stacklevel=2)
-    return CoxFit(coef=res.theta[0], loglik=float(-res.loss[0]), information=res.hess[0],
-                  gradient=res.grad[0], converged=converged, n_iter=int(res.n_iter[0]),
-                  data=data, ties=ties, tol=tol, max_iter=max_iter)
+        return fit
+    flat = fit.diverging_columns()
+    if flat:
+        # the loss went flat before these coefficients settled (R: "Loglik converged
+        # before variable ...; coefficient may be infinite"): not a maximum
+        fit.converged = False
+        warnings.warn(f"Cox fit: the log likelihood converged before the coefficients of "
+                      f"{flat} did (it is flat along them: max |gradient| = {gnorm:.3g}); "
+                      "they may be infinite (monotone likelihood).", ConvergenceWarning,
+                      stacklevel=2)
+    return fit
 
 
 class NotConvergedError(ValueError):

@@ -114,3 +114,29 @@ def test_convergence_tolerance_is_relative_to_the_weights(big, atol):
         keep = np.arange(n) != i
         ref = ci.fit_cox(X[keep], t[keep], e[keep], weights=w[keep]).coef
         np.testing.assert_allclose(loo[i], ref, rtol=0, atol=atol)
+
+
+def test_a_loss_gone_flat_is_not_converged():
+    """Issue 16 item 3b: a rare level whose three holders are censored after the 5th
+    event pushes its coefficient to -inf; the loss goes flat (Newton's tests pass at a
+    coefficient of about -46), as R's "Loglik converged before variable". The fit says
+    it did not converge and names the covariate."""
+    rng = np.random.default_rng(5)
+    n = 200
+    X = rng.normal(size=(n, 3))
+    t = rng.exponential(size=n)
+    e = (rng.uniform(size=n) < 0.7).astype(float)
+    rare = np.zeros(n)
+    holders = np.argsort(t)[5:8]
+    rare[holders], e[holders] = 1, 0
+    with pytest.warns(ci.ConvergenceWarning, match=r"converged before the coefficients of "
+                                                   r"\['x3'\]"):
+        fit = ci.fit_cox(np.column_stack([X, rare]), t, e)
+    assert not fit.converged and fit.coef[3] < -20
+    # the loss is flat there: moving the coefficient by 20 changes it below 1e-12
+    c = fit.coef.copy()
+    c[3] -= 20
+    assert abs(ci.cox_loss(c, fit.data.X + fit.data.X_center, fit.data.time,
+                           fit.data.event) + fit.loglik) < 1e-12 * abs(fit.loglik)
+    with pytest.raises(ci.NotConvergedError, match=r"\['x3'\]"):
+        ci.exact_loo(fit)
