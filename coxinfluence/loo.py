@@ -47,9 +47,11 @@ def _default_batch(data, per_row_floats=None):
     return int(np.clip(1_000_000 // max(per_row, 1), 1, 256))
 
 
-def _loo_chunk(data, of_row, coef, theta_start, hess_chol, codes, tol, max_iter, batch_size):
+def _loo_chunk(data, of_row, coef, hess_chol, codes, theta_start, J_start, tol, max_iter,
+               batch_size):
     """Refit without each of the units ``codes`` (``of_row``: unit code of each sorted row)
-    from ``theta_start`` (U, d: starting points of all units); returns (theta (m, d),
+    from ``theta_start`` (m, d), with ``J_start`` (m, d, d) the first inverse-Jacobian
+    estimates (``H_{-g}^{-1}``; None: the full-data ``H^{-1}`` for all); returns (theta (m, d),
     converged (m,), flat (m,): :func:`_flat_at_refit`). No BLAS reductions
     (``blas=False``), so the bits do not depend on where the chunk runs.
 
@@ -61,15 +63,18 @@ def _loo_chunk(data, of_row, coef, theta_start, hess_chol, codes, tol, max_iter,
     """
     from scipy.linalg import cho_solve
     H_inv = cho_solve(hess_chol, np.eye(data.d))
+    se = np.sqrt(np.diag(H_inv))
     risk_sets = RiskSets(data)
     thetas, oks, flats = [], [], []
     for start in range(0, len(codes), batch_size):
-        rows = codes[start:start + batch_size]
+        pos = np.arange(start, min(start + batch_size, len(codes)))
+        rows = codes[pos]
         deleted = Deletion.of_units(of_row, rows)
         terms = risk_sets.terms(deleted)
-        theta = theta_start[rows].copy()
+        theta = theta_start[pos].copy()
         done = np.zeros(len(rows), dtype=bool)
-        J = np.repeat(H_inv[None], len(rows), axis=0)     # inverse-Jacobian estimates
+        J = (np.repeat(H_inv[None], len(rows), axis=0) if J_start is None
+             else J_start[pos].copy())                     # inverse-Jacobian estimates
         prev = None
         for _ in range(_CHORD_STEPS):
             live = np.flatnonzero(~done)
@@ -91,12 +96,14 @@ def _loo_chunk(data, of_row, coef, theta_start, hess_chol, codes, tol, max_iter,
             theta[live] -= step
             tiny = np.abs(step).max(axis=1) <= 1e-13 * (1 + np.abs(theta[live]).max(axis=1))
             done[live[tiny]] = True
-        # Rows not converged, or converged far from where the closed-form step pointed
-        # (a diverging, separated refit can reach a tiny gradient), get Newton-Raphson with
-        # the leave-one-out Hessian, whose convergence test also checks the step size.
-        moved = np.abs(theta - theta_start[rows]).max(axis=1)
-        predicted = np.abs(theta_start[rows] - coef).max(axis=1)
-        rest = np.flatnonzero(~done | (moved > 1e-2 * (1 + predicted)))
+        # Rows not converged, converged far from where the closed-form start pointed, or
+        # more than one standard error from theta_hat (a diverging, separated refit can
+        # reach a tiny gradient) get Newton-Raphson with the leave-one-out Hessian, whose
+        # convergence test also checks the step size, and the flat-likelihood check.
+        moved = np.abs(theta - theta_start[pos]).max(axis=1)
+        predicted = np.abs(theta_start[pos] - coef).max(axis=1)
+        far = (np.abs(theta - coef) / se).max(axis=1) > 1.0
+        rest = np.flatnonzero(~done | (moved > 1e-2 * (1 + predicted)) | far)
         flat = np.zeros(len(rows), dtype=bool)
         if rest.size:
             objective = cox_objective(risk_sets, deleted.take(rest), blas=False)
@@ -257,30 +264,27 @@ def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_
     batch_size = batch_size or _default_batch(data, per_row_floats=4 * data.n)
     show = (codes.size > 2000) if progress is None else bool(progress)
     from scipy.linalg import cho_factor
-
-    from .vif import _vif
     chol = cho_factor(fit.information)
-    # Warm start: the first chord step from fit.coef, theta_hat - H^{-1} grad L_{-g}(theta_hat),
-    # is theta_hat - VIF_n(g)/n (the full-data gradient is zero), known in closed form.
-    theta_start = fit.coef - np.asarray(_vif(fit, groups=_groups_of(units)),
-                                        dtype=np.float64) / U
-    theta_start[~np.isfinite(theta_start).all(axis=1)] = fit.coef
-    args = (data, units.of_row, fit.coef, theta_start, chol)
+    theta_start, J_start = _warm_start(fit, units, codes)
+    args = (data, units.of_row, fit.coef, chol)
     m = codes.size
     theta = np.empty((m, data.d))
     ok = np.empty(m, dtype=bool)
     flat = np.empty(m, dtype=bool)
+
+    def work(pos):
+        return (codes[pos], theta_start[pos], None if J_start is None else J_start[pos],
+                tol, max_iter, batch_size)
+
     if executor is None:
         chunks = _chunks(m, m, batch_size)
-        results = map(lambda pos: _loo_chunk(*args, codes[pos], tol, max_iter, batch_size),
-                      chunks)
+        results = map(lambda pos: _loo_chunk(*args, *work(pos)), chunks)
     else:
         if n_chunks is None:
             workers = getattr(executor, "_max_workers", None) or 2
             n_chunks = 4 * workers
         chunks = _chunks(m, n_chunks, batch_size)
-        futures = [executor.submit(_loo_chunk, *args, codes[pos], tol, max_iter, batch_size)
-                   for pos in chunks]
+        futures = [executor.submit(_loo_chunk, *args, *work(pos)) for pos in chunks]
         results = (f.result() for f in futures)
     bar = _progress(show, m, "exact leave-one-out")
     for pos, (th, good, fl) in zip(chunks, results):
@@ -304,6 +308,43 @@ def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_
             status[pos] = "refit_failed"
             theta[pos] = np.nan
     return Refits(codes, theta, status.astype(str))
+
+
+_NEWTON_START_FLOATS = 5e7     # at most ~400 MB of deleted-data Hessians (m d^2 floats)
+
+
+def _warm_start(fit, units, codes):
+    """Starting points (m, d) and first inverse-Jacobian estimates (m, d, d) or None for
+    the refits of the units ``codes``: the closed-form one-step Newton estimate
+    ``theta_hat - H_{-g}^{-1} grad L_{-g}(theta_hat)`` with ``H_{-g}^{-1}``
+    (:mod:`coxinfluence._deleted_hessians`; a few units: their Hessians by deletion),
+    which leaves the refit a fraction of the chord steps from the VIF start; when the m
+    Hessians would not fit in memory, or one is singular, the VIF start
+    ``theta_hat - VIF_n(g)/n`` with the full-data ``H^{-1}`` (the first chord step)."""
+    from ._deleted_hessians import deleted_hessians, hessians_by_deletion
+    from .vif import _vif
+    U, d = units.n_units, fit.data.d
+    vif = np.asarray(_vif(fit, groups=_groups_of(units)), dtype=np.float64)[codes]
+    theta_vif = fit.coef - vif / U
+    bad = ~np.isfinite(theta_vif).all(axis=1)
+    theta_vif[bad] = fit.coef
+    if codes.size * d * d > _NEWTON_START_FLOATS:
+        return theta_vif, None
+    # grad L_{-g}(theta_hat) = grad L - (grad L - grad L_{-g}) = gradient + H VIF_n(g) / U
+    g_loo = fit.gradient[None, :] + vif @ fit.information / U
+    H_loo = (hessians_by_deletion(fit, units, codes) if codes.size <= 64
+             else deleted_hessians(fit, units, codes))
+    J = np.full_like(H_loo, np.nan)
+    ok = ~bad & np.isfinite(H_loo).all(axis=(1, 2))
+    step, solved = solve_batch(H_loo[ok], g_loo[ok])
+    idx = np.flatnonzero(ok)[solved]
+    theta = theta_vif.copy()
+    theta[idx] = fit.coef - step[solved]
+    J[idx] = np.linalg.inv(H_loo[idx])
+    fallback = np.setdiff1d(np.arange(codes.size), idx)
+    if fallback.size:
+        J[fallback] = np.linalg.inv(fit.information)
+    return theta, J
 
 
 def _groups_of(units):
@@ -357,34 +398,26 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
     return units.wrap(res.theta)
 
 
-def newton_loo(fit, *, groups=None, batch_size=None):
+def newton_loo(fit, *, groups=None, method="auto"):
     """One-step Newton leave-one-out: ``theta_hat - H_{-g}^{-1} grad L_{-g}(theta_hat)``.
 
     Both the gradient and the Hessian are those of the data with all rows of unit g
-    deleted (units as in :func:`exact_loo`), evaluated at ``fit.coef``. Returns
-    (n_units, d) estimates of ``theta_hat_{-g}`` laid out as :func:`exact_loo`'s; NaN
-    (with a warning) where ``H_{-g}`` is singular or the deletion leaves the design rank
-    deficient.
+    deleted (units as in :func:`exact_loo`), evaluated at ``fit.coef``, in closed form
+    from the risk-set sums (:mod:`coxinfluence._deleted_hessians`: the VIF's gradient
+    differences and the per-row Hessian changes ``V + delta V - delta(1 + delta)(x - a)
+    (x - a)'``, ``delta = u/(den - u)``, summed by the same direct-plus-series split;
+    ``method`` as there: "auto", "series" or "direct"). Returns (n_units, d) estimates of
+    ``theta_hat_{-g}`` laid out as :func:`exact_loo`'s; NaN (with a warning) where
+    ``H_{-g}`` is singular or the deletion leaves the design rank deficient.
     """
+    from ._deleted_hessians import one_step_newton
     fit = check_fit(fit, "newton_loo")
     _refuse_penalty(fit, "newton_loo")
-    data = fit.data
     units = resolve_units(fit, groups)
-    U = units.n_units
-    batch_size = batch_size or _default_batch(data)
-    theta = np.empty((U, data.d))
-    bad = []
-    pivotal = units.breaks_rank
-    for start in range(0, U, batch_size):
-        codes = np.arange(start, min(start + batch_size, U))
-        _, g, H = fit.risk_sets.loss_grad_hess(np.repeat(fit.coef[None, :], codes.size, axis=0),
-                                               units.deletion(codes))
-        step, ok = solve_batch(H, g)
-        ok &= ~pivotal[codes]
-        theta[codes] = fit.coef - step
-        theta[codes[~ok]] = np.nan
-        bad.extend(codes[~ok])
-    _warn_undefined(units, np.asarray(bad, dtype=int), "one-step Newton leave-one-out")
+    theta, ok = one_step_newton(fit, units, method=method)
+    ok &= ~units.breaks_rank
+    theta[~ok] = np.nan
+    _warn_undefined(units, np.flatnonzero(~ok), "one-step Newton leave-one-out")
     return units.wrap(theta)
 
 

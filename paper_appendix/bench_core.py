@@ -1,6 +1,9 @@
 """Benchmark of the Cox core (issue 2): our fit_cox, reid_influence, vif, exact_loo and
 newton_loo beside R's coxph + resid(fit, "dfbeta") and lifelines' delta_beta, on the
-METABRIC and SUPPORT training sets (paper split), all in one run.
+METABRIC and SUPPORT training sets (paper split), all in one run. The closed-form one-step
+Newton (issue 13 item 1: ``deleted_hessians`` + ``deleted_gradients`` + the batched
+solve, :mod:`coxinfluence._deleted_hessians`) is timed beside the per-row ``newton_loo``
+and checked against it.
 
     python paper_appendix/bench_core.py [--repeats 5] [--skip-newton]
 
@@ -18,8 +21,12 @@ import pandas as pd
 from _common import data_path, markdown_table, median_time, r_available, r_dfbeta_time, write_result
 
 import coxinfluence as ci
+from coxinfluence._deleted_hessians import one_step_newton
 from coxinfluence.datasets import paper_split
 from coxinfluence.metrics import relative_risk_correlation
+from coxinfluence.units import resolve_units
+
+CLOSED_NEWTON = "newton_loo closed form (deleted_hessians + solve)"
 
 PAPER = {"metabric": {"VIF (paper, autodiff)": 2.43, "brute-force LOO (paper)": 24 * 60},
          "support": {"VIF (paper, autodiff)": 12.3, "brute-force LOO (paper)": 225 * 60}}
@@ -61,17 +68,23 @@ def bench(name, repeats, newton):
         "vif": median_time(lambda: ci.vif(fit), repeats),
         "exact_loo": median_time(lambda: ci.exact_loo(fit, progress=False), max(1, repeats // 3)),
     }
+    units = resolve_units(fit)
+    times[CLOSED_NEWTON] = median_time(lambda: one_step_newton(fit, units), repeats)
+    checks = []
     if newton:
         times["newton_loo"] = median_time(lambda: ci.newton_loo(fit), 1)
+        ref = np.asarray(ci.newton_loo(fit))
+        dev = np.abs(one_step_newton(fit, units)[0] - ref).max() / (1 + np.abs(ref).max())
+        checks.append(f"max |closed-form one-step Newton - newton_loo| / (1 + max |newton_loo|)"
+                      f" = {dev:.2e}")
     times["lifelines delta_beta"] = lifelines_delta_beta_time(X, t, e, repeats)
-    check = ""
     if r_available():
         r_fit, r_dfb, dfb = r_dfbeta_time(X, t, e, repeats=repeats)
         times["R coxph fit"] = r_fit
         times["R resid dfbeta"] = r_dfb
         err = np.abs(np.asarray(ci.reid_influence(fit)) / fit.n - dfb).max() / np.abs(dfb).max()
-        check = f"max |IF_n/n - R dfbeta| / max |R dfbeta| = {err:.2e}"
-    return fit, times, check, accuracy(fit, split.arrays("test")[0], newton)
+        checks.append(f"max |IF_n/n - R dfbeta| / max |R dfbeta| = {err:.2e}")
+    return fit, times, "; ".join(checks), accuracy(fit, split.arrays("test")[0], newton)
 
 
 def main(argv=None):
