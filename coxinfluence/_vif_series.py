@@ -99,11 +99,13 @@ def prefix_plan(starts, lengths):
     return plan
 
 
-def segmented_prefix_sums(V, plan):
+def segmented_prefix_sums(V, plan, out=None):
     """``out[:, k] = sum of V[:, k']`` over ``k' <= k`` in k's segment; V is (c, K + 1)
     with a zero sentinel column K. Sequential sums of the terms as given: every entry is
-    a sum of positive (or same-signed) terms, never a difference of two sums."""
-    out = np.empty_like(V)
+    a sum of positive (or same-signed) terms, never a difference of two sums. ``out``: an
+    array like V to write into (reused across calls: no fresh pages to fault in)."""
+    if out is None:
+        out = np.empty_like(V)
     out[:, -1] = 0.0
     for step in plan:
         if step[0] == "slice":
