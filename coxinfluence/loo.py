@@ -294,6 +294,13 @@ def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_
     status = np.full(m, "ok", dtype=object)
     no_events = units.removes_all_events[codes]
     broken = units.breaks_rank[codes] & ~no_events
+    # a refit that ran onto a flat likelihood from its start may have left the basin of a
+    # maximum that exists (a far warm start, a wild quasi-Newton step): confirm by a plain
+    # Newton-Raphson with step halving from theta_hat before calling it undefined
+    for pos in np.flatnonzero(flat & ~no_events & ~broken):
+        again = _confirm_flat(fit, units, codes[pos], tol, max_iter, chol)
+        if again is not None:
+            theta[pos], ok[pos], flat[pos] = again, True, False
     # no maximum: the refit ran onto a flat likelihood, or nothing is left to fit
     status[flat | no_events] = "undefined"
     theta[flat | no_events] = np.nan
@@ -308,6 +315,17 @@ def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_
             status[pos] = "refit_failed"
             theta[pos] = np.nan
     return Refits(codes, theta, status.astype(str))
+
+
+def _confirm_flat(fit, units, code, tol, max_iter, chol):
+    """The refit of unit ``code`` by Newton-Raphson with step halving from ``theta_hat``:
+    its coefficients when it converges to a point with information (not
+    :func:`_flat_at_refit`), else None (the deleted problem has no maximum)."""
+    objective = cox_objective(fit.risk_sets, units.deletion(np.array([code])), blas=False)
+    res = newton(objective, fit.coef[None, :], tol=tol, max_iter=max_iter)
+    if res.converged[0] and not _flat_at_refit(res.hess, chol)[0]:
+        return res.theta[0]
+    return None
 
 
 _NEWTON_START_FLOATS = 5e7     # at most ~400 MB of deleted-data Hessians (m d^2 floats)

@@ -79,7 +79,9 @@ def cox_objective(risk_sets, deleted=None, *, ridge=None, blas=True):
     """``objective(idx, theta)`` for :func:`newton`: the negative log partial likelihood of
     problem b without the rows ``deleted`` removes, plus ``0.5 sum_j s_bj theta_j^2`` when
     ``ridge`` (``s``: (d,) for every problem, or (B, d)) is given. A risk-set sum that
-    underflows (diverging coefficients) gives an infinite loss and NaN derivatives."""
+    underflows (diverging coefficients) gives that problem an infinite loss and NaN
+    derivatives; the other problems of the batch are evaluated one by one then, so one
+    diverging refit never fails its batch."""
     terms = risk_sets.terms(deleted)
     ridge = None if ridge is None else np.asarray(ridge, dtype=np.float64)
 
@@ -88,6 +90,11 @@ def cox_objective(risk_sets, deleted=None, *, ridge=None, blas=True):
             loss, grad, H = risk_sets.loss_grad_hess(theta, terms=terms.take(idx), hess=hess,
                                                      blas=blas)
         except FloatingPointError:
+            if len(idx) > 1:        # isolate the diverging problems: the others go on
+                parts = [evaluate(idx[b:b + 1], theta[b:b + 1], hess) for b in range(len(idx))]
+                return (np.concatenate([p[0] for p in parts]),
+                        np.concatenate([p[1] for p in parts]),
+                        np.concatenate([p[2] for p in parts]) if hess else None)
             nan = np.full(theta.shape, np.nan)
             return (np.full(len(idx), np.inf), nan,
                     np.full(theta.shape + (theta.shape[1],), np.nan) if hess else None)
