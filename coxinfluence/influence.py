@@ -202,11 +202,15 @@ class InfluenceResult:
         """Delta-method standard error ``sqrt(diag(J V J'))`` of each target column, with
         ``V`` the covariance the user sees: model-based ``I^{-1}``, or the robust
         (grouped sandwich) :meth:`CoxFit.robust_covariance` when the model reports robust
-        standard errors (lifelines ``robust=True`` or ``cluster_col``), as R does."""
+        standard errors (lifelines ``robust=True`` or ``cluster_col``), as R does; for
+        ``S(t|x)`` plus the baseline hazard's own variance, as R's ``survfit``
+        (:meth:`coxinfluence.targets.Survival.baseline_variance`)."""
         J = self.target.jacobian(self.fit)
         V = (self.fit.robust_covariance(self._resolved.groups)
              if self._resolved is not None and self._resolved.robust else self.fit.var)
-        se = np.sqrt(np.einsum("ij,jk,ik->i", J, V, J))
+        var = np.einsum("ij,jk,ik->i", J, V, J)
+        baseline = self.target.baseline_variance(self.fit)
+        se = np.sqrt(var if baseline is None else var + baseline)
         return pd.Series(se, index=self.loo_change.columns, name="se")
 
     @property

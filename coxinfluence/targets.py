@@ -122,6 +122,11 @@ class Target:
         """(U, m) ``g(theta_{-g}; D_{-g})`` for leave-one-out coefficients (U, d)."""
         return self.value(fit, theta_loo)
 
+    def baseline_variance(self, fit):
+        """(m,) a variance term beside ``J V J'`` (the baseline hazard's own, for
+        survival targets), or None for targets of ``theta`` alone."""
+        return None
+
 
 class Coefficients(Target):
     """``g(theta) = theta``."""
@@ -310,6 +315,22 @@ class Survival(Target):
 
     def value(self, fit, theta):
         return self._surv(fit, theta)
+
+    def baseline_variance(self, fit):
+        """The baseline hazard's own variance term of ``S(t|x)`` (Tsiatis 1981; R's
+        ``survfit(fit, newdata)`` standard error): ``S^2 exp(2 x'theta) sum_{k: t_k <= t}
+        m_k / den_k^2`` over the (Efron) terms of the patient's stratum, ``m_k`` the
+        term's event weight and ``den_k`` its risk-set sum. With ``J V J'`` (the
+        coefficients' part) it gives R's ``std.err`` of ``S(t|x)``."""
+        X = self._X(fit)[0]
+        codes = self._codes(fit, X)
+        inc, shift, _ = _hazard_terms(fit, fit.coef)
+        m = fit.risk_sets.terms().mean_weight
+        per_term = inc[0] ** 2 / np.broadcast_to(m, inc[0].shape)        # m / den^2
+        cum = np.einsum("k,stk->st", per_term, _cum_mask(fit, self.times))[codes]  # (P, T)
+        risk2 = np.exp(2 * (X @ fit.coef - shift[0, 0]))
+        S = self._surv(fit, fit.coef)[0].reshape(cum.shape)
+        return (S ** 2 * risk2[:, None] * cum).reshape(-1)
 
     def jacobian(self, fit):
         X = self._X(fit)[0]

@@ -226,3 +226,19 @@ def test_caller_frames_not_modified(gbsg):
     ci.influence(fit, gbsg, target=T.Survival(NEWP, TIMES))
     pd.testing.assert_frame_equal(gbsg, before)
     pd.testing.assert_frame_equal(NEWP, newp)
+
+
+@pytest.mark.parametrize("ties", ["breslow", "efron"])
+def test_survival_se_equals_r_survfit(gbsg, ties):
+    """dfbetas of S(t|x) divide by R's survfit standard error, which includes the baseline
+    hazard's variance (golden fixture of tests/r/survfit_se_reference.R)."""
+    from conftest import INTEGRATION_FIXTURES
+    ref = pd.read_csv(INTEGRATION_FIXTURES / "survfit_se.csv")
+    ref = ref[ref.ties == ties].sort_values(["patient", "time"])
+    fit = ci.fit_cox(gbsg[COVS], gbsg.time, gbsg.cens, ties=ties)
+    res = ci.influence(fit, method="vif", target=T.Survival(NEWP, TIMES))
+    np.testing.assert_allclose(T.Survival(NEWP, TIMES).value(fit, fit.coef[None, :])[0],
+                               ref.surv, rtol=1e-9)
+    np.testing.assert_allclose(res.target_se.to_numpy(), ref.std_err, rtol=1e-7)
+    np.testing.assert_allclose(res.dfbetas.to_numpy(),
+                               res.loo_change.to_numpy() / ref.std_err.to_numpy(), rtol=1e-7)
