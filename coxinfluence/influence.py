@@ -368,7 +368,12 @@ def _flags(result) -> pd.DataFrame:
     from .flags import flag_frame
     fit, units = result.fit, result.units
     index = result.loo_change.index
-    if fit.penalty is None:
+    if not result.fit_ok:
+        # no maximum: every first-order number is unstable; only the structure is known
+        from .flags import undefined_units
+        undefined = np.asarray(undefined_units(fit, units), dtype=bool).copy()
+        unstable = np.ones(len(index), dtype=bool)
+    elif fit.penalty is None:
         src = result.approx if result.approx is not None else result
         vif_change = (src.theta_change.to_numpy() if src.method == "vif"
                       else theta_change(fit, "vif", groups=_groups(result))[0])

@@ -386,3 +386,24 @@ def test_bad_input_subprocess_exit_code(tmp_path):
     assert proc.returncode != 0
     assert proc.stderr.strip().count("\n") == 0
     assert "non-numeric column(s) ['age']" in proc.stderr
+
+
+def test_a_fit_without_maximum_is_reported_in_red(tmp_path, capsys):
+    """Monotone likelihood (x2 = 1 for exactly the 10 earliest events): the audit still
+    runs, warns on stderr naming the covariate, and the report says so at its top."""
+    rng = np.random.default_rng(0)
+    n = 60
+    g = (np.arange(n) < 10).astype(float)
+    df = pd.DataFrame({"x0": rng.normal(size=n), "x1": rng.normal(size=n), "x2": g,
+                       "time": np.where(g == 1, rng.uniform(0, 1, n), rng.uniform(1, 5, n)),
+                       "event": 1})
+    path, out = tmp_path / "sep.csv", tmp_path / "sep.html"
+    df.to_csv(path, index=False)
+    code, stdout, err = run([str(path), "--time", "time", "--event", "event", "--no-progress",
+                             "--out", str(out)], capsys)
+    assert code == 0, err
+    assert "did not converge" in err
+    assert "WARNING: the Cox fit did not converge" in stdout
+    html = out.read_text()
+    assert "<p class='bad'><b>Warning: the Cox fit did not converge</b>" in html
+    assert "the coefficients of x2 diverge" in html
