@@ -54,6 +54,10 @@ STEPS = [
     ("subjects", "Beyond the paper: per-subject influence on (start, stop] data with id "
      "(accuracy, R dfbeta, 10^6 rows)", "bench_subjects.py", [], ["--quick"],
      "bench_subjects.md"),
+    ("flags", "Beyond the paper: when is the VIF off? Flags against exact refits on real data",
+     "bench_flags.py", [], ["--quick"], "bench_flags.md"),
+    ("audit", "Beyond the paper: the verified audit (method='auto') against exact refits",
+     "bench_audit.py", [], ["--quick"], "bench_audit.md"),
 ]
 # Table 2's autodiff rows: the paper's numbers and where our run prints its times
 # (a regex with named groups vif and bf, searched in the step's standard output)
