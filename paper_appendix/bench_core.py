@@ -7,12 +7,15 @@ and checked against it.
 
     python paper_appendix/bench_core.py [--repeats 5] [--skip-newton]
 
-Writes paper_appendix/out/bench_core.md: medians (seconds) and ratios to R's dfbeta.
+Writes paper_appendix/out/bench_core.md: medians (seconds), every ratio to R's dfbeta and to
+lifelines' delta_beta timed in the same run, the load average, and the issue 13 targets
+(exact_loo: SUPPORT at most 10x R's dfbeta, METABRIC at most 0.15 s).
 Also checks, as a by-product, that our IF_n / n equals R's dfbeta on the same data.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 
@@ -95,21 +98,35 @@ def main(argv=None):
     t_start = time.perf_counter()
     parts = [f"# Cox core benchmark\n\nMachine: {platform.processor() or platform.machine()}, "
              f"{ci.__name__} {ci.__version__}; medians of {args.repeats} runs (exact_loo: "
-             f"{max(1, args.repeats // 3)}); ratio = time / R's resid(fit, 'dfbeta').\n"]
+             f"{max(1, args.repeats // 3)}); ratios = time / R's resid(fit, 'dfbeta') and / "
+             f"lifelines' compute_residuals(df, 'delta_beta'), both timed in this run.\n"]
     if not r_available():
         parts.append("R (Rscript) not installed: R columns missing.\n")
     for name in ("metabric", "support"):
+        load0 = os.getloadavg()[0]
         fit, times, check, acc = bench(name, args.repeats, not args.skip_newton)
+        load1 = os.getloadavg()[0]
         ref = times.get("R resid dfbeta")
+        lif = times.get("lifelines delta_beta")
         rows = []
         for k, v in times.items():
-            ratio = f"{v / ref:.2f}" if ref else "n/a"
-            rows.append([k, f"{v:.4f}", ratio])
+            rows.append([k, f"{v:.4f}", f"{v / ref:.2f}" if ref else "n/a",
+                         f"{v / lif:.3f}" if lif else "n/a"])
         for k, v in PAPER[name].items():
-            rows.append([k, f"{v:.1f}", f"{v / ref:.0f}" if ref else "n/a"])
+            rows.append([k, f"{v:.1f}", f"{v / ref:.0f}" if ref else "n/a",
+                         f"{v / lif:.0f}" if lif else "n/a"])
         parts.append(f"## {name} (n = {fit.n}, d = {fit.data.d}, events = "
                      f"{int(fit.data.event.sum())})\n")
-        parts.append(markdown_table(["method", "median s", "ratio to R dfbeta"], rows))
+        parts.append(f"Load average (1 min) {load0:.2f} before, {load1:.2f} after this "
+                     f"dataset ({os.cpu_count()} CPUs); every time below comes from this run.\n")
+        parts.append(markdown_table(["method", "median s", "ratio to R dfbeta",
+                                     "ratio to lifelines delta_beta"], rows))
+        if name == "support" and ref:
+            parts.append(f"\nIssue 13 target: exact_loo / R dfbeta = "
+                         f"{times['exact_loo'] / ref:.1f} (at most 10)\n")
+        if name == "metabric":
+            parts.append(f"\nIssue 13 target: exact_loo = {times['exact_loo']:.3f} s (at most "
+                         "0.15 s)\n")
         if check:
             parts.append(f"\nAgreement with R on this data: {check}\n")
         parts.append("\nAccuracy against exact leave-one-out refits (paper's metric: mean over "

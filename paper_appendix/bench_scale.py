@@ -1,27 +1,31 @@
-"""Scaling benchmark (issue 6): time against n for Reid's IF, the VIF, exact leave-one-out,
-R's ``resid(fit, "dfbeta")`` and lifelines' ``compute_residuals(df, "delta_beta")``.
+"""Scaling benchmark (issues 6 and 13): time against n for our fit_cox, Reid's IF, the VIF,
+exact leave-one-out, R's ``coxph`` fit and ``resid(fit, "dfbeta")``, and lifelines'
+``compute_residuals(df, "delta_beta")``; every ratio ours / theirs from the same run.
 
 Synthetic data, d = 10: x ~ N(0, I), beta ~ U(-0.5, 0.5), exponential event times with
 rate exp(x beta), exponential censoring; times rounded to n/10 grid levels (ties:
-tie groups of up to ~100 events at n = 10^6). Every method is timed on the same fitted
-model (our fit for ours, R's and lifelines' own fits for theirs; fitting is not timed),
-median of ``--reps`` runs. Also: the VIF's max column-relative error against the
-O(n K d) direct reference at n = 20,000, peak resident memory of ``ci.vif`` at the largest
-n (a fresh subprocess, ``resource.getrusage``), and SUPPORT (paper split, training rows):
-``ci.vif``, R's dfbeta and ``ci.exact_loo`` (serial, and on a 2-worker dask LocalCluster
-with ``--dask``).
+tie groups of up to ~100 events at n = 10^6). Influence functions are timed on one fitted
+model (our fit for ours, R's and lifelines' own fits for theirs), median of ``--reps``
+runs; our fit is timed too (median), R's once inside R. Also: the VIF's max
+column-relative error against the O(n K d) direct reference at n = 20,000; issue 13's
+scale target, ``fit_cox`` + ``vif`` at ``--target-n`` rows (default 10^7) in a fresh
+process, wall time and peak resident memory (``ru_maxrss``, the data included; targets
+30 s and 5 GiB); and SUPPORT (paper split, training rows): ``ci.vif``, R's dfbeta and
+``ci.exact_loo`` (serial, and on a 2-worker dask LocalCluster with ``--dask``). The load
+average is recorded beside the timings.
 
-Writes ``paper_appendix/out/bench_scale.md`` (table of medians, ratios, log-log slopes)
-and ``paper_appendix/out/bench_scale.png``; prints the table. Absolute times on a shared
-2-core machine are noisy: quote ratios.
+Writes ``paper_appendix/out/bench_scale.md`` (medians, ratios, log-log slopes, the target
+run) and ``paper_appendix/out/bench_scale.png``; prints the table. Absolute times on a
+shared 2-core machine are noisy: quote ratios.
 
     python paper_appendix/bench_scale.py                       # full run (several minutes)
-    python paper_appendix/bench_scale.py --sizes 1000,10000 --no-rss --no-support   # quick
+    python paper_appendix/bench_scale.py --sizes 1000,10000 --target-n 0 --no-support  # quick
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -56,15 +60,17 @@ R_SCRIPT = r"""
 suppressMessages(library(survival))
 args <- commandArgs(trailingOnly = TRUE)
 d <- read.csv(args[1]); reps <- as.integer(args[2])
-f <- coxph(Surv(time, event) ~ ., data = d, ties = "efron")
+tf <- system.time(f <- coxph(Surv(time, event) ~ ., data = d, ties = "efron"))[["elapsed"]]
 tm <- replicate(reps, system.time(resid(f, type = "dfbeta"))[["elapsed"]])
-cat(sprintf("%.6f\n", median(tm)))
+cat(sprintf("%.6f %.6f\n", median(tm), tf))
 """
 
 
 def time_r_dfbeta(X, t, e, reps, tmpdir):
+    """R's ``resid(fit, "dfbeta")`` (median of ``reps``) and ``coxph`` fit (once), seconds,
+    timed inside R."""
     if shutil.which("Rscript") is None:
-        return float("nan")
+        return float("nan"), float("nan")
     path = Path(tmpdir) / "data.csv"
     cols = [f"x{j}" for j in range(X.shape[1])]
     header = ",".join(cols + ["time", "event"])
@@ -74,7 +80,8 @@ def time_r_dfbeta(X, t, e, reps, tmpdir):
     script.write_text(R_SCRIPT)
     res = subprocess.run(["Rscript", str(script), str(path), str(reps)], capture_output=True,
                          text=True, check=True)
-    return float(res.stdout.strip().splitlines()[-1])
+    dfb, fit = res.stdout.strip().splitlines()[-1].split()
+    return float(dfb), float(fit)
 
 
 def time_lifelines(X, t, e, reps):
@@ -87,34 +94,32 @@ def time_lifelines(X, t, e, reps):
 
 
 RSS_CHILD = r"""
-import resource, sys, time, json
+import resource, sys, time, json, os
 import numpy as np
 sys.path.insert(0, {root!r}); sys.path.insert(0, {here!r})
 from bench_scale import synthetic
 import coxinfluence as ci
 X, t, e = synthetic({n})
-fit = ci.fit_cox(X, t, e)
-del X, t, e
 def status(key):
     for line in open("/proc/self/status"):
         if line.startswith(key):
             return int(line.split()[1]) / 1024
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-rss_now = status("VmRSS:")
-try:   # reset the high-water mark (Linux >= 4.0) so that VmHWM is the peak during ci.vif
-    open("/proc/self/clear_refs", "w").write("5")
-    reset = True
-except OSError:
-    reset = False
-t0 = time.perf_counter(); v = ci.vif(fit); dt = time.perf_counter() - t0
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps(dict(before_mb=before, after_mb=after, vif_s=dt, rss_at_start_mb=rss_now,
-                      vif_peak_mb=status("VmHWM:") if reset else float("nan"))))
+data_mb = status("VmRSS:")
+load0 = os.getloadavg()[0]
+t0 = time.perf_counter(); fit = ci.fit_cox(X, t, e); t_fit = time.perf_counter() - t0
+fit_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+t0 = time.perf_counter(); v = ci.vif(fit); t_vif = time.perf_counter() - t0
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(dict(n={n}, fit_s=t_fit, vif_s=t_vif, total_s=t_fit + t_vif,
+                      rss_after_data_mb=data_mb, peak_after_fit_mb=fit_peak, peak_mb=peak,
+                      load_before=load0, load_after=os.getloadavg()[0],
+                      iterations=fit.n_iter)))
 """
 
 
-def peak_rss_of_vif(n):
-    """Peak RSS (MB) of a fresh process before and after ``ci.vif`` (data + fit included)."""
+def fit_and_vif_in_fresh_process(n):
+    """``fit_cox`` + ``vif`` on ``synthetic(n)`` in a fresh process: wall seconds and the
+    process's peak resident memory (``ru_maxrss``, data generation included)."""
     code = RSS_CHILD.format(root=str(HERE.parent), here=str(HERE), n=n)
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
@@ -136,11 +141,14 @@ def support(reps, use_dask, tmpdir):
     fit = ci.fit_cox(X, t, e)
     out = {"n": len(t), "vif": median_time(lambda: ci.vif(fit), reps),
            "reid": median_time(lambda: ci.reid_influence(fit), reps),
-           "R dfbeta": time_r_dfbeta(X, t, e, reps, tmpdir)}
+           "R dfbeta": time_r_dfbeta(X, t, e, reps, tmpdir)[0],
+           "load": os.getloadavg()[0]}
     t0 = time.perf_counter()
     loo = np.asarray(ci.exact_loo(fit, progress=False))
     out["exact_loo"] = time.perf_counter() - t0
-    out["reps note"] = "exact_loo timed once"
+    out["exact_loo / R dfbeta"] = out["exact_loo"] / out["R dfbeta"]
+    out["vif / R dfbeta"] = out["vif"] / out["R dfbeta"]
+    out["reps note"] = "exact_loo timed once (cold: first call)"
     if use_dask:
         from distributed import Client, LocalCluster
         with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cl, \
@@ -150,6 +158,7 @@ def support(reps, use_dask, tmpdir):
                                             progress=False))
             out["exact_loo dask(2)"] = time.perf_counter() - t0
             out["dask == serial"] = bool(np.array_equal(loo, loo_d, equal_nan=True))
+            out["dask(2) / serial"] = out["exact_loo dask(2)"] / out["exact_loo"]
             out["dask - serial max abs"] = float(np.nanmax(np.abs(loo - loo_d)))
     return out
 
@@ -161,34 +170,39 @@ def main(argv=None):
     ap.add_argument("--loo-max", type=int, default=3_000, help="largest n for exact_loo")
     ap.add_argument("--lifelines-max", type=int, default=30_000)
     ap.add_argument("--r-max", type=int, default=100_000)
-    ap.add_argument("--no-rss", action="store_true")
+    ap.add_argument("--target-n", type=int, default=10_000_000,
+                    help="fit_cox + vif in a fresh process at this n (time, peak RSS); 0: skip")
     ap.add_argument("--no-support", action="store_true")
     ap.add_argument("--dask", action="store_true", help="SUPPORT exact_loo on 2 dask workers")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     OUT.mkdir(parents=True, exist_ok=True)
-    methods = ["reid_influence", "vif", "exact_loo", "R dfbeta", "lifelines delta_beta"]
+    methods = ["fit_cox", "reid_influence", "vif", "exact_loo", "R coxph", "R dfbeta",
+               "lifelines delta_beta"]
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench_scale_") as tmpdir:
         for n in sizes:
             X, t, e = synthetic(n)
             fit = ci.fit_cox(X, t, e)
             reps = args.reps if n <= 300_000 else max(1, min(args.reps, 3))
-            r = {"n": n, "events": int(e.sum()), "max tie": int(fit.data.group_n_events.max())}
+            r = {"n": n, "events": int(e.sum()), "max tie": int(fit.data.group_n_events.max()),
+                 "load": os.getloadavg()[0]}
+            r["fit_cox"] = median_time(lambda: ci.fit_cox(X, t, e), reps)
             r["reid_influence"] = median_time(lambda: ci.reid_influence(fit), reps)
             r["vif"] = median_time(lambda: ci.vif(fit), reps)
             r["exact_loo"] = (median_time(lambda: ci.exact_loo(fit, progress=False), 1,
                                           warm=False)
                               if n <= args.loo_max else float("nan"))
-            r["R dfbeta"] = (time_r_dfbeta(X, t, e, reps if n < 100_000 else 1, tmpdir)
-                             if n <= args.r_max
-                             else float("nan"))
+            r["R dfbeta"], r["R coxph"] = (
+                time_r_dfbeta(X, t, e, reps if n < 100_000 else 1, tmpdir)
+                if n <= args.r_max else (float("nan"), float("nan")))
             r["lifelines delta_beta"] = (time_lifelines(X, t, e, reps)
                                          if n <= args.lifelines_max else float("nan"))
             rows.append(r)
             print(json.dumps(r), flush=True)
         acc = vif_accuracy()
-        rss = None if args.no_rss else peak_rss_of_vif(max(sizes))
+        target = (fit_and_vif_in_fresh_process(args.target_n) if args.target_n > 0
+                  else None)
         sup = None if args.no_support else support(args.reps, args.dask, tmpdir)
 
     ns = np.array([r["n"] for r in rows], dtype=float)
@@ -203,24 +217,37 @@ def main(argv=None):
     def fmt(x):
         return "-" if not np.isfinite(x) else (f"{x:.3g}" if x >= 0.01 else f"{x:.2e}")
 
+    ratios = [("fit_cox", "R coxph"), ("reid_influence", "R dfbeta"), ("vif", "R dfbeta"),
+              ("exact_loo", "R dfbeta"), ("reid_influence", "lifelines delta_beta"),
+              ("vif", "lifelines delta_beta"), ("exact_loo", "lifelines delta_beta")]
     lines = ["# Scaling: time (s, median) against n, d = 10, synthetic data with ties", "",
-             "| n | events | max tie | " + " | ".join(methods) + " | vif / reid | R / vif |",
-             "|" + "---|" * (len(methods) + 5)]
+             "| n | events | max tie | load | " + " | ".join(methods) + " |",
+             "|" + "---|" * (len(methods) + 4)]
     for r in rows:
-        lines.append(f"| {r['n']:,} | {r['events']:,} | {r['max tie']} | "
-                     + " | ".join(fmt(r[m]) for m in methods)
-                     + f" | {fmt(r['vif'] / r['reid_influence'])} | "
-                     f"{fmt(r['R dfbeta'] / r['vif'])} |")
-    lines.append("| slope (log-log; n >= 10^4, or all n when fewer than 2 there) | | | "
-                 + " | ".join(f"{slopes[m]:.2f}" for m in methods) + " | | |")
+        lines.append(f"| {r['n']:,} | {r['events']:,} | {r['max tie']} | {r['load']:.2f} | "
+                     + " | ".join(fmt(r[m]) for m in methods) + " |")
+    lines.append("| slope (log-log; n >= 10^4, or all n when fewer than 2 there) | | | | "
+                 + " | ".join(f"{slopes[m]:.2f}" for m in methods) + " |")
+    lines += ["", "Ratios, each pair timed in the same run (ours / theirs; below 1: ours "
+              "faster):", "",
+              "| n | " + " | ".join(f"{a} / {b}" for a, b in ratios) + " |",
+              "|" + "---|" * (len(ratios) + 1)]
+    for r in rows:
+        lines.append(f"| {r['n']:,} | " + " | ".join(fmt(r[a] / r[b]) for a, b in ratios)
+                     + " |")
     lines += ["", f"VIF (series) vs O(n K d) direct reference, n = 20,000: max over "
               f"coefficients of max_i |error| / max_i |VIF| = {acc:.2e}"]
-    if rss:
-        lines.append(f"Peak RSS, fresh process at n = {max(sizes):,}: {rss['before_mb']:.0f} MB "
-                     f"after data + fit (ru_maxrss), {rss['after_mb']:.0f} MB after ci.vif; "
-                     f"resident when ci.vif starts {rss['rss_at_start_mb']:.0f} MB, peak "
-                     f"during ci.vif (VmHWM after reset) {rss['vif_peak_mb']:.0f} MB "
-                     f"(ci.vif took {rss['vif_s']:.2f} s there)")
+    if target:
+        ok_t = "met" if target["total_s"] <= 30 else "NOT met"
+        ok_m = "met" if target["peak_mb"] <= 5 * 1024 else "NOT met"
+        lines.append(f"fit_cox + vif, n = {target['n']:,} x 10 with ties, fresh process: fit "
+                     f"{target['fit_s']:.1f} s ({target['iterations']} Newton iterations) + "
+                     f"vif {target['vif_s']:.1f} s = {target['total_s']:.1f} s (target 30 s: "
+                     f"{ok_t}); peak RSS (ru_maxrss, data included) "
+                     f"{target['peak_mb'] / 1024:.2f} GiB (target 5 GiB: {ok_m}), after the fit "
+                     f"{target['peak_after_fit_mb'] / 1024:.2f} GiB, data alone "
+                     f"{target['rss_after_data_mb'] / 1024:.2f} GiB; load average "
+                     f"{target['load_before']:.2f} before, {target['load_after']:.2f} after")
     if sup:
         lines += ["", f"SUPPORT (paper split, {sup['n']} training rows): "
                   + ", ".join(f"{k} {fmt(v) if isinstance(v, float) else v}"
