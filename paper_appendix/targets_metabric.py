@@ -7,8 +7,8 @@ training patients, of the estimated and the exactly refitted target change, aver
 test patients. Targets:
 
 - relative risk ``exp(theta' x)`` (the paper's target), by the chain rule
-  ``exp(theta_hat' x) x' Delta_i`` and by plug-in ``exp(theta_{-i}' x)`` (the paper's own
-  definition, as ``coxinfluence.metrics.relative_risk_correlation``);
+  ``exp(theta_hat' x) x' Delta_i`` (the paper's VIF-for-a-target equation, its metric) and
+  by plug-in ``exp(theta_{-i}' x)`` (as ``coxinfluence.metrics.relative_risk_correlation``);
 - ``S(t | x)`` at the median follow-up time (median observed time of the training set),
   with and without the Breslow baseline hazard's direct dependence on the removed patient.
 
