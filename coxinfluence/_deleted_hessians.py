@@ -95,6 +95,8 @@ from ._vif_series import (
     _Segments,
     _SortedTerms,
     efron_fraction_sum,
+    efron_fractions,
+    fraction_moment_series,
     prefix_plan,
     segmented_prefix_sums,
 )
@@ -515,27 +517,14 @@ def efron_square_fraction_sum(N, x):
     h = np.zeros(x.shape)
     small = np.flatnonzero((N > 0) & (N <= _SQ_DIRECT_MAX))
     if small.size:
-        Ns = N[small]
-        pair = np.repeat(np.arange(small.size), Ns)
-        c = (np.arange(pair.size) - np.repeat(np.cumsum(Ns) - Ns, Ns)) / Ns[pair]
+        pair, c = efron_fractions(N[small])
         h[small] = np.bincount(pair, weights=(c / (1.0 - c * x[small][pair])) ** 2,
                                minlength=small.size)
     big = N > _SQ_DIRECT_MAX
     series = np.flatnonzero(big & (x <= _SQ_SERIES_X))
-    if series.size:
-        Nu, inv = np.unique(N[series], return_inverse=True)
-        pair = np.repeat(np.arange(Nu.size), Nu)
-        c = (np.arange(pair.size) - np.repeat(np.cumsum(Nu) - Nu, Nu)) / Nu[pair]
-        M = np.empty((_SQ_SERIES_Q, Nu.size))          # M[q] = (q + 1) sum_r c_r^(q + 2)
-        cq = c * c
-        for q in range(_SQ_SERIES_Q):
-            M[q] = (q + 1) * np.bincount(pair, weights=cq, minlength=Nu.size)
-            cq *= c
-        xs = x[series]
-        acc = M[-1, inv].copy()
-        for q in range(_SQ_SERIES_Q - 2, -1, -1):
-            acc = acc * xs + M[q, inv]
-        h[series] = acc
+    if series.size:     # M[q] = (q + 1) sum_r c_r^(q + 2)
+        h[series] = fraction_moment_series(N[series], x[series], _SQ_SERIES_Q, 2,
+                                           weight=lambda q: q + 1)
     closed = np.flatnonzero(big & (x > _SQ_SERIES_X))
     if closed.size:
         Nc, xc = N[closed].astype(np.float64), x[closed]

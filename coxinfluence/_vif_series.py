@@ -311,6 +311,35 @@ _EFRON_SERIES_X = 0.25      # above: the power series in x up to here, the digam
 _EFRON_SERIES_Q = 27        # 0.25^27 < 2^-53
 
 
+def efron_fractions(Ns):
+    """The Efron fractions ``c_r = r / N``, ``r = 0..N-1``, of every tie size in ``Ns``,
+    concatenated: (pair, c) with ``pair`` the position in ``Ns`` of each fraction."""
+    pair = np.repeat(np.arange(Ns.size), Ns)
+    return pair, (np.arange(pair.size) - np.repeat(np.cumsum(Ns) - Ns, Ns)) / Ns[pair]
+
+
+def fraction_moment_series(N, x, Q, power, weight=None):
+    """``sum_{q < Q} w_q x^q M_{q+power}(N)`` by Horner's rule, ``M_k(N) = sum_r c_r^k``
+    over the Efron fractions of tie size N (:func:`efron_fractions`; one moment table per
+    distinct N), ``w_q = weight(q)`` (default 1): the power-series branch of
+    :func:`efron_fraction_sum` and of its derivative."""
+    Nu, inv = np.unique(N, return_inverse=True)
+    pair, c = efron_fractions(Nu)
+    M = np.empty((Q, Nu.size))
+    cq = c.copy()
+    for _ in range(power - 1):
+        cq *= c
+    for q in range(Q):
+        M[q] = np.bincount(pair, weights=cq, minlength=Nu.size)
+        if weight is not None:
+            M[q] *= weight(q)
+        cq *= c
+    acc = M[-1, inv].copy()
+    for q in range(Q - 2, -1, -1):
+        acc = acc * x + M[q, inv]
+    return acc
+
+
 def efron_fraction_sum(N, x):
     """``f(N, x) = sum_{r=0}^{N-1} c_r / (1 - c_r x)`` with ``c_r = r / N``, for integer
     ``N >= 0`` and ``0 <= x <= 1`` (arrays of the same shape), to rounding.
@@ -326,30 +355,15 @@ def efron_fraction_sum(N, x):
     N = np.asarray(N, dtype=np.int64)
     x = np.asarray(x, dtype=np.float64)
     f = np.zeros(x.shape)
-    small = (N > 0) & (N <= _EFRON_DIRECT_MAX)
-    if small.any():
-        idx = np.flatnonzero(small)
-        Ns = N[idx]
-        pair = np.repeat(np.arange(idx.size), Ns)
-        r = np.arange(pair.size) - np.repeat(np.cumsum(Ns) - Ns, Ns)
-        c = r / Ns[pair]
-        f[idx] = np.bincount(pair, weights=c / (1.0 - c * x[idx][pair]), minlength=idx.size)
+    small = np.flatnonzero((N > 0) & (N <= _EFRON_DIRECT_MAX))
+    if small.size:
+        pair, c = efron_fractions(N[small])
+        f[small] = np.bincount(pair, weights=c / (1.0 - c * x[small][pair]),
+                               minlength=small.size)
     big = N > _EFRON_DIRECT_MAX
     series = np.flatnonzero(big & (x <= _EFRON_SERIES_X))
-    if series.size:
-        Nu, inv = np.unique(N[series], return_inverse=True)
-        pair = np.repeat(np.arange(Nu.size), Nu)
-        c = (np.arange(pair.size) - np.repeat(np.cumsum(Nu) - Nu, Nu)) / Nu[pair]
-        M = np.empty((_EFRON_SERIES_Q, Nu.size))       # M[q] = sum_r c_r^(q + 1)
-        cq = c.copy()
-        for q in range(_EFRON_SERIES_Q):
-            M[q] = np.bincount(pair, weights=cq, minlength=Nu.size)
-            cq *= c
-        xs = x[series]
-        acc = M[-1, inv].copy()
-        for q in range(_EFRON_SERIES_Q - 2, -1, -1):
-            acc = acc * xs + M[q, inv]
-        f[series] = acc
+    if series.size:     # M[q] = sum_r c_r^(q + 1)
+        f[series] = fraction_moment_series(N[series], x[series], _EFRON_SERIES_Q, 1)
     closed = np.flatnonzero(big & (x > _EFRON_SERIES_X))
     if closed.size:
         Nc, xc = N[closed].astype(np.float64), x[closed]

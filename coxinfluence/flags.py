@@ -87,24 +87,11 @@ def _units(fit, units):
     return resolve_units(fit) if units is None else units
 
 
-def _groups_of(fit, units):
-    """The ``groups`` argument that gives back ``units`` from the influence functions:
-    None for the fit's own units (rows or subjects), else each row's unit label in the
-    caller's row order."""
-    data = fit.data
-    if units.is_rows or (data.ids is not None and np.array_equal(units.of_row, data.ids)):
-        return None
-    labels = np.empty(data.n, dtype=object)
-    labels[data.order] = np.asarray(units.labels, dtype=object)[units.of_row]
-    return labels
-
-
 def _delta(fit, units, delta_vif):
     """VIF's change ``-VIF_n(g)/U`` (U, d) of every unit, or ``delta_vif`` as given."""
     if delta_vif is None:
         from .vif import _vif
-        delta_vif = -np.asarray(_vif(fit, groups=_groups_of(fit, units)),
-                                dtype=np.float64) / units.n_units
+        delta_vif = -np.asarray(_vif(fit, units=units), dtype=np.float64) / units.n_units
     delta = np.asarray(delta_vif, dtype=np.float64)
     if delta.shape != (units.n_units, fit.data.d):
         raise ValueError(f"delta_vif must be (n_units, d) = ({units.n_units}, {fit.data.d}); "
@@ -170,17 +157,10 @@ def information_split(fit, units=None):
 
 def third_derivative(fit):
     """(d, d, d) third derivative of the negative log partial likelihood at ``fit.coef``,
-    ``T = sum_k m_k E_k[(x - a_k)^3]`` (module doc), as sums over rows:
-    ``sum_j u_j A_j x_j^3 - sym3(sum_j u_j x_j x_j B_j) + 2 sum_k m_k a_k^3``, O(n d^3)."""
+    ``T = sum_k m_k E_k[(x - a_k)^3]`` (module doc), O(n d^3): the risk-set kernels'
+    :meth:`coxinfluence.risksets.RiskSets.third_derivative`."""
     fit = check_fit(fit)
-    A, B, _, st = _prefix_sums(fit)
-    X = fit.data.X
-    u = st.risk
-    t1 = np.einsum("j,ja,jb,jc->abc", u * A, X, X, X, optimize=True)
-    t2 = np.einsum("j,ja,jb,jc->abc", u, X, X, B, optimize=True)
-    a = st.term_mean
-    t3 = np.einsum("k,ka,kb,kc->abc", st.mean_weight, a, a, a, optimize=True)
-    return t1 - (t2 + t2.transpose(0, 2, 1) + t2.transpose(2, 1, 0)) + 2.0 * t3
+    return fit.risk_sets.third_derivative(fit.coef)
 
 
 # ------------------------------------------------------------------ derived quantities

@@ -368,14 +368,17 @@ def _flags(result) -> pd.DataFrame:
     from .flags import flag_frame
     fit, units = result.fit, result.units
     index = result.loo_change.index
-    if not result.fit_ok:
+    if result.approx is not None and result.approx is not result:
+        base = result.approx.flags          # auto: the VIF result's, computed once
+        undefined = base["undefined"].to_numpy().copy()
+        unstable = base["unstable"].to_numpy()
+    elif not result.fit_ok:
         # no maximum: every first-order number is unstable; only the structure is known
         from .flags import undefined_units
         undefined = np.asarray(undefined_units(fit, units), dtype=bool).copy()
         unstable = np.ones(len(index), dtype=bool)
     elif fit.penalty is None:
-        src = result.approx if result.approx is not None else result
-        vif_change = (src.theta_change.to_numpy() if src.method == "vif"
+        vif_change = (result.theta_change.to_numpy() if result.method == "vif"
                       else theta_change(fit, "vif", groups=_groups(result))[0])
         base = flag_frame(fit, units, vif_change)
         undefined = base["undefined"].to_numpy().copy()

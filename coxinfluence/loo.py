@@ -358,7 +358,7 @@ def _warm_start(fit, units, codes):
     from ._deleted_hessians import deleted_hessians, hessians_by_deletion
     from .vif import _vif
     U, d = units.n_units, fit.data.d
-    vif = np.asarray(_vif(fit, groups=_groups_of(units)), dtype=np.float64)[codes]
+    vif = np.asarray(_vif(fit, units=units), dtype=np.float64)[codes]
     theta_vif = fit.coef - vif / U
     bad = ~np.isfinite(theta_vif).all(axis=1)
     theta_vif[bad] = fit.coef
@@ -426,13 +426,6 @@ def _inverse_batch(M):
             except np.linalg.LinAlgError:
                 pass
     return inv, np.isfinite(inv).all(axis=(1, 2))
-
-
-def _groups_of(units):
-    """The ``groups=`` argument that gives back ``units`` from :func:`resolve_units`."""
-    if units.is_rows or units.of_row is units.data.ids:
-        return None
-    return units.labels[units.of_row][np.argsort(units.data.order)]
 
 
 def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None, tol=None,

@@ -108,6 +108,17 @@ def _per_data(method):
     return property(get)
 
 
+def _guard_denominators(den, live):
+    """In place: raise if a risk-set sum of a term with event weight (``live``) is not
+    positive (it underflowed: diverging coefficients), and set the others, which carry
+    no weight, to 1 so that ``m / den`` is 0 there."""
+    if np.any(live & ~(den > 0)):
+        raise FloatingPointError(
+            "risk-set sum underflowed to 0: the linear predictor spans more than ~700; the "
+            "coefficients are diverging (check for separation or extreme covariates)")
+    den[~live] = 1.0
+
+
 def _strata_blocks(starts, total):
     stops = np.append(starts[1:], total)
     return zip(starts, stops)
@@ -284,12 +295,7 @@ class RiskSets:
         S0D = self.group_event_sums(r[:, data.event_rows])
         tg = data.term_group
         den = S0[:, tg] - terms.frac * S0D[:, tg]
-        live = np.broadcast_to(terms.mean_weight, den.shape) > 0
-        if np.any(live & ~(den > 0)):
-            raise FloatingPointError(
-                "risk-set sum underflowed to 0: the linear predictor spans more than ~700; "
-                "the coefficients are diverging (check for separation or extreme covariates)")
-        den = np.where(live, den, 1.0)
+        _guard_denominators(den, np.broadcast_to(terms.mean_weight, den.shape) > 0)
         return eta, r, shift, den
 
     def row_coefficients(self, r, den, terms: Terms):
@@ -449,13 +455,7 @@ class RiskSets:
         if efron:
             den -= frac * np.take(S0D, tg)
         if not den.min(initial=np.inf) > 0:
-            live = mw > 0
-            if np.any(live & ~(den > 0)):
-                raise FloatingPointError(
-                    "risk-set sum underflowed to 0: the linear predictor spans more than "
-                    "~700; the coefficients are diverging (check for separation or extreme "
-                    "covariates)")
-            den[~live] = 1.0
+            _guard_denominators(den, mw > 0)
         loss = loss_events + float(np.dot(mw, np.log(den))) + shift * float(mw.sum())
         # coef_j = r_j sum over the terms whose risk set holds j of m/den, less the Efron
         # correction c m/den over the terms of j's own group when j is an event: one value
@@ -894,13 +894,7 @@ class DeletionGradients:
         else:
             m = np.repeat(p.term_weight, B, axis=1)
             m[pk, pb] = batch.patch_weight
-            live = m > 0
-            if np.any(live & ~(den > 0)):
-                raise FloatingPointError(
-                    "risk-set sum underflowed to 0: the linear predictor spans more than "
-                    "~700; the coefficients are diverging (check for separation or extreme "
-                    "covariates)")
-            den[~live] = 1.0
+            _guard_denominators(den, m > 0)
             patched = batch.patch_weight / den[pk, pb]
             q = np.divide(m, den, out=den)
         q[pk, pb] = patched

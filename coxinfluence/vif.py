@@ -234,9 +234,10 @@ def _refuse_penalty(fit, name):
                          "ci.influence(model, data, method=...)")
 
 
-def _vif(fit, method="auto", groups=None):
+def _vif(fit, method="auto", groups=None, units=None):
     """:func:`vif` for any fit; for a penalised fit, the partial-likelihood part only
-    (the penalty's part is added by :mod:`coxinfluence.integrations._penalty`)."""
+    (the penalty's part is added by :mod:`coxinfluence.integrations._penalty`). ``units``:
+    already resolved units (:class:`coxinfluence.units.Units`) instead of ``groups``."""
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
     data, state = fit.data, fit.risk_sets.state(fit.coef)
@@ -248,7 +249,7 @@ def _vif(fit, method="auto", groups=None):
         delta = _vif_delta_entry(data, state)
     else:
         delta = _vif_delta_series(data, state)
-    units = resolve_units(fit, groups)
+    units = resolve_units(fit, groups) if units is None else units
     delta = units.collapse(delta)
     shared = np.flatnonzero(units.shares_risk_sets)
     if shared.size:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from test_vif_fast import part1_dense as dense_reference
 
 import coxinfluence as ci
 from coxinfluence._data import make_cox_data
@@ -67,24 +68,19 @@ def data_state(seed, theta_scale=0.5, ties="efron", tied=True, **kw):
 
 
 def part1_dense(data, state):
-    """Part 1 (without the factor u_i) by dense (n, K) arrays, the sum of the absolute values
-    of its terms, the positive suffix sums its rounding is stated against, u_i / den_k (0
-    outside the range), the term weights and the differences x_i - a_k."""
-    lo, hi = RiskSets(data).deletion_term_ranges
-    K = data.term_group.size
-    k = np.arange(K)
-    inside = (k[None, :] >= lo[:, None]) & (k[None, :] < hi[:, None])
-    u, den, m, a = state.risk, state.den, state.mean_weight, state.term_mean
-    wk = np.where(inside, m[None, :] / np.where(inside, den[None, :] - u[:, None], 1.0), 0.0)
-    diff = data.X[:, None, :] - a[None, :, :]
-    exact = np.einsum("ik,ikj->ij", wk, diff)
-    abs_sum = np.einsum("ik,ikj->ij", wk, np.abs(diff))
+    """Part 1 (without the factor u_i) by dense (n, K) arrays (test_vif_fast's reference),
+    the sum of the absolute values of its terms, the positive suffix sums its rounding is
+    stated against, u_i / den_k (0 outside the range), the term weights and the
+    differences x_i - a_k."""
+    exact, abs_sum, ratio, wk, diff = dense_reference(data, state)
+    lo, _ = RiskSets(data).deletion_term_ranges
+    k = np.arange(data.term_group.size)
+    den, m, a = state.den, state.mean_weight, state.term_mean
     t_stratum = data.group_stratum[data.term_group]
     same = t_stratum[None, :] == data.strata[:, None]
     suffix = same & (k[None, :] >= lo[:, None])
     cancelled = np.einsum("ik,ikj->ij", np.where(suffix, m / den, 0.0),
                           np.abs(diff) + np.abs(a)[None, :, :])
-    ratio = np.where(inside, u[:, None] / den[None, :], 0.0)
     return exact, abs_sum, cancelled, ratio, wk, diff
 
 
