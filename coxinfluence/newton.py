@@ -67,12 +67,17 @@ def gradient_tolerance(data, tol):
     rounding error grows with the weights: with one weight of 1e12 an absolute 1e-10 is
     below rounding, and refits would never converge. With unit weights and covariates of
     ordinary scale the floor is far below 1e-10 and this is ``tol``."""
-    ev = data.event_rows
-    if ev.size == 0:
+    if data.event_rows.size == 0:
         return tol
-    floor = 4 * np.finfo(np.float64).eps * float(
-        (data.weights[ev] * np.abs(data.X[ev]).max(axis=1)).sum())
-    return max(tol, floor)
+    X, we = data.X, data.weights * data.event
+    total = 0.0
+    for b0 in range(0, data.n, 8192):        # cache-sized blocks: no (n, d) temporary
+        Xb = X[b0:b0 + 8192]
+        top = np.abs(Xb[:, 0])
+        for j in range(1, data.d):           # row maxima column by column (short rows)
+            np.maximum(top, np.abs(Xb[:, j]), out=top)
+        total += float(we[b0:b0 + 8192] @ top)
+    return max(tol, 4 * np.finfo(np.float64).eps * total)
 
 
 def cox_objective(risk_sets, deleted=None, *, ridge=None, blas=True):

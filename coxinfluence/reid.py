@@ -64,4 +64,4 @@ def reid_influence(fit, groups=None):
     units = resolve_units(fit, groups)
     # the gradient of the loss moves by -w_i U_i when row i's weight drops by w_i
     delta = -fit.data.weights[:, None] * _score_residuals_sorted(fit)
-    return fit.paper_scale(units.collapse(delta), units)
+    return fit.paper_scale(units.collapse(delta), units, overwrite=True)

@@ -57,7 +57,7 @@ from .units import resolve_units
 def _group_sums(data, state):
     """Per tie group: risk-set sums ``S0``, ``S1``, event sums ``S0D``, ``S1D`` (shifted
     scale) and the group's gradient term ``m_g sum_r a_{g,r}``."""
-    X, u, ev = data.X, state.risk, data.event_rows
+    u, ev = state.risk, data.event_rows
     G = data.n_groups
     first_term = np.searchsorted(data.term_group, np.arange(G), side="left")
     has = data.group_n_events > 0
@@ -66,7 +66,7 @@ def _group_sums(data, state):
     S0[has] = state.den[first_term[has]]               # the r = 0 term has c = 0
     S1[has] = state.term_mean[first_term[has]] * S0[has, None]
     S0D = RiskSets(data).group_event_sums(u[ev][None, :])[0]
-    S1D = RiskSets(data).group_event_sums((u[ev, None] * X[ev])[None, :, :])[0]
+    S1D = RiskSets(data)._group_sums_rx(u)[1]            # no (events, d) temporary
     m = data.group_event_weight / np.maximum(data.group_n_events, 1)
     full = m[:, None] * RiskSets(data).group_event_sums(state.term_mean[None, :, :])[0]
     return S0, S1, S0D, S1D, full
@@ -107,7 +107,7 @@ def _own_group_change(data, state):
     return out
 
 
-def _own_group_change_fast(data, state):
+def _own_group_change_fast(data, state, out=None, block=1 << 16):
     """Part 2 (module docstring) for every event row in O(K d): same value as
     ``_own_group_change`` (which expands all (event, remaining rank) pairs, O(sum_g d_g^2 d)).
 
@@ -118,33 +118,40 @@ def _own_group_change_fast(data, state):
 
     since each term is ``a0 + c (D a0 - B) / (C - c D)``; ``f`` is
     :func:`coxinfluence._vif_series.efron_fraction_sum`. Breslow (all ``c = 0``) is ``N a0``.
+    ``out``: an (n, d) array (sorted rows) to add part 2 into (default zeros); the events
+    are done ``block`` at a time, so the temporaries stay small at 10^7 rows.
     """
     X, w = data.X, data.weights
-    out = np.zeros_like(X)
+    out = np.zeros_like(X) if out is None else out
     ev = data.event_rows
     if ev.size == 0:
         return out
     u = state.risk
-    n_ev = data.group_n_events
     S0, S1, S0D, S1D, full = _group_sums(data, state)
-    g = data.term_group
-    N = n_ev[g] - 1
-    ui, xi = u[ev], X[ev]
-    C = S0[g] - ui
-    live = N > 0
-    remaining = np.zeros((ev.size, data.d))
-    if live.any():
-        e = np.flatnonzero(live)
-        a0 = (S1[g[e]] - ui[e, None] * xi[e]) / C[e, None]
-        remaining[e] = N[e, None] * a0
+    # remaining = alpha A - beta B with alpha = (N + D f / C) / C, beta = f / C (zero for
+    # Breslow and for N = 0), so that, with m' the new mean event weight,
+    #   out_i = full_g - m' alpha S1_g + m' beta S1D_g + (m' (alpha - beta) u_i - w_i) x_i:
+    # three (events, d) terms instead of forming A, B and a0.
+    for b0 in range(0, ev.size, block):
+        e = ev[b0:b0 + block]
+        g = data.term_group[b0:b0 + block]       # group of each event row (event_rows order)
+        N = data.group_n_events[g] - 1
+        ui = u[e]
+        C = np.where(N > 0, S0[g] - ui, 1.0)     # the risk set without i (any value if N = 0)
+        beta = np.zeros(e.size)
+        alpha = N / C
         if data.ties == "efron":
-            D = S0D[g[e]] - ui[e]
-            B = S1D[g[e]] - ui[e, None] * xi[e]
-            x = np.clip(D / C[e], 0.0, 1.0)
-            f = efron_fraction_sum(N[e], x)
-            remaining[e] += (D[:, None] * a0 - B) * (f / C[e])[:, None]
-    m_new = (data.group_event_weight[g] - w[ev]) / np.maximum(N, 1)
-    out[ev] = -w[ev, None] * xi + full[g] - m_new[:, None] * remaining
+            live = np.flatnonzero(N > 0)
+            D = S0D[g[live]] - ui[live]
+            beta[live] = efron_fraction_sum(N[live], np.clip(D / C[live], 0.0, 1.0)) / C[live]
+            alpha[live] += D * beta[live] / C[live]
+        m_new = (data.group_event_weight[g] - w[e]) / np.maximum(N, 1)
+        part = full[g]
+        part -= (m_new * alpha)[:, None] * S1[g]
+        if data.ties == "efron":
+            part += (m_new * beta)[:, None] * S1D[g]
+        part += (m_new * (alpha - beta) * ui - w[e])[:, None] * X[e]
+        out[e] += part
     return out
 
 
@@ -180,8 +187,9 @@ def _vif_delta_series(data, state, rho=None, n_terms=None):
     """``grad L(all) - grad L(-i)`` for every sorted row: part 1 by the split
     direct + series sum of the module docstring (exact to rounding with the default
     ``rho``, ``n_terms``), part 2 by ``_own_group_change_fast`` in O(K d)."""
-    part1 = part1_series(data, state, rho=rho, n_terms=n_terms)
-    return _own_group_change_fast(data, state) + state.risk[:, None] * part1
+    delta = part1_series(data, state, rho=rho, n_terms=n_terms)
+    delta *= state.risk[:, None]
+    return _own_group_change_fast(data, state, out=delta)
 
 
 def _vif_delta_entry(data, state):
@@ -189,8 +197,9 @@ def _vif_delta_entry(data, state):
     (delayed entry): part 1 by the thresholded direct + series sums of
     :mod:`coxinfluence._vif_entry` (exact to rounding), part 2 by
     ``_own_group_change_fast`` in O(K d)."""
-    part1 = part1_entry(data, state)
-    return _own_group_change_fast(data, state) + state.risk[:, None] * part1
+    delta = part1_entry(data, state)
+    delta *= state.risk[:, None]
+    return _own_group_change_fast(data, state, out=delta)
 
 
 _METHODS = ("auto", "series", "direct")
@@ -254,7 +263,7 @@ def _vif(fit, method="auto", groups=None, units=None):
     shared = np.flatnonzero(units.shares_risk_sets)
     if shared.size:
         delta[shared] = _unit_delta_by_deletion(fit, units, shared)
-    return fit.paper_scale(delta, units)
+    return fit.paper_scale(delta, units, overwrite=True)
 
 
 def _unit_delta_by_deletion(fit, units, codes, batch=64):

@@ -232,6 +232,21 @@ def test_efron_fraction_sum_against_exact_summation():
     assert np.all(got[N == 0] == 0)
 
 
+def test_efron_fraction_sum_series_classes_against_exact_summation():
+    """Small x (large risk sets) takes the power series with as few terms as its class
+    allows (Q = 27 at 1/4 down to 3 below 2^-18): every class, small and large N, to
+    rounding against exact rational summation."""
+    from fractions import Fraction
+    rng = np.random.default_rng(4)
+    N = rng.integers(2, 120, 400)
+    x = np.r_[10 ** rng.uniform(-22, np.log10(0.25), N.size - 10), 2.0 ** -np.arange(2, 20, 2)[:9],
+              0.0]
+    got = efron_fraction_sum(N, x)
+    ref = np.array([float(sum(Fraction(r, int(n)) / (1 - Fraction(r, int(n)) * Fraction(xx))
+                              for r in range(int(n)))) for n, xx in zip(N, x)])
+    assert np.all(np.abs(got - ref) <= 2e-15 * ref)      # a few ulps
+
+
 @pytest.mark.parametrize("ties", ["efron", "breslow"])
 def test_own_group_change_fast_equals_the_pairwise_form(ties):
     X, t, e, w, s = simulate(2500, seed=6, n_times=6, strata=2, weights=True)
