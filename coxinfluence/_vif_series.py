@@ -70,7 +70,12 @@ def _reversed_ranks(data):
     tg = data.term_group
     first = np.searchsorted(tg, tg, side="left")
     last = np.searchsorted(tg, tg, side="right")
-    return first + last - 1 - np.arange(tg.size)
+    return _index_dtype(first + last - 1 - np.arange(tg.size))
+
+
+def _index_dtype(idx):
+    """Non-negative indices as int32 when they fit (half the memory at 10^7 rows)."""
+    return idx.astype(np.int32) if idx.max(initial=0) < 2 ** 31 - 1 else idx
 
 
 def prefix_plan(starts, lengths):
@@ -101,41 +106,52 @@ def prefix_plan(starts, lengths):
     return plan
 
 
-def segmented_prefix_sums(V, plan, out=None, transposed=False, block=1 << 13):
+def segmented_prefix_sums(V, plan, out=None):
     """``out[:, k] = sum of V[:, k']`` over ``k' <= k`` in k's segment; V is (c, K + 1)
     with a zero sentinel column K. Sequential sums of the terms as given: every entry is
     a sum of positive (or same-signed) terms, never a difference of two sums. ``out``: an
-    array like V to write into (reused across calls: no fresh pages to fault in).
-    ``transposed=True``: ``out`` is (K + 1, c) and receives the sums transposed; a long
-    segment is summed ``block`` columns at a time in a small buffer (the running sum
-    carried over), so no second (c, K + 1) array is needed."""
+    array like V to write into (reused across calls: no fresh pages to fault in)."""
     if out is None:
-        out = np.empty((V.shape[1], V.shape[0]) if transposed else V.shape)
-    if transposed:
-        out[-1] = 0.0
-    else:
-        out[:, -1] = 0.0
-    buf = np.empty((V.shape[0], block)) if transposed else None
+        out = np.empty_like(V)
+    out[:, -1] = 0.0
     for step in plan:
         if step[0] == "slice":
             _, a, b = step
-            if not transposed:
-                np.cumsum(V[:, a:b], axis=1, out=out[:, a:b])
-                continue
-            for c0 in range(a, b, block):
-                c1 = min(c0 + block, b)
-                part = np.cumsum(V[:, c0:c1], axis=1, out=buf[:, :c1 - c0])
-                if c0 > a:
-                    part += out[c0 - 1][:, None]
-                out[c0:c1] = part.T
+            np.cumsum(V[:, a:b], axis=1, out=out[:, a:b])
         else:
             _, idx, mask, flat = step
-            block_sums = V[:, idx]
-            np.cumsum(block_sums, axis=2, out=block_sums)
-            if transposed:
-                out[flat] = block_sums[:, mask].T
-            else:
-                out[:, flat] = block_sums[:, mask]
+            block = V[:, idx]
+            np.cumsum(block, axis=2, out=block)
+            out[:, flat] = block[:, mask]
+    return out
+
+
+def prefix_sums_of_columns(columns, plan, out, block=1 << 13):
+    """The sums of :func:`segmented_prefix_sums`, written transposed into ``out``
+    (K + 1, c) (row K, the sentinel, zero), with the summands made on demand:
+    ``columns(j)`` returns the columns ``j`` (indices < K) of the (c, K) summand array.
+    A long segment is summed ``block`` columns at a time with its running sum carried
+    over, and short ones about ``block`` columns at a time, so no (c, K) array is ever
+    formed."""
+    out[-1] = 0.0
+    for step in plan:
+        if step[0] == "slice":
+            _, a, b = step
+            for c0 in range(a, b, block):
+                part = np.cumsum(columns(np.arange(c0, min(c0 + block, b))), axis=1)
+                if c0 > a:
+                    part += out[c0 - 1][:, None]
+                out[c0:c0 + part.shape[1]] = part.T
+        else:                                 # short segments, stacked: a few at a time
+            _, idx, mask, _ = step
+            per = max(1, block // idx.shape[1])
+            for s0 in range(0, idx.shape[0], per):
+                m = mask[s0:s0 + per]
+                flat = idx[s0:s0 + per][m]
+                sums = np.zeros((out.shape[1],) + m.shape)
+                sums[:, m] = columns(flat)
+                np.cumsum(sums, axis=2, out=sums)
+                out[flat] = sums[:, m].T
     return out
 
 
@@ -179,7 +195,7 @@ class _SortedTerms:
         self.perm = perm = _reversed_ranks(data)
         self.den = state.den[perm]
         self.m = state.mean_weight[perm]
-        self.t_stratum = t_stratum = data.group_stratum[data.term_group]   # of each term
+        self.t_stratum = t_stratum = _index_dtype(data.group_stratum[data.term_group])
         K = t_stratum.size
         self.new_s = np.r_[True, t_stratum[1:] != t_stratum[:-1]]
         self.s_first = np.flatnonzero(self.new_s)
@@ -189,12 +205,6 @@ class _SortedTerms:
         self.centre[t_stratum[self.s_last]] = state.term_mean[perm[self.s_last]]
         # monotone search key: stratum blocks, then log den (made exactly non-decreasing)
         self.key = np.maximum.accumulate(t_stratum * _STRATUM_KEY + np.log(self.den))
-        with np.errstate(divide="ignore"):
-            self.q = data.strata * _STRATUM_KEY + np.log(self.u)
-        # largest u_i / den_k of each row's range (den_k is smallest at k = lo_i)
-        self.first_ratio = np.zeros(data.n)
-        has = self.lo < self.hi
-        self.first_ratio[has] = self.u[has] / self.den[self.lo[has]]
 
     def x_centred(self, rows):
         return self.data.X[rows] - self.centre[self.data.strata[rows]]
@@ -213,10 +223,13 @@ class _SortedTerms:
         """``k*_i``: the first term of row i's range with ``u_i / den_k <= r``, for every
         row or for the sorted rows ``rows``."""
         rows = slice(None) if rows is None else rows
-        ks, lo, hi = self.lo[rows].copy(), self.lo[rows], self.hi[rows]
-        far = np.flatnonzero(self.first_ratio[rows] > r)
-        ks[far] = np.clip(np.searchsorted(self.key, self.q[rows][far] - np.log(r), side="left"),
-                          lo[far], hi[far])
+        ks, lo, hi, u = self.lo[rows].copy(), self.lo[rows], self.hi[rows], self.u[rows]
+        # rows whose largest ratio u_i / den_k (at k = lo_i, the smallest den) exceeds r
+        far = np.flatnonzero(lo < hi)
+        far = far[u[far] > r * self.den[lo[far]]]
+        with np.errstate(divide="ignore"):
+            q = self.data.strata[rows][far] * _STRATUM_KEY + np.log(u[far] / r)
+        ks[far] = np.clip(np.searchsorted(self.key, q, side="left"), lo[far], hi[far])
         return ks
 
     def choose_split(self, rho):
@@ -266,35 +279,37 @@ class _SortedTerms:
         grows by at most ``f`` (``f^P <= 1e250``, so no power of a ratio over- or
         underflows). Row i adds ``x_i F_i - G_i`` with ``F_i`` (scalar) and ``G_i`` (d,)
         the sums of the powers' gathered suffix sums: ``G`` goes straight into ``out``,
-        so per row only its gather row, its ratio and ``F`` are kept (memory: ``out``
-        plus two (K, d + 1) arrays)."""
+        so per row only its gather row, its ratio and ``F`` are kept (memory: ``out``,
+        one (K + 1, d + 1) array and three (n,) vectors)."""
         n, K = self.data.n, self.den.size
         seg = _Segments(self, P)
         empty = kstar >= self.hi
         k = np.where(empty, K - 1, kstar)         # any valid term; gathers the sentinel
         sl = seg.of[k]
-        col = np.where(empty, K, K - 1 - k)
+        col = _index_dtype(np.where(empty, K, K - 1 - k))
         t = np.where(empty, 0.0, self.u / seg.scale[sl])
         # rows whose stratum has more segments after that of k*_i add whole later
         # segments (each scaled by its own smallest den)
         extra = np.where(empty, 0, seg.last[k] - sl)
         several = np.flatnonzero(extra > 0)
+        extra, sl = extra[several], sl[several]
         del k, empty
         F = np.zeros(n)
-        tp = np.ones(n)                           # t^p
         buf = np.empty((min(_GATHER_BLOCK, n), self.data.d + 1))
         for p, L in enumerate(seg.prefix_sums_by_power(self, P)):
             for b0 in range(0, n, _GATHER_BLOCK):
                 rows = slice(b0, min(b0 + _GATHER_BLOCK, n))
                 g = np.take(L, col[rows], axis=0, out=buf[:min(_GATHER_BLOCK, n - b0)])
                 if p:
-                    tp[rows] *= t[rows]
-                    g *= tp[rows, None]
+                    tp = t[rows].copy()           # t^p by p - 1 products (no (n,) array)
+                    for _ in range(p - 1):
+                        tp *= t[rows]
+                    g *= tp[:, None]
                 F[rows] += g[:, 0]
                 out[rows] -= g[:, 1:]
             for j in range(1, int(extra.max(initial=0)) + 1):
-                more = several[extra[several] >= j]
-                s = sl[more] + j
+                pick = np.flatnonzero(extra >= j)
+                more, s = several[pick], sl[pick] + j
                 g = ((self.u[more] / seg.scale[s]) ** p)[:, None] * L[K - 1 - seg.start[s]]
                 F[more] += g[:, 0]
                 out[more] -= g[:, 1:]
@@ -326,27 +341,22 @@ class _Segments:
     def prefix_sums_by_power(self, terms, P):
         """For p = 0..P-1: the suffix sums over terms (as prefix sums in reversed term
         order, row K - 1 - k; a zero sentinel row K) of ``[m/den, m a/den]`` scaled by
-        ``(s/den)^p`` (s: the segment's smallest den, all factors <= 1), (K + 1, d + 1).
-
-        The sums run along contiguous rows of a (d + 1, K + 1) array (fast cumulative
-        sums) and are handed out transposed, (K + 1, d + 1), so that a row's gather reads
-        one contiguous line (about 4x faster than d + 1 strided gathers). The same
-        (K + 1, d + 1) array is reused for every p: a yielded array is overwritten by the
-        next."""
+        ``(s/den)^p`` (s: the segment's smallest den, all factors <= 1), (K + 1, d + 1),
+        so that a row's gather reads one contiguous line (about 4x faster than d + 1
+        strided gathers). The summands are made by blocks of terms as they are summed
+        (:func:`prefix_sums_of_columns`), and one (K + 1, d + 1) array is reused for every
+        p: a yielded array is overwritten by the next."""
         K, d = terms.den.size, terms.data.d
         plan = prefix_plan((K - self.start - self.length)[::-1], self.length[::-1])
-        ratio = (self.scale[self.of] / terms.den)[::-1]    # (s / den_k) <= 1 within a segment
-        Vp = np.zeros((d + 1, K + 1))
-        Vp[0, :K] = (terms.m / terms.den)[::-1]
-        for j0 in range(0, K, _GATHER_BLOCK):             # column j holds term K - 1 - j
-            j1 = min(j0 + _GATHER_BLOCK, K)
-            Vp[1:, j0:j1] = Vp[0, j0:j1] * terms.term_means(np.arange(K - 1 - j0, K - 1 - j1,
-                                                                      -1)).T
-        rows = np.empty((K + 1, d + 1))
+        sums = np.empty((K + 1, d + 1))
         for p in range(P):
-            if p:
-                Vp[:, :K] *= ratio
-            yield segmented_prefix_sums(Vp, plan, out=rows, transposed=True)
+            def columns(j, p=p):                  # column j holds term K - 1 - j
+                k = K - 1 - j
+                w = terms.m[k] / terms.den[k]
+                if p:
+                    w *= (self.scale[self.of[k]] / terms.den[k]) ** p
+                return np.vstack([w, w * terms.term_means(k).T])
+            yield prefix_sums_of_columns(columns, plan, sums)
 
 
 _EFRON_DIRECT_MAX = 32      # x > 1/4 and tie sizes up to this: sum the fractions one by one

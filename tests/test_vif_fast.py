@@ -19,6 +19,7 @@ from coxinfluence._vif_series import (
     efron_fraction_sum,
     part1_series,
     prefix_plan,
+    prefix_sums_of_columns,
     segmented_prefix_sums,
     series_length,
 )
@@ -219,6 +220,16 @@ def test_segmented_prefix_sums_against_cumsum():
                          axis=1)
     assert np.allclose(got[:, :K], ref, rtol=1e-14, atol=1e-13)
     assert np.all(got[:, K] == 0)
+    # the same sums, transposed, from summands made on demand in blocks (carried over)
+    calls = []
+
+    def columns(j):
+        calls.append(j.size)
+        return V[:, j]
+    out = np.full((K + 1, 4), np.nan)
+    prefix_sums_of_columns(columns, plan, out, block=64)
+    assert np.allclose(out[:K], ref.T, rtol=1e-14, atol=1e-13)
+    assert np.all(out[K] == 0) and max(calls) <= 64          # never all K columns at once
 
 
 def test_efron_fraction_sum_against_exact_summation():
