@@ -154,12 +154,16 @@ class CoxFit:
         float64 array the caller owns), so 10^7 rows need no second (U, d) array."""
         from scipy.linalg import lu_factor, lu_solve
         delta = np.asarray(delta, dtype=np.float64)
-        out = delta if overwrite else np.empty_like(delta)
+        out = delta if overwrite and delta.flags.c_contiguous else np.array(delta, order="C")
         lu = lu_factor(self.information)
         scale = -float(units.n_units)
-        for b0 in range(0, delta.shape[0], 1 << 16):
-            rows = slice(b0, b0 + (1 << 16))
-            out[rows] = lu_solve(lu, delta[rows].T).T * scale
+        for b0 in range(0, out.shape[0], 1 << 16):
+            block = out[b0:b0 + (1 << 16)]
+            # block.T is Fortran-ordered: LAPACK's getrs solves it in place
+            x = lu_solve(lu, block.T, overwrite_b=True, check_finite=False)
+            if not np.shares_memory(x, block):
+                block[...] = x.T
+            block *= scale
         return units.wrap(out)
 
     @property

@@ -486,10 +486,11 @@ class RiskSets:
         coef *= r
         # gradient: sum_j coef_j x_j - sum_{events} w_j x_j
         event_sum = self._event_sum if unit else matmul_reduce_rows(ew[:, None], X)
-        grad = matmul_reduce_rows(coef[:, None], X) - event_sum
         if not hess:
+            grad = matmul_reduce_rows(coef[:, None], X) - event_sum
             return np.array([loss]), grad, None
-        XcX = self._row_pass(coef)
+        XcX, coef_x = self._row_pass(coef)      # one pass over X for both
+        grad = coef_x[None, :] - event_sum
         S1, S1D = self._group_sums_rx(r)
         for start, stop in _strata_blocks(self._group_stratum_starts, data.n_groups):
             np.cumsum(S1[start:stop], axis=0, out=S1[start:stop])
@@ -513,10 +514,12 @@ class RiskSets:
         return np.array([loss]), grad, H[None]
 
     def _row_pass(self, coef):
-        """``X' diag(coef) X`` (d, d) by blocks of rows (one BLAS thread each)."""
+        """``X' diag(coef) X`` (d, d) and ``X' coef`` (d,) in one pass over blocks of rows
+        (one BLAS thread each; the block of ``coef x`` is summed while in cache)."""
         data = self.data
         X, n, d = data.X, data.n, data.d
         XcX = np.zeros((d, d))
+        Xc = np.zeros(d)
         block = int(np.clip(_PASS_MADDS // (d * d), 256, _ROW_BLOCK))
         tmp = np.empty((min(block, n), d))
         for a in range(0, n, block):
@@ -524,7 +527,8 @@ class RiskSets:
             xb = X[a:b]
             t = np.multiply(xb, coef[a:b, None], out=tmp[:b - a])
             XcX += t.T @ xb
-        return XcX
+            Xc += t.sum(axis=0)
+        return XcX, Xc
 
     # -------------------------------------------------------- loss, gradient, Hessian
     def loss_grad_hess(self, theta, deleted: Deletion | None = None, *, hess=True, blas=True,
