@@ -207,11 +207,15 @@ class _SortedTerms:
         self.key = np.maximum.accumulate(t_stratum * _STRATUM_KEY + np.log(self.den))
 
     def x_centred(self, rows):
+        if self.centre.shape[0] == 1:                   # one stratum: no gather of centres
+            return self.data.X[rows] - self.centre[0]
         return self.data.X[rows] - self.centre[self.data.strata[rows]]
 
     def term_means(self, k):
         """``a_k`` of the terms ``k`` (this order), centred per stratum, (len(k), d)."""
-        return self.state.term_mean[self.perm[k]] - self.centre[self.t_stratum[k]]
+        a = self.state.term_mean[self.perm[k]]
+        a -= self.centre[0] if self.centre.shape[0] == 1 else self.centre[self.t_stratum[k]]
+        return a
 
     @cached_property
     def a(self):
@@ -352,10 +356,12 @@ class _Segments:
         for p in range(P):
             def columns(j, p=p):                  # column j holds term K - 1 - j
                 k = K - 1 - j
-                w = terms.m[k] / terms.den[k]
+                out = np.empty((d + 1, k.size))
+                w = np.divide(terms.m[k], terms.den[k], out=out[0])
                 if p:
                     w *= (self.scale[self.of[k]] / terms.den[k]) ** p
-                return np.vstack([w, w * terms.term_means(k).T])
+                np.multiply(terms.term_means(k).T, w, out=out[1:])
+                return out
             yield prefix_sums_of_columns(columns, plan, sums)
 
 
