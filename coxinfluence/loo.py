@@ -166,6 +166,30 @@ def _chunks(n, n_chunks, batch_size):
     return [np.concatenate([batches[b] for b in g]) for g in groups if g.size]
 
 
+def _on_workers(executor, *shared):
+    """``(executor, shared)`` ready for ``executor.submit``. On a ``dask.distributed``
+    cluster (``executor`` a ``Client`` or its ``get_executor()``; recognised by the type's
+    module, without importing dask) each of the ``shared`` values is scattered once to
+    every worker and replaced by its future, so a task carries a reference instead of a
+    copy, and a ``Client`` is replaced by its executor. Any other executor: unchanged."""
+    if not type(executor).__module__.startswith("distributed."):
+        return executor, shared
+    client = getattr(executor, "_client", executor)
+    if executor is client:
+        executor = client.get_executor()
+    return executor, tuple(client.scatter(list(shared), broadcast=True, hash=False))
+
+
+def _n_workers(executor):
+    """Worker count of a pool (``_max_workers``) or of a dask cluster (its threads); None
+    when unknown."""
+    workers = getattr(executor, "_max_workers", None)
+    client = getattr(executor, "_client", None)
+    if workers is None and client is not None and hasattr(client, "nthreads"):
+        workers = sum(client.nthreads().values())
+    return workers
+
+
 def _refit_reduced(data, coef, keep, tol, max_iter):
     """Refit on the sorted rows ``keep`` (bool), dropping columns that become
     unidentifiable.
@@ -286,10 +310,11 @@ def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_
         chunks = _chunks(m, -(-m // _SERIAL_CHUNK), batch_size)
         results = map(lambda pos: _loo_chunk(*args, *work(pos)), chunks)
     else:
-        if n_chunks is None:
-            workers = getattr(executor, "_max_workers", None) or 2
-            n_chunks = 4 * workers
-        chunks = _chunks(m, n_chunks, batch_size)
+        # a dask cluster gets the data once per worker; a task carries its chunk's codes and
+        # warm starts and a reference to the data
+        executor, shared = _on_workers(executor, data, units.of_row)
+        args = (*shared, fit.coef, chol)
+        chunks = _chunks(m, n_chunks or 4 * (_n_workers(executor) or 2), batch_size)
         futures = [executor.submit(_loo_chunk, *args, *work(pos)) for pos in chunks]
         results = (f.result() for f in futures)
     bar = _progress(show, m, "exact leave-one-out")
@@ -448,11 +473,12 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
 
     Parameters
     ----------
-    executor : a ``concurrent.futures.Executor`` (e.g. ``ProcessPoolExecutor`` or a
-        ``dask.distributed`` client's ``get_executor()``); the units are split into
+    executor : a ``concurrent.futures.Executor`` (e.g. ``ProcessPoolExecutor``), or a
+        ``dask.distributed.Client`` or its ``get_executor()``; the units are split into
         ``n_chunks`` chunks of whole batches (default 4 per worker, or 8) submitted to
         it. Every unit is refitted in the same batch as in the serial run, so results are
-        bit-for-bit identical to it.
+        bit-for-bit identical to it. On a dask cluster the data are scattered once to
+        every worker; each task then carries only its chunk's unit codes and warm starts.
     progress : show a tqdm progress bar (default: when there are more than 2000 units).
     batch_size : refits evaluated together as one batch of array operations.
 

@@ -20,6 +20,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from ..loo import _on_workers
 from .designs import CoxDesign, _as_design
 from .population import _norms
 from .result import GapResult
@@ -96,8 +97,9 @@ def simulate_gap(sample_sizes: Sequence[int], n_reps: int, *, design=None, seed=
         integer is drawn from it and used as the seed); replicate ``rep`` at size ``n``
         uses :func:`~coxinfluence.asymptotics.replicate_seed` ``(seed, rep, n)``, so the
         table is identical whatever the executor.
-    executor : any ``concurrent.futures.Executor`` (threads, processes,
-        ``dask.distributed.Client.get_executor()``); ``None`` runs serially.
+    executor : any ``concurrent.futures.Executor`` (threads, processes), or a
+        ``dask.distributed.Client`` or its ``get_executor()`` (the design and the
+        population are then scattered once to every worker); ``None`` runs serially.
     include_loo : also refit without each row (``coxinfluence.exact_loo``) and record
         the gaps of VIF and IF to ``n (theta_hat - theta_hat_{-i})`` (slow; small n).
     progress : show a tqdm progress bar.
@@ -159,8 +161,12 @@ def simulate_gap(sample_sizes: Sequence[int], n_reps: int, *, design=None, seed=
                 if bar is not None:
                     bar.update()
         else:
-            futures = {executor.submit(_one_replicate, design, n, rep,
-                                       replicate_seed(seed, rep, n), include_loo, population): k
+            # a dask cluster gets the design and the population (a quadrature grid, or a
+            # Monte Carlo sample: MBs) once per worker; a task carries its (n, rep, seed)
+            executor, (design_arg, population_arg) = _on_workers(executor, design, population)
+            futures = {executor.submit(_one_replicate, design_arg, n, rep,
+                                       replicate_seed(seed, rep, n), include_loo,
+                                       population_arg): k
                        for k, (n, rep) in enumerate(tasks)}
             for fut in as_completed(futures):
                 rows[futures[fut]] = fut.result()
