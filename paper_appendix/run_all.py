@@ -62,6 +62,13 @@ STEPS = [
      "bench_flags.py", [], ["--quick"], "bench_flags.md"),
     ("audit", "Beyond the paper: the verified audit (method='auto') against exact refits",
      "bench_audit.py", [], ["--quick"], "bench_audit.md"),
+    ("core", "Performance: the Cox core against R and lifelines (METABRIC, SUPPORT)",
+     "bench_core.py", [], ["--repeats", "1", "--skip-newton"], "bench_core.md"),
+    ("scale", "Performance: time against n, and fit + VIF at 10^7 rows",
+     "bench_scale.py", [], ["--sizes", "1000,10000", "--reps", "1", "--target-n", "0",
+                            "--no-support"], "bench_scale.md"),
+    ("dask", "Performance: exact refits on 1 and 2 dask workers (n = 50,000)",
+     "bench_dask.py", ["--repeats", "1"], ["--quick", "--repeats", "1"], "bench_dask.md"),
 ]
 # Table 2's autodiff rows: the paper's numbers and where our run prints its times
 # (a regex with named groups vif and bf, searched in the step's standard output)
