@@ -184,10 +184,14 @@ class RiskSets:
         """
         data = self.data
         tg = data.term_group
-        first = data.group + (data.event > 0)
-        lo = np.searchsorted(tg, first, side="left")
-        stratum_last_group = np.searchsorted(data.group_stratum, data.strata, side="right") - 1
-        hi = np.searchsorted(tg, stratum_last_group, side="right")
+        # the first term of every group g (and of g = G): a search over groups, then a
+        # gather per row (a search per row costs 10x more at 10^7 rows)
+        term_start = np.searchsorted(tg, np.arange(data.n_groups + 1), side="left")
+        lo = term_start[data.group + (data.event > 0)]
+        stratum_last_group = np.searchsorted(data.group_stratum,
+                                             np.arange(data.stratum_start.size),
+                                             side="right") - 1
+        hi = term_start[stratum_last_group[data.strata] + 1]
         if data.entry is not None:      # not at risk at or before its entry time
             hi = np.minimum(hi, np.searchsorted(tg, data.entry.row_exit_group, side="left"))
         hi = np.maximum(hi, lo)
