@@ -106,3 +106,106 @@ def test_metabric_split_is_the_core_paper_split(shared_data_dir):
     assert np.allclose(X[:, std_cols].mean(0), 0, atol=1e-12)
     assert np.allclose(X[:, std_cols].std(0), 1, atol=1e-12)
     assert not hasattr(datasets, "metabric_split")
+
+
+# ------------------------------------------- SYNTHETIC Delicious, SVD, sampling (paper)
+def _check_rankings(R, n_labels, max_k=None):
+    k = (R >= 0).sum(1)
+    assert k.min() >= 1 and R.max() < n_labels and R.min() >= -1
+    assert np.all((R >= 0) == (np.arange(R.shape[1]) < k[:, None]))   # -1 only at the end
+    assert all(len(set(r[r >= 0])) == len(r[r >= 0]) for r in R)      # distinct labels
+    if max_k is not None:
+        assert k.max() <= max_k
+    return k
+
+
+def test_synthetic_delicious_shape_labels_and_seed():
+    """Delicious's published shape (983 labels, 500 features, ~19 labels per point),
+    reduced to 8 SVD features with unit training sd; seeded (int or Generator)."""
+    D = datasets.synthetic_delicious(n_train=400, n_test=100, seed=0)
+    assert D["F_train"].shape == (400, 8) and D["F_test"].shape == (100, 8)
+    np.testing.assert_allclose(D["F_train"].std(0), 1.0, rtol=1e-12)
+    G = D["F_train"].T @ D["F_train"]                       # SVD components: orthogonal
+    assert np.abs(G - np.diag(np.diag(G))).max() < 1e-9 * np.abs(G).max()
+    k = np.concatenate([_check_rankings(D["R_train"], 983), _check_rankings(D["R_test"], 983)])
+    assert abs(k.mean() - 19.0) < 0.6                       # 1 + Poisson(18): sd 4.2 / sqrt(500)
+    D2 = datasets.synthetic_delicious(n_train=400, n_test=100, seed=np.random.default_rng(0))
+    for key in D:
+        assert np.array_equal(D[key], D2[key])
+    D3 = datasets.synthetic_delicious(n_train=400, n_test=100, seed=1)
+    assert not np.array_equal(D3["R_train"], D["R_train"])
+    # raw binary bag-of-words-like features; a cap on the list length
+    raw = datasets.synthetic_delicious(n_train=30, n_test=5, svd_dim=None, max_k=25, seed=2)
+    assert raw["F_train"].shape == (30, 500) and set(np.unique(raw["F_train"])) <= {0.0, 1.0}
+    _check_rankings(raw["R_train"], 983, max_k=25)
+    assert raw["R_train"].shape[1] <= 25
+    with pytest.raises(ValueError, match="mean_labels"):
+        datasets.synthetic_delicious(n_train=5, n_test=1, mean_labels=0.5)
+
+
+def test_synthetic_delicious_default_shape():
+    """The default call is the real set's shape: 12920 / 3185 points, 983 labels."""
+    D = datasets.synthetic_delicious(seed=0)
+    assert D["F_train"].shape == (12920, 8) and D["F_test"].shape == (3185, 8)
+    k = _check_rankings(D["R_train"], 983)
+    assert abs(k.mean() - 19.0) < 0.2
+    assert np.unique(D["R_train"][D["R_train"] >= 0]).size > 900      # most labels used
+
+
+def test_load_xc_reads_a_delicious_format_file(tmp_path):
+    """A Delicious-format XC file (983 labels, 500 features, long label lists) written by
+    write_xc is read back exactly by load_xc: labels in file order, dense features."""
+    S = datasets.synthetic_delicious(n_train=6, n_test=1, svd_dim=None, seed=4)
+    labels = [r[r >= 0] for r in S["R_train"]]
+    p = tmp_path / "Delicious_data.txt"
+    datasets.write_xc(p, S["F_train"], labels, 983)
+    head = p.read_text().splitlines()[0]
+    assert head == "6 500 983"
+    D = datasets.load_xc(p)
+    assert D.X.shape == (6, 500) and D.n_labels == 983
+    assert np.array_equal(D.X, S["F_train"])
+    assert [lb.tolist() for lb in D.labels] == [lb.tolist() for lb in labels]
+    assert np.array_equal(datasets.labels_to_rankings(D.labels), S["R_train"][:, :max(
+        len(lb) for lb in labels)])
+    # the highest label and feature indices of the format are accepted
+    p.write_text("1 500 983\n982,0 499:1 0:1\n")
+    D = datasets.load_xc(p)
+    assert D.labels[0].tolist() == [982, 0] and D.X[0, 499] == 1 and D.X[0, 0] == 1
+
+
+def test_truncated_svd_is_the_top_right_singular_vectors():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 12)) @ np.diag(np.linspace(3, 0.2, 12)) + 0.5   # uncentred
+    V = datasets.truncated_svd(X, 4)
+    _, s, Vt = np.linalg.svd(X, full_matrices=False)
+    assert V.shape == (12, 4)
+    for j in range(4):                                       # equal up to the sign
+        assert min(np.abs(V[:, j] - Vt[j]).max(), np.abs(V[:, j] + Vt[j]).max()) < 1e-12
+        assert V[np.argmax(np.abs(V[:, j])), j] > 0          # the sign convention
+    np.testing.assert_allclose(np.linalg.norm(X @ V, axis=0), s[:4], rtol=1e-12)
+    # no centring: the first component of a matrix with a large mean is the mean direction
+    Y = rng.normal(size=(200, 5)) + 10.0
+    v1 = datasets.truncated_svd(Y, 1)[:, 0]
+    assert abs(v1 @ np.ones(5) / np.sqrt(5)) > 0.99
+    with pytest.raises(ValueError, match="k must be"):
+        datasets.truncated_svd(X, 13)
+
+
+def test_sample_subset_is_seeded_and_leaves_the_global_state_alone():
+    np.random.seed(12345)
+    state = np.random.get_state()
+    a = datasets.sample_subset(3185, 500, 0)
+    b = datasets.sample_subset(3185, 500, np.random.default_rng(0))
+    assert np.array_equal(a, b) and a.size == 500 and np.unique(a).size == 500
+    assert np.all(np.diff(a) > 0) and a.min() >= 0 and a.max() < 3185
+    assert not np.array_equal(a, datasets.sample_subset(3185, 500, 1))
+    assert np.array_equal(datasets.sample_subset(5, 9, 0), np.arange(5))
+    datasets.synthetic_delicious(n_train=20, n_test=5, seed=3)
+    datasets.synthetic_mediamill(n_train=20, n_test=5, seed=3)
+    after = np.random.get_state()
+    assert after[0] == state[0] and np.array_equal(after[1], state[1]) and \
+        after[2:] == state[2:]
+    with pytest.raises(TypeError, match="seed"):
+        datasets.sample_subset(10, 3, None)
+    with pytest.raises(TypeError, match="seed"):
+        datasets.synthetic_delicious(n_train=5, n_test=1, seed=1.5)

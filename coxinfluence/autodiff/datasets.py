@@ -1,5 +1,7 @@
-"""Data for the autodiff examples: karate club, synthetic Mediamill-format ranking
-data, and a reader for the real Mediamill / Delicious files.
+"""Data for the autodiff examples: karate club, SYNTHETIC Mediamill- and
+Delicious-format ranking data, a reader for the real Mediamill / Delicious files, and
+the paper's preprocessing (truncated SVD to 8 features, sampled test queries and
+items).
 
 METABRIC comes from :func:`coxinfluence.datasets.paper_split` (the paper's split and
 standardisation); nothing here is bundled or downloaded.
@@ -11,7 +13,11 @@ format (Mediamill: 43907 points, 120 features, 101 labels; Delicious: 16105, 500
     l1,l2,... f:v f:v ...                 <- one line per point; labels may be empty
 
 :func:`labels_to_rankings` turns the label sets into the padded top-k lists that
-:func:`coxinfluence.autodiff.losses.listmle` takes.
+:func:`coxinfluence.autodiff.losses.listmle` takes; :func:`truncated_svd` reduces the
+features as the paper does (sklearn's ``TruncatedSVD``, written in numpy);
+:func:`sample_subset` draws the 500 test queries and (Delicious) the 100 attributed
+labels.  Every random function takes a seed or a ``numpy.random.Generator`` and never
+touches numpy's global random state.
 """
 from __future__ import annotations
 
@@ -21,8 +27,51 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["karate_graph", "synthetic_mediamill", "load_xc", "XCData",
-           "labels_to_rankings", "write_xc"]
+__all__ = ["karate_graph", "synthetic_mediamill", "synthetic_delicious", "load_xc", "XCData",
+           "labels_to_rankings", "write_xc", "truncated_svd", "sample_subset"]
+
+
+def _as_rng(seed):
+    """A ``numpy.random.Generator`` from an int seed or a Generator (used as is).
+    ``None`` and numpy's legacy global state are refused: every draw is reproducible."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        return np.random.default_rng(int(seed))
+    raise TypeError(f"seed must be an int or a numpy.random.Generator, got {seed!r}")
+
+
+def truncated_svd(X, k=8):
+    """Top-``k`` right singular vectors of ``X`` (n, f), uncentred, as an (f, k) matrix
+    ``V``; the reduced features are ``X @ V`` (= U_k S_k), for any rows projected on the
+    components fitted to ``X``.  This is what ``sklearn.decomposition.TruncatedSVD(
+    n_components=k)`` computes (the paper: "TruncatedSVD to reduce the feature
+    dimension to 8"), exactly (LAPACK's SVD, not sklearn's default randomized one).
+    Signs, arbitrary in an SVD, are fixed so that each column's entry of largest
+    magnitude is positive."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError("X must be a 2-D array")
+    k = int(k)
+    if not 1 <= k <= min(X.shape):
+        raise ValueError(f"k must be in [1, {min(X.shape)}], got {k}")
+    _, _, Vt = np.linalg.svd(X, full_matrices=False)
+    V = Vt[:k].T.copy()
+    sign = np.sign(V[np.argmax(np.abs(V), axis=0), np.arange(k)])
+    return V * np.where(sign == 0, 1.0, sign)
+
+
+def sample_subset(n, k, seed):
+    """``k`` distinct indices of ``range(n)`` drawn uniformly without replacement
+    (sorted), with ``seed`` (int or Generator): the paper's 500 test queries sampled
+    from the test set and the 100 Delicious labels sampled from its 983.  ``k >= n``
+    returns all ``n`` indices."""
+    n, k = int(n), int(k)
+    if n < 0 or k < 0:
+        raise ValueError("n and k must be >= 0")
+    if k >= n:
+        return np.arange(n)
+    return np.sort(_as_rng(seed).choice(n, size=k, replace=False))
 
 
 @dataclass
@@ -202,13 +251,15 @@ def synthetic_mediamill(n_train=30993, n_test=12914, *, n_features=120, n_labels
     Generative model (seeded): latent z ~ N(0, I_10); features = z A + noise; label
     scores = z B + label popularity (Zipf-like) + Gumbel noise; the positive labels of
     a query are those with score above 1 (one threshold for all queries; at least 1, at
-    most ``max_k``), ranked by score - a top-k list as ListMLE needs.  Features are reduced
-    to ``svd_dim`` dimensions by a truncated SVD of the training features (as the
-    paper does with TruncatedSVD).  ``seed``: int or numpy Generator.
+    most ``max_k``), ranked by score - a top-k list as ListMLE needs (4.2 labels per
+    point on average at the defaults; the real set has 4.4).  Features are reduced
+    to ``svd_dim`` dimensions by :func:`truncated_svd` of the training features (as the
+    paper does with TruncatedSVD) and scaled to unit training standard deviation.
+    ``seed``: int or numpy Generator.
 
     Returns dict with ``F_train, R_train, F_test, R_test`` (rankings padded with -1).
     """
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = _as_rng(seed)
     n = n_train + n_test
     q = 10
     z = rng.normal(size=(n, q))
@@ -221,10 +272,54 @@ def synthetic_mediamill(n_train=30993, n_test=12914, *, n_features=120, n_labels
     srt = np.take_along_axis(scores, order, axis=1)
     k = np.clip((srt > 1.0).sum(1), 1, max_k)
     R = np.where(np.arange(max_k)[None, :] < k[:, None], order[:, :max_k], -1)
-    Ftr = feats[:n_train]
-    _, _, Vt = np.linalg.svd(Ftr, full_matrices=False)
-    P = Vt[:svd_dim].T
-    F = feats @ P
-    F = F / F[:n_train].std(0)
-    return {"F_train": F[:n_train], "R_train": R[:n_train].astype(np.int64),
-            "F_test": F[n_train:], "R_test": R[n_train:].astype(np.int64)}
+    return _split_svd(feats, R, n_train, svd_dim)
+
+
+def _split_svd(feats, R, n_train, svd_dim):
+    if svd_dim is not None:
+        feats = feats @ truncated_svd(feats[:n_train], svd_dim)
+        feats = feats / feats[:n_train].std(0)
+    return {"F_train": feats[:n_train], "R_train": R[:n_train].astype(np.int64),
+            "F_test": feats[n_train:], "R_test": R[n_train:].astype(np.int64)}
+
+
+def synthetic_delicious(n_train=12920, n_test=3185, *, n_features=500, n_labels=983,
+                        mean_labels=19.0, max_k=None, svd_dim=8, seed=0):
+    """SYNTHETIC multi-label data in the Delicious format (Tsoumakas et al. 2008; Mulan /
+    XC repository): 500 features, 983 labels, 12920 training and 3185 test points and
+    about 19 labels per point by default - the real set's published shape.  NOT the
+    real Delicious data (not available offline here; read the real file with
+    :func:`load_xc`).
+
+    Generative model (seeded), the one of :func:`synthetic_mediamill` at Delicious's
+    shape: latent z ~ N(0, I_10); binary bag-of-words-like features
+    ``1[z A + N(0, 0.25) > 1.5]``; label scores = z B + label popularity (Zipf-like, a
+    random permutation of -log rank) + Gumbel noise; point i's labels are its top
+    ``k_i`` labels by score, ranked by score, ``k_i = 1 + Poisson(mean_labels - 1)``
+    clipped to ``[1, max_k]`` (``max_k=None``: ``n_labels``).  Features are reduced to
+    ``svd_dim`` dimensions by :func:`truncated_svd` of the training features and scaled
+    to unit training standard deviation (``svd_dim=None``: the raw binary features).
+    ``seed``: int or numpy Generator.
+
+    Returns dict with ``F_train, R_train, F_test, R_test`` (rankings padded with -1,
+    ``R_*.shape[1]`` = the longest list).
+    """
+    rng = _as_rng(seed)
+    if not 1.0 <= mean_labels <= n_labels:
+        raise ValueError(f"mean_labels must be in [1, {n_labels}], got {mean_labels}")
+    n = n_train + n_test
+    q = 10
+    z = rng.normal(size=(n, q))
+    A = rng.normal(size=(q, n_features)) / np.sqrt(q)
+    feats = (z @ A + 0.5 * rng.normal(size=(n, n_features)) > 1.5).astype(np.float64)
+    B = rng.normal(size=(q, n_labels)) / np.sqrt(q) * 1.5
+    pop = -np.log(np.arange(1, n_labels + 1))
+    scores = z @ B + pop[rng.permutation(n_labels)] + rng.gumbel(size=(n, n_labels))
+    cap = n_labels if max_k is None else min(int(max_k), n_labels)
+    k = np.clip(1 + rng.poisson(mean_labels - 1.0, size=n), 1, cap)
+    kmax = int(k.max())
+    top = np.argpartition(-scores, kmax - 1, axis=1)[:, :kmax]
+    top = np.take_along_axis(top, np.argsort(-np.take_along_axis(scores, top, axis=1),
+                                             axis=1, kind="stable"), axis=1)
+    R = np.where(np.arange(kmax)[None, :] < k[:, None], top, -1)
+    return _split_svd(feats, R, n_train, svd_dim)
