@@ -112,6 +112,12 @@ class Lab:
     def changes(self, full, loo):
         return np.stack([self.rr(x) for x in loo]) - self.rr(full)
 
+    def deletion_response(self, th0, **train):
+        """The full-data run from ``th0`` and the relative-risk changes of every row's
+        deletion run (same start, same ``train`` settings): ``(full, changes)``."""
+        full = self.train(np.ones((1, self.n)), th0, **train)[0]
+        return full, self.changes(full, self.train(self.presence(1.0), th0, **train))
+
     def vif(self, th):
         lam_min, _ = ad.hessian_extreme_eigenvalues(self.M, th, self.n,
                                                     iters=min(60, self.M.n_params), seed=0)
@@ -178,8 +184,7 @@ def main(argv=None):
     # ---- T2: determinism; our trainer against the library's
     t0 = time.perf_counter()
     th0 = M.init_params(0)
-    full0 = lab.train(np.ones((1, n)), th0)[0]
-    del0 = lab.changes(full0, lab.train(lab.presence(1.0), th0))
+    full0, del0 = lab.deletion_response(th0)
     again = lab.changes(fits[0], M.loo(fits[0], objects=rows, seed=0))
     R.append(["T2", "the seed-0 brute force run twice (same init, same data)",
               f3(corr(again, bfs[0])), "",
@@ -214,8 +219,7 @@ def main(argv=None):
 
     # ---- T5: warm-started LOO
     t0 = time.perf_counter()
-    full_more = lab.train(np.ones((1, n)), fits[0])[0]
-    warm = lab.changes(full_more, lab.train(lab.presence(1.0), fits[0]))
+    _, warm = lab.deletion_response(fits[0])
     K["T5"] = corr(vifs[0], warm)
     R.append(["T5", "LOO warm-started at theta_hat (200 more Adam steps; baseline: the full "
               "data, 200 more steps from theta_hat)", f"{f3(corr(warm, bfs[0]))} (warm vs "
@@ -231,8 +235,7 @@ def main(argv=None):
         lt, lv, lg = {}, {}, []
         for s in (0, 1):
             ths = M.init_params(s)
-            fl = lab.train(np.ones((1, n)), ths, steps=2000, lr1=1e-5)[0]
-            lt[s] = lab.changes(fl, lab.train(lab.presence(1.0), ths, steps=2000, lr1=1e-5))
+            fl, lt[s] = lab.deletion_response(ths, steps=2000, lr1=1e-5)
             lv[s], _ = lab.vif(fl)
             lg.append(lab.gmax(fl))
         K["T6"] = (corr(lt[1], lt[0]), corr(lv[0], lt[0]))
@@ -249,9 +252,8 @@ def main(argv=None):
         mb = {}
         for o in (0, 1):
             mk = minibatch_masks(n, 200, 128, o)
-            fl = lab.train(np.ones((1, n)), th0, steps=mk.shape[0], masks=mk)[0]
-            mb[o] = (lab.changes(fl, lab.train(lab.presence(1.0), th0, steps=mk.shape[0],
-                                               masks=mk)), lab.vif(fl)[0], fl)
+            fl, ch = lab.deletion_response(th0, steps=mk.shape[0], masks=mk)
+            mb[o] = (ch, lab.vif(fl)[0], fl)
         deta_o = np.median(np.abs(np.log(lab.rr(mb[0][2])) - np.log(lab.rr(mb[1][2]))))
         K["T7"] = (corr(mb[1][0], mb[0][0]), corr(mb[0][1], mb[0][0]))
         R.append(["T7", "minibatches of 128 rows, 200 epochs (2000 steps), init seed 0, data "
