@@ -173,6 +173,14 @@ class RiskSets:
         return Terms(w, np.where(active, frac, 0.0), mean_weight)
 
     @_per_data
+    def group_first_term(self):
+        """(G + 1,) the first Efron term of every tie group (terms are ordered by group);
+        entry G is K. A group without events has no terms: its entry is the next group's
+        first term."""
+        return np.searchsorted(self.data.term_group, np.arange(self.data.n_groups + 1),
+                               side="left")
+
+    @_per_data
     def deletion_term_ranges(self):
         """``(lo, hi)``: for each sorted row, the half-open range of Efron terms whose
         denominators hold the row other than as an event of the term's own tie group.
@@ -184,9 +192,9 @@ class RiskSets:
         """
         data = self.data
         tg = data.term_group
-        # the first term of every group g (and of g = G): a search over groups, then a
-        # gather per row (a search per row costs 10x more at 10^7 rows)
-        term_start = np.searchsorted(tg, np.arange(data.n_groups + 1), side="left")
+        # a gather per row from the groups' first terms (a search per row costs 10x more
+        # at 10^7 rows)
+        term_start = self.group_first_term
         lo = term_start[data.group + (data.event > 0)]
         stratum_last_group = np.searchsorted(data.group_stratum,
                                              np.arange(data.stratum_start.size),
@@ -747,7 +755,7 @@ class _RefitPlan:
         self.event_sum = matmul_reduce_rows((data.weights * data.event)[:, None], data.X)[0]
         self.term_of_row = np.full(n, -1, dtype=np.intp)
         self.term_of_row[ev] = np.arange(K)
-        self.group_first_term = np.searchsorted(tg, np.arange(data.n_groups), side="left")
+        self.group_first_term = RiskSets(data).group_first_term[:-1]
         self.term_frac = data.term_frac[:, None]          # (K, 1): broadcast over problems
         self.term_weight = data.term_mean_weight[:, None]
 

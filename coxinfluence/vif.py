@@ -59,16 +59,17 @@ def _group_sums(data, state):
     scale) and the group's gradient term ``m_g sum_r a_{g,r}``."""
     u, ev = state.risk, data.event_rows
     G = data.n_groups
-    first_term = np.searchsorted(data.term_group, np.arange(G), side="left")
+    rs = RiskSets(data)
+    first_term = rs.group_first_term[:G]
     has = data.group_n_events > 0
     S0 = np.zeros(G)
     S1 = np.zeros((G, data.d))
     S0[has] = state.den[first_term[has]]               # the r = 0 term has c = 0
     S1[has] = state.term_mean[first_term[has]] * S0[has, None]
-    S0D = RiskSets(data).group_event_sums(u[ev][None, :])[0]
-    S1D = RiskSets(data)._group_sums_rx(u)[1]            # no (events, d) temporary
+    S0D = rs.group_event_sums(u[ev][None, :])[0]
+    S1D = rs._group_sums_rx(u)[1]                       # no (events, d) temporary
     m = data.group_event_weight / np.maximum(data.group_n_events, 1)
-    full = m[:, None] * RiskSets(data).group_event_sums(state.term_mean[None, :, :])[0]
+    full = m[:, None] * rs.group_event_sums(state.term_mean[None, :, :])[0]
     return S0, S1, S0D, S1D, full
 
 
