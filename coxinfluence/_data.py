@@ -25,6 +25,8 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from ._threads import for_row_blocks, n_threads
+
 TIES = ("efron", "breslow")
 
 
@@ -262,8 +264,9 @@ class CoxData:
 
     def to_caller_order(self, values_sorted):
         """Rows in sorted order -> the caller's row order (a gather with ``np.take``:
-        several times faster than scattering rows into ``out[order]``)."""
-        return np.take(values_sorted, self.inverse_order, axis=0)
+        several times faster than scattering rows into ``out[order]``; by blocks of rows
+        on threads from 2^20 rows, :mod:`coxinfluence._threads`)."""
+        return take_rows(np.asarray(values_sorted), self.inverse_order)
 
     @property
     def term_mean_weight(self):
@@ -334,10 +337,39 @@ def _sort_order(time, event, strata_codes):
     stable sort on time instead of three: the events-first partition is stable, so is
     the sort on time, and a stratum sort is only needed with more than one stratum."""
     first = np.concatenate([np.flatnonzero(event > 0), np.flatnonzero(event <= 0)])
-    order = first[np.argsort(-time[first], kind="stable")]
+    order = first[_stable_argsort(-time[first])]
     if strata_codes.size and strata_codes.max() > strata_codes.min():
         order = order[np.argsort(strata_codes[order], kind="stable")]
     return order
+
+
+def _stable_argsort(key):
+    """``np.argsort(key, kind="stable")``; from 2^20 entries on threads: each thread
+    sorts a contiguous part stably, then one stable sort of the concatenated sorted parts
+    merges them (numpy's stable sort finds the sorted runs and merges them in linear time;
+    measured at 10^7: 1.8 s on one thread, 1.4 s this way on two). Equal keys keep their
+    order (every step is stable), so the result is the same permutation."""
+    T = n_threads(key.size)
+    if T == 1:
+        return np.argsort(key, kind="stable")
+    bounds = np.linspace(0, key.size, T + 1).astype(np.int64)
+    parts = [None] * T
+
+    def sort_part(w, i, _):                  # part i of T (blocks of one part)
+        parts[i] = bounds[i] + np.argsort(key[bounds[i]:bounds[i + 1]], kind="stable")
+    for_row_blocks(sort_part, T, 1, threads=T)
+    runs = np.concatenate(parts)
+    return runs[np.argsort(key[runs], kind="stable")]
+
+
+def take_rows(values, order, block=_ROW_BLOCK):
+    """``np.take(values, order, axis=0)`` by blocks of rows (on threads from 2^20 rows)."""
+    out = np.empty((order.size,) + values.shape[1:], dtype=values.dtype)
+
+    def gather(w, a, b):
+        np.take(values, order[a:b], axis=0, out=out[a:b])
+    for_row_blocks(gather, order.size, block)
+    return out
 
 
 def _sorted_centred(X, order, block=1 << 14):
@@ -347,9 +379,11 @@ def _sorted_centred(X, order, block=1 << 14):
     sorted copy instead of two."""
     center = X.mean(axis=0)
     out = np.empty(X.shape)
-    for a in range(0, X.shape[0], block):
-        part = np.take(X, order[a:a + block], axis=0, out=out[a:a + block])
-        part -= center
+
+    def gather(w, a, b):
+        np.take(X, order[a:b], axis=0, out=out[a:b])
+        out[a:b] -= center
+    for_row_blocks(gather, X.shape[0], block)
     return out, center
 
 
@@ -364,9 +398,9 @@ def build_cox_data(X, time, event, weights, strata_codes, *, order=None, ties="e
         # irrelevant for the sums but makes the layout deterministic.
         order = _sort_order(time, event, strata_codes)
         X, center = _sorted_centred(X, order)
-        time, event = np.take(time, order), np.take(event, order)
-        weights, strata_codes = np.take(weights, order), np.take(strata_codes, order)
-        start = None if start is None else np.take(start, order)
+        time, event = take_rows(time, order), take_rows(event, order)
+        weights, strata_codes = take_rows(weights, order), take_rows(strata_codes, order)
+        start = None if start is None else take_rows(start, order)
     new_group = np.ones(n, dtype=bool)
     if n > 1:
         new_group[1:] = (time[1:] != time[:-1]) | (strata_codes[1:] != strata_codes[:-1])
@@ -534,16 +568,25 @@ def check_design(data):
     # one pass over blocks of rows: the Gram matrix, the column sums (one stratum) and
     # the largest |x| of each column
     means = np.zeros((1, d)) if one else _stratum_mean_rows(data)
-    gram, total, top = np.zeros((d, d)), np.zeros(d), np.zeros(d)
-    for a in range(0, data.n, _ROW_BLOCK):
-        xb = X[a:a + _ROW_BLOCK]
-        np.maximum(top, np.abs(xb).max(axis=0), out=top)
+    # per block of rows: its Gram matrix, column sums and largest |x| (rows d, d + 1),
+    # combined in block order below (the same bits on any number of threads)
+    parts = np.zeros((-(-data.n // _ROW_BLOCK), d + 2, d))
+
+    def block(w, a, b):
+        xb, part = X[a:b], parts[a // _ROW_BLOCK]
+        np.abs(xb).max(axis=0, out=part[d + 1])
         if one:
-            gram += matmul_reduce_rows(xb, xb)
-            total += xb.sum(axis=0)
+            part[:d] = matmul_reduce_rows(xb, xb)
+            xb.sum(axis=0, out=part[d])
         else:
-            xc = xb - np.take(means, strata[a:a + _ROW_BLOCK], axis=0)
-            gram += matmul_reduce_rows(xc, xc)
+            xc = xb - np.take(means, strata[a:b], axis=0)
+            part[:d] = matmul_reduce_rows(xc, xc)
+    for_row_blocks(block, data.n, _ROW_BLOCK)
+    gram, total, top = np.zeros((d, d)), np.zeros(d), np.zeros(d)
+    for part in parts:
+        gram += part[:d]
+        total += part[d]
+        np.maximum(top, part[d + 1], out=top)
     if one:
         # X is centred at its column means (build_cox_data): the stratum mean is 0 up to
         # rounding, and X'X - n m m' loses nothing

@@ -51,6 +51,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ._threads import for_row_blocks, n_threads
 from .risksets import RiskSets
 
 _RHO_CANDIDATES = tuple(2.0 ** -b for b in (2, 4, 6, 8, 11, 14, 18))
@@ -137,11 +138,26 @@ def prefix_sums_of_columns(columns, plan, out, block=1 << 13):
     for step in plan:
         if step[0] == "slice":
             _, a, b = step
-            for c0 in range(a, b, block):
-                part = np.cumsum(columns(np.arange(c0, min(c0 + block, b))), axis=1)
-                if c0 > a:
-                    part += out[c0 - 1][:, None]
-                out[c0:c0 + part.shape[1]] = part.T
+
+            def block_sums(w, i0, i1, a=a):      # each block's own prefix sums
+                part = np.cumsum(columns(np.arange(a + i0, a + i1)), axis=1)
+                out[a + i0:a + i1] = part.T
+            T = for_row_blocks(block_sums, b - a, block)
+            if T == 1:                           # one pass: add the carry in order
+                for c0 in range(a + block, b, block):
+                    out[c0:min(c0 + block, b)] += out[c0 - 1]
+                continue
+            # on threads: the carries (each the previous block's last sum plus its own
+            # carry: the same additions as above, so the same bits), then add them
+            starts = np.arange(a + block, b, block)
+            carry = np.zeros((starts.size + 1, out.shape[1]))
+            for j, c0 in enumerate(starts):
+                carry[j + 1] = out[c0 - 1] + carry[j]
+
+            def add_carry(w, i0, i1, a=a, carry=carry):
+                if i0:                           # block i0 // block: its carry
+                    out[a + i0:a + i1] += carry[i0 // block]
+            for_row_blocks(add_carry, b - a, block, threads=T)
         else:                                 # short segments, stacked: a few at a time
             _, idx, mask, _ = step
             per = max(1, block // idx.shape[1])
@@ -299,27 +315,28 @@ class _SortedTerms:
         extra, sl = extra[several], sl[several]
         del k, empty
         F = np.zeros(n)
-        buf = np.empty((min(_GATHER_BLOCK, n), self.data.d + 1))
+        bufs = [np.empty((min(_GATHER_BLOCK, n), self.data.d + 1))
+                for _ in range(n_threads(n))]
         for p, L in enumerate(seg.prefix_sums_by_power(self, P)):
-            for b0 in range(0, n, _GATHER_BLOCK):
-                rows = slice(b0, min(b0 + _GATHER_BLOCK, n))
-                g = np.take(L, col[rows], axis=0, out=buf[:min(_GATHER_BLOCK, n - b0)])
+            def gather(w, a, b, p=p, L=L):       # rows [a, b): disjoint across blocks
+                g = np.take(L, col[a:b], axis=0, out=bufs[w][:b - a])
                 if p:
-                    tp = t[rows].copy()           # t^p by p - 1 products (no (n,) array)
+                    tp = t[a:b].copy()            # t^p by p - 1 products (no (n,) array)
                     for _ in range(p - 1):
-                        tp *= t[rows]
+                        tp *= t[a:b]
                     g *= tp[:, None]
-                F[rows] += g[:, 0]
-                out[rows] -= g[:, 1:]
+                F[a:b] += g[:, 0]
+                out[a:b] -= g[:, 1:]
+            for_row_blocks(gather, n, _GATHER_BLOCK, threads=len(bufs))
             for j in range(1, int(extra.max(initial=0)) + 1):
                 pick = np.flatnonzero(extra >= j)
                 more, s = several[pick], sl[pick] + j
                 g = ((self.u[more] / seg.scale[s]) ** p)[:, None] * L[K - 1 - seg.start[s]]
                 F[more] += g[:, 0]
                 out[more] -= g[:, 1:]
-        for b0 in range(0, n, _GATHER_BLOCK):
-            rows = slice(b0, b0 + _GATHER_BLOCK)
-            out[rows] += self.x_centred(rows) * F[rows, None]
+        def add_x_f(w, a, b):
+            out[a:b] += self.x_centred(slice(a, b)) * F[a:b, None]
+        for_row_blocks(add_x_f, n, _GATHER_BLOCK)
         return out
 
 

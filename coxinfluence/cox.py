@@ -211,6 +211,35 @@ def _weighted_variances(X, w, block=8192):
     return acc / sw
 
 
+WARM_START_ROWS = 1 << 20     # fits of at least this many rows start from a subsample's fit
+_WARM_START_SAMPLE = 1 << 16  # about this many rows in that subsample (small: its freed
+#                               arrays do not raise malloc's mmap threshold, RSS at 10^7)
+
+
+def subsample_start(data, min_rows=None, sample=None):
+    """Newton's starting point for :func:`fit_cox`: zeros (as R), or, for ``data.n >=
+    min_rows``, the fit of every s-th sorted row (``s = n // sample``; a systematic sample
+    over time, every stratum kept) to a loose tolerance, when that fit converges (else
+    zeros: a subsample can be separated where the full data are not).
+
+    Why: the subsample's estimate is within O(1/sqrt(sample)) of the full one, and from
+    there Newton's quadratic convergence needs two iterations on the full data instead of
+    four from zero (10^7 rows: 3 evaluations of 1.6 s instead of 5, for 0.1 s of
+    subsample). Convergence is still judged on the full data to the same tolerance, so
+    the fit is the same maximum (10^7 rows: coefficients equal to 6e-15)."""
+    min_rows = WARM_START_ROWS if min_rows is None else min_rows
+    sample = _WARM_START_SAMPLE if sample is None else sample
+    start = np.zeros(data.d)
+    if data.n < min_rows:
+        return start
+    keep = np.zeros(data.n, dtype=bool)
+    keep[::data.n // sample] = True
+    sub = data.subset(keep)
+    res = newton(cox_objective(RiskSets(sub)), start[None, :], tol=1e-6, max_iter=20)
+    ok = bool(res.converged[0]) and bool(np.isfinite(res.theta[0]).all())
+    return res.theta[0] if ok else start
+
+
 def fit_cox(X, time, event, *, start=None, id=None, weights=None, strata=None, ties="efron",
             tol=1e-10, max_iter=50, init=None) -> CoxFit:
     """Fit a Cox proportional hazards model by Newton-Raphson with step halving.
@@ -235,7 +264,8 @@ def fit_cox(X, time, event, *, start=None, id=None, weights=None, strata=None, t
         Newton step is at most ``1e-6 (1 + max |coef|)``, or the step is at rounding level
         (:func:`coxinfluence.newton.converged`).
     max_iter : Newton iterations before giving up with a :class:`ConvergenceWarning`.
-    init : starting coefficients (default zeros, as R).
+    init : starting coefficients (default zeros, as R; from 2^20 rows on, the fit of a
+        subsample of about 2^16 rows: :func:`subsample_start`).
 
     Returns
     -------
@@ -243,7 +273,7 @@ def fit_cox(X, time, event, *, start=None, id=None, weights=None, strata=None, t
     """
     data = make_cox_data(X, time, event, start=start, id=id, weights=weights, strata=strata,
                          ties=ties)
-    theta0 = np.zeros(data.d) if init is None else np.asarray(init, dtype=np.float64)
+    theta0 = subsample_start(data) if init is None else np.asarray(init, dtype=np.float64)
     if theta0.shape != (data.d,):
         raise CoxInputError(f"init must have {data.d} entries; got shape {theta0.shape}")
     res = newton(cox_objective(RiskSets(data)), theta0[None, :],

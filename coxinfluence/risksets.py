@@ -51,6 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._data import _ROW_BLOCK, CoxData, matmul_reduce_rows, matmul_rows
+from ._threads import for_row_blocks, n_threads
 from .deletion import Deletion
 
 
@@ -425,13 +426,14 @@ class RiskSets:
             np.cumsum(S1[start:stop], axis=0, out=S1[start:stop])
         tg = data.term_group
         a = np.empty((tg.size, data.d))
-        for k in range(0, tg.size, _ROW_BLOCK):
-            sl = slice(k, k + _ROW_BLOCK)
-            g = tg[sl]
-            np.take(S1, g, axis=0, out=a[sl])
+
+        def terms(w, k0, k1):                    # terms [k0, k1): disjoint rows of a
+            g = tg[k0:k1]
+            np.take(S1, g, axis=0, out=a[k0:k1])
             if data.ties == "efron":
-                a[sl] -= frac[sl, None] * np.take(S1D, g, axis=0)
-            a[sl] /= den[sl, None]
+                a[k0:k1] -= frac[k0:k1, None] * np.take(S1D, g, axis=0)
+            a[k0:k1] /= den[k0:k1, None]
+        for_row_blocks(terms, tg.size, _ROW_BLOCK)
         return a
 
     def _loss_grad_hess_one(self, theta, terms, hess):
@@ -530,17 +532,22 @@ class RiskSets:
         (one BLAS thread each; the block of ``coef x`` is summed while in cache)."""
         data = self.data
         X, n, d = data.X, data.n, data.d
-        XcX = np.zeros((d, d))
-        Xc = np.zeros(d)
         block = int(np.clip(_PASS_MADDS // (d * d), 256, _ROW_BLOCK))
-        tmp = np.empty((min(block, n), d))
-        for a in range(0, n, block):
-            b = min(a + block, n)
+        starts = range(0, n, block)
+        parts = np.empty((len(starts), d + 1, d))     # per block: X'cX and X'c
+        tmps = [np.empty((min(block, n), d)) for _ in range(n_threads(n))]
+
+        def one_block(w, a, b):
             xb = X[a:b]
-            t = np.multiply(xb, coef[a:b, None], out=tmp[:b - a])
-            XcX += t.T @ xb
-            Xc += t.sum(axis=0)
-        return XcX, Xc
+            t = np.multiply(xb, coef[a:b, None], out=tmps[w][:b - a])
+            part = parts[a // block]
+            np.matmul(t.T, xb, out=part[:d])
+            t.sum(axis=0, out=part[d])
+        for_row_blocks(one_block, n, block, threads=len(tmps))
+        total = np.zeros((d + 1, d))
+        for part in parts:                            # added in block order: same bits
+            total += part                             # on any number of threads
+        return total[:d], total[d]
 
     # -------------------------------------------------------- loss, gradient, Hessian
     def loss_grad_hess(self, theta, deleted: Deletion | None = None, *, hess=True, blas=True,

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._threads import for_row_blocks
 from ._vif_entry import part1_entry
 from ._vif_series import efron_fraction_sum, part1_series
 from .cox import check_fit
@@ -120,7 +121,8 @@ def _own_group_change_fast(data, state, out=None, block=1 << 16):
     since each term is ``a0 + c (D a0 - B) / (C - c D)``; ``f`` is
     :func:`coxinfluence._vif_series.efron_fraction_sum`. Breslow (all ``c = 0``) is ``N a0``.
     ``out``: an (n, d) array (sorted rows) to add part 2 into (default zeros); the events
-    are done ``block`` at a time, so the temporaries stay small at 10^7 rows.
+    are done ``block`` at a time, so the temporaries stay small at 10^7 rows (blocks on
+    threads from 2^20 events: :mod:`coxinfluence._threads`).
     """
     X, w = data.X, data.weights
     out = np.zeros_like(X) if out is None else out
@@ -133,9 +135,9 @@ def _own_group_change_fast(data, state, out=None, block=1 << 16):
     # Breslow and for N = 0), so that, with m' the new mean event weight,
     #   out_i = full_g - m' alpha S1_g + m' beta S1D_g + (m' (alpha - beta) u_i - w_i) x_i:
     # three (events, d) terms instead of forming A, B and a0.
-    for b0 in range(0, ev.size, block):
-        e = ev[b0:b0 + block]
-        g = data.term_group[b0:b0 + block]       # group of each event row (event_rows order)
+    def events(w_, b0, b1):                      # events [b0, b1): disjoint rows of out
+        e = ev[b0:b1]
+        g = data.term_group[b0:b1]               # group of each event row (event_rows order)
         N = data.group_n_events[g] - 1
         ui = u[e]
         C = np.where(N > 0, S0[g] - ui, 1.0)     # the risk set without i (any value if N = 0)
@@ -153,6 +155,7 @@ def _own_group_change_fast(data, state, out=None, block=1 << 16):
             part += (m_new * beta)[:, None] * S1D[g]
         part += (m_new * (alpha - beta) * ui - w[e])[:, None] * X[e]
         out[e] += part
+    for_row_blocks(events, ev.size, block)
     return out
 
 
