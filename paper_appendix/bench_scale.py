@@ -10,8 +10,9 @@ runs; our fit is timed too (median), R's once inside R. Also: the VIF's max
 column-relative error against the O(n K d) direct reference at n = 20,000; issue 13's
 scale target, ``fit_cox`` + ``vif`` at ``--target-n`` rows (default 10^7) in a fresh
 process, wall time and peak resident memory (``ru_maxrss``, the data included; targets
-30 s and 5 GiB); and SUPPORT (paper split, training rows): ``ci.vif``, R's dfbeta and
-``ci.exact_loo`` (serial, and on a 2-worker dask LocalCluster with ``--dask``). The load
+30 s and 5 GiB), then again on one thread (``COXINFLUENCE_NUM_THREADS=1``); and
+SUPPORT (paper split, training rows): ``ci.vif``, R's dfbeta and ``ci.exact_loo``
+(serial, and on a 2-worker dask LocalCluster with ``--dask``). The load
 average is recorded beside the timings.
 
 Writes ``paper_appendix/out/bench_scale.md`` (medians, ratios, log-log slopes, the target
@@ -99,6 +100,7 @@ import numpy as np
 sys.path.insert(0, {root!r}); sys.path.insert(0, {here!r})
 from bench_scale import synthetic
 import coxinfluence as ci
+from coxinfluence._threads import n_threads
 X, t, e = synthetic({n})
 def status(key):
     for line in open("/proc/self/status"):
@@ -115,16 +117,20 @@ peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(dict(n={n}, fit_s=t_fit, vif_s=t_vif, total_s=t_fit + t_vif, cpu_s=cpu,
                       rss_after_data_mb=data_mb, peak_after_fit_mb=fit_peak, peak_mb=peak,
                       load_before=load0, load_after=os.getloadavg()[0],
-                      iterations=fit.n_iter)))
+                      iterations=fit.n_iter, threads=n_threads({n}))))
 """
 
 
-def fit_and_vif_in_fresh_process(n):
+def fit_and_vif_in_fresh_process(n, threads=None):
     """``fit_cox`` + ``vif`` on ``synthetic(n)`` in a fresh process: wall seconds and the
-    process's peak resident memory (``ru_maxrss``, data generation included)."""
+    process's peak resident memory (``ru_maxrss``, data generation included); ``threads``
+    sets ``COXINFLUENCE_NUM_THREADS`` (default: the package's own choice)."""
     code = RSS_CHILD.format(root=str(HERE.parent), here=str(HERE), n=n)
+    env = dict(os.environ)
+    if threads is not None:
+        env["COXINFLUENCE_NUM_THREADS"] = str(threads)
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+                         check=True, env=env)
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
@@ -205,6 +211,8 @@ def main(argv=None):
         acc = vif_accuracy()
         target = (fit_and_vif_in_fresh_process(args.target_n) if args.target_n > 0
                   else None)
+        one_thread = (fit_and_vif_in_fresh_process(args.target_n, threads=1)
+                      if args.target_n > 0 else None)
         sup = None if args.no_support else support(args.reps, args.dask, tmpdir)
 
     ns = np.array([r["n"] for r in rows], dtype=float)
@@ -245,8 +253,11 @@ def main(argv=None):
         lines.append(f"fit_cox + vif, n = {target['n']:,} x 10 with ties, fresh process: fit "
                      f"{target['fit_s']:.1f} s ({target['iterations']} Newton iterations) + "
                      f"vif {target['vif_s']:.1f} s = {target['total_s']:.1f} s (target 30 s: "
-                     f"{ok_t}; process CPU time {target['cpu_s']:.1f} s over all threads, "
-                     f"below the wall time when other jobs share the cores); peak RSS "
+                     f"{ok_t}; {target['threads']} threads for the passes over rows, "
+                     f"coxinfluence._threads; process CPU time {target['cpu_s']:.1f} s over "
+                     f"all threads); on one thread (COXINFLUENCE_NUM_THREADS=1, the next "
+                     f"fresh process) {one_thread['total_s']:.1f} s (fit "
+                     f"{one_thread['fit_s']:.1f} + vif {one_thread['vif_s']:.1f}); peak RSS "
                      f"(ru_maxrss, data included) "
                      f"{target['peak_mb'] / 1024:.2f} GiB (target 5 GiB: {ok_m}), after the fit "
                      f"{target['peak_after_fit_mb'] / 1024:.2f} GiB, data alone "
