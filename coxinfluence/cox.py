@@ -173,7 +173,8 @@ class CoxFit:
 
     @property
     def se(self):
-        return np.sqrt(np.diag(self.var))
+        """Standard errors ``sqrt(diag(var))`` (:func:`standard_errors`)."""
+        return standard_errors(np.diag(self.var))
 
     @property
     def hazard_ratios(self):
@@ -209,6 +210,14 @@ def _weighted_variances(X, w, block=8192):
         Z *= Z
         acc += w[b0:b0 + block] @ Z
     return acc / sw
+
+
+def standard_errors(variances):
+    """``sqrt(variances)``, and NaN, on purpose and without a RuntimeWarning, where a
+    variance is negative: the information is then not positive definite, the fit has no
+    maximum (``converged`` is False; :func:`check_fit` warns, the report says so in red)."""
+    v = np.asarray(variances, dtype=np.float64)
+    return np.sqrt(np.where(v >= 0, v, np.nan))
 
 
 WARM_START_ROWS = 1 << 20     # fits of at least this many rows start from a subsample's fit

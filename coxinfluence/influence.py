@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .cox import check_fit
+from .cox import check_fit, standard_errors
 from .integrations import Resolved, resolve
 from .loo import Refits, _warn_undefined, exact_refits
 from .targets import Target, resolve_target, target_change, target_exact
@@ -210,7 +210,7 @@ class InfluenceResult:
              if self._resolved is not None and self._resolved.robust else self.fit.var)
         var = np.einsum("ij,jk,ik->i", J, V, J)
         baseline = self.target.baseline_variance(self.fit)
-        se = np.sqrt(var if baseline is None else var + baseline)
+        se = standard_errors(var if baseline is None else var + baseline)
         return pd.Series(se, index=self.loo_change.columns, name="se")
 
     @property

@@ -142,7 +142,7 @@ def main(argv=None) -> int:
                          "fraction of sup L": np.mean(vals) / sup["sup"]})
     big = pd.DataFrame(big_rows)
     local = np.diff(np.log(big.iloc[:, 1])) / np.diff(np.log(big["n"].astype(float)))
-    big["local slope"] = np.concatenate([[np.nan], local])
+    big["local slope"] = ["-"] + list(local)       # none for the first size
     f_max, f_lead = main_run.fit("gap_max"), main_run.fit("lead_max")
     md += ["## 3. Why the max over i decays more slowly than the mean", "",
            _md_table(pd.DataFrame(rows)), "",

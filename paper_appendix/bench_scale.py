@@ -150,7 +150,7 @@ def support(reps, use_dask, tmpdir):
     out = {"n": len(t), "vif": median_time(lambda: ci.vif(fit), reps),
            "reid": median_time(lambda: ci.reid_influence(fit), reps),
            "R dfbeta": time_r_dfbeta(X, t, e, reps, tmpdir)[0],
-           "load": os.getloadavg()[0]}
+           "load": os.getloadavg()[0]}      # 1-minute load average
     t0 = time.perf_counter()
     loo = np.asarray(ci.exact_loo(fit, progress=False))
     out["exact_loo"] = time.perf_counter() - t0
@@ -194,7 +194,7 @@ def main(argv=None):
             fit = ci.fit_cox(X, t, e)
             reps = args.reps if n <= 300_000 else max(1, min(args.reps, 3))
             r = {"n": n, "events": int(e.sum()), "max tie": int(fit.data.group_n_events.max()),
-                 "load": os.getloadavg()[0]}
+                 "load": os.getloadavg()[0]}      # 1-minute load average
             r["fit_cox"] = median_time(lambda: ci.fit_cox(X, t, e), reps)
             r["reid_influence"] = median_time(lambda: ci.reid_influence(fit), reps)
             r["vif"] = median_time(lambda: ci.vif(fit), reps)
@@ -264,9 +264,12 @@ def main(argv=None):
                      f"{target['rss_after_data_mb'] / 1024:.2f} GiB; load average "
                      f"{target['load_before']:.2f} before, {target['load_after']:.2f} after")
     if sup:
+        def unit(k):                # the times; not the ratios, load, differences
+            return " s" if k in ("vif", "reid", "R dfbeta", "exact_loo",
+                                 "exact_loo dask(2)") else ""
         lines += ["", f"SUPPORT (paper split, {sup['n']} training rows): "
                   + ", ".join(f"{k} {fmt(v) if isinstance(v, float) else v}"
-                              + (" s" if isinstance(v, float) else "")
+                              + (unit(k) if isinstance(v, float) else "")
                               for k, v in sup.items() if k != "n")]
     table = "\n".join(lines) + "\n"
     (OUT / "bench_scale.md").write_text(table)

@@ -203,3 +203,13 @@ def test_statsmodels_data_of_the_wrong_length_is_refused():
     model = sm.PHReg(week, X, status=arrest, ties="efron").fit()
     with pytest.raises(ValueError, match="rows but the model was fitted on"):
         ci.influence(model, X.iloc[:-1])
+
+
+def test_standard_errors_are_nan_on_purpose_where_a_variance_is_negative():
+    import warnings
+
+    from coxinfluence.cox import standard_errors
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                # no "invalid value in sqrt"
+        se = standard_errors([4.0, -1e-3, np.nan, 0.0])
+    np.testing.assert_array_equal(se, [2.0, np.nan, np.nan, 0.0])
