@@ -186,7 +186,7 @@ class CoxFit:
         R's ``robust se`` column."""
         from scipy import stats
         se = np.sqrt(np.diag(self.robust_covariance(groups))) if robust else self.se
-        z = self.coef / se
+        z = wald_z(self.coef, se)
         return pd.DataFrame({"coef": self.coef, "exp(coef)": self.hazard_ratios,
                              "robust se" if robust else "se(coef)": se, "z": z,
                              "p": 2 * stats.norm.sf(np.abs(z))}, index=self.columns)
@@ -218,6 +218,16 @@ def standard_errors(variances):
     maximum (``converged`` is False; :func:`check_fit` warns, the report says so in red)."""
     v = np.asarray(variances, dtype=np.float64)
     return np.sqrt(np.where(v >= 0, v, np.nan))
+
+
+def wald_z(coef, se):
+    """Wald statistics ``coef / se``; NaN, on purpose and without a RuntimeWarning, where
+    ``se`` is not positive (a zero or NaN standard error: the information is not positive
+    definite, see :func:`standard_errors`), not an infinite z with p = 0."""
+    coef = np.asarray(coef, dtype=np.float64)
+    se = np.asarray(se, dtype=np.float64)
+    return np.divide(coef, se, out=np.full(np.broadcast(coef, se).shape, np.nan),
+                     where=se > 0)
 
 
 WARM_START_ROWS = 1 << 20     # fits of at least this many rows start from a subsample's fit

@@ -213,3 +213,26 @@ def test_standard_errors_are_nan_on_purpose_where_a_variance_is_negative():
         warnings.simplefilter("error")                # no "invalid value in sqrt"
         se = standard_errors([4.0, -1e-3, np.nan, 0.0])
     np.testing.assert_array_equal(se, [2.0, np.nan, np.nan, 0.0])
+
+
+def test_wald_z_is_nan_on_purpose_where_a_standard_error_is_not_positive(monkeypatch):
+    """A zero standard error (singular information, a fit without maximum) gives z = NaN
+    and p = NaN, not z = inf and p = 0."""
+    import warnings
+
+    from coxinfluence.cox import CoxFit, wald_z
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                # no "divide by zero"
+        z = wald_z([1.0, 2.0, 3.0, -4.0], [0.5, 0.0, np.nan, 2.0])
+    np.testing.assert_array_equal(z, [2.0, np.nan, np.nan, -2.0])
+    X, t, e, _, _ = tied_data(3, n=60, strata=False, weights=False)
+    fit = ci.fit_cox(X, t, e)
+    ref = fit.summary()
+    se = fit.se.copy()
+    se[0] = 0.0
+    monkeypatch.setattr(CoxFit, "se", property(lambda self: se))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        table = fit.summary()
+    assert np.isnan(table["z"].iloc[0]) and np.isnan(table["p"].iloc[0])
+    np.testing.assert_allclose(table["z"].iloc[1:], ref["z"].iloc[1:], rtol=1e-15)

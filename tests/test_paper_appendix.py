@@ -52,6 +52,8 @@ def test_adam_reaches_the_breslow_fit_and_tie_order_is_irrelevant_without_ties()
     np.testing.assert_allclose(a[0], fit.coef, atol=1e-4)
     b = adam_train_random_ties(loss, init, None, 3000, [123])
     np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+    c = adam_train_random_ties(loss, init, None, 3000, [123], per_epoch=True)
+    np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-13)
 
 
 def test_random_tie_order_changes_the_result_with_ties():
@@ -62,6 +64,36 @@ def test_random_tie_order_changes_the_result_with_ties():
     a = adam_train_random_ties(loss, init, None, 200, [1])
     b = adam_train_random_ties(loss, init, None, 200, [2])
     assert np.abs(a - b).max() > 1e-6
+
+
+def test_tie_order_per_epoch_and_float32():
+    """Protocols D and E: a fresh tie order every epoch gives another path than one order
+    per run; float32 arithmetic stays within float32 rounding of the float64 path (and is
+    not the float64 path)."""
+    from table1_correlation import BreslowLoss, adam_train_random_ties, torch_init
+    X, t, e = data(ties=True)
+    loss = BreslowLoss(X, t, e)
+    init = torch_init(3, 0)[None, :]
+    run = adam_train_random_ties(loss, init, None, 200, [1])
+    epoch = adam_train_random_ties(loss, init, None, 200, [1], per_epoch=True)
+    assert np.abs(run - epoch).max() > 1e-6
+    f32 = adam_train_random_ties(loss, init, None, 200, [1], per_epoch=True,
+                                 dtype=np.float32)
+    assert f32.dtype == np.float64                   # returned as float64
+    assert 0 < np.abs(f32 - epoch).max() < 1e-4
+
+
+def test_fixed_tie_order_offsets():
+    """Distinct times, the order of distinct times kept, tied rows in the seeded order of
+    ``tie_orders`` (lexsort on the seed's uniforms), below the smallest gap."""
+    from table1_correlation import fixed_tie_order_offsets
+    t = np.array([3.0, 1.0, 3.0, 2.0, 3.0, 1.0, 5.0])
+    off = fixed_tie_order_offsets(t, seed=4)
+    s = t + off
+    assert np.unique(s).size == t.size
+    assert np.all(off >= 0) and off.max() < 0.5      # smallest gap 1
+    np.testing.assert_array_equal(np.argsort(s), np.lexsort(
+        (np.random.default_rng(4).random(t.size), t)))
 
 
 def _table3_sections(text):
