@@ -108,6 +108,21 @@ def strip_md(text):
     return re.sub(r"^(#+) ", lambda m: "#" + m.group(1) + " ", text, flags=re.M)
 
 
+def source_commit():
+    """The commit the scripts run from (``git rev-parse --short HEAD``), with
+    ' + uncommitted changes' when tracked files other than RESULTS.md differ from it."""
+    def git(*a):
+        return subprocess.run(["git", *a], cwd=HERE, capture_output=True,
+                              text=True).stdout.strip()
+    try:
+        commit = git("rev-parse", "--short", "HEAD") or "?"
+        dirty = [line for line in git("status", "--porcelain", "--untracked-files=no")
+                 .splitlines() if not line.endswith("RESULTS.md")]
+    except OSError:
+        return "?"
+    return commit + (" + uncommitted changes" if dirty else "")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small runs, for CI")
@@ -121,6 +136,7 @@ def main(argv=None):
     if unknown:
         ap.error(f"unknown step(s) {sorted(unknown)}; choose from {keys}")
     (OUT / "logs").mkdir(parents=True, exist_ok=True)
+    commit = source_commit()       # at the start: a commit made during the run is not it
     t_start, t_epoch = time.perf_counter(), time.time()
     summary, sections, failed, t2_rows = [], [], [], []
     for key, title, script, full_args, quick_args, md_file in STEPS:
@@ -155,11 +171,6 @@ def main(argv=None):
         sections.append(f"## {title}\n\n{cmd}, {wall:.1f} s\n\n{body}\n")
     wall = time.perf_counter() - t_start
     mode = "QUICK (CI smoke run: smaller sizes, see each command)" if args.quick else "FULL"
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE,
-                                capture_output=True, text=True).stdout.strip()
-    except OSError:
-        commit = "?"
     head = ["# Paper results on coxinfluence\n",
             f"**Mode: {mode}. Wall time of `python paper_appendix/run_all.py"
             f"{' --quick' if args.quick else ''}`: {wall:.0f} s ({wall / 60:.1f} min).**\n",
