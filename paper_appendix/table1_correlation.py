@@ -140,11 +140,15 @@ def adam_train(loss, theta0, drop, epochs, lr=0.01, b1=0.9, b2=0.999, eps=1e-8):
     return theta
 
 
+def tie_order(t, rng):
+    """Row order by time ``t``, tied rows in a random order drawn from ``rng``."""
+    return np.lexsort((rng.random(t.size), t))
+
+
 def tie_orders(loss, gens):
-    """One order of the sorted rows per training run: by time, tied rows in a random order
-    drawn from that run's generator."""
-    n = loss.t.size
-    return np.stack([np.lexsort((g.random(n), loss.t)) for g in gens])
+    """One order of the sorted rows per training run (:func:`tie_order`), from each run's
+    generator."""
+    return np.stack([tie_order(loss.t, g) for g in gens])
 
 
 def adam_train_random_ties(loss, theta0, drop, epochs, tie_seeds, per_epoch=False,
@@ -213,17 +217,17 @@ def adam_protocol(loss, init, epochs, rows, block=256, tie_seed=None, **ties):
 
 
 def fixed_tie_order_offsets(t, seed):
-    """Offsets that put tied times in one seeded random order, below the smallest gap
-    between distinct times: a loss over the shifted times ranks tied rows as one sorted
-    batch does (the earlier in the order, the larger its risk set)."""
+    """Offsets that put tied times in one seeded random order (:func:`tie_order`), each
+    below half the smallest gap between distinct times: a loss over the shifted times
+    ranks tied rows as one sorted batch does (the earlier in the order, the larger its risk
+    set). The offset is the row's rank over all rows times gap / (2n); the Cox loss depends
+    only on that order."""
     t = np.asarray(t, dtype=np.float64)
     u = np.unique(t)
     gap = np.diff(u).min() if u.size > 1 else 1.0
-    order = np.lexsort((np.random.default_rng(seed).random(t.size), t))
     rank = np.empty(t.size)
-    rank[order] = np.arange(t.size)
-    within = rank - np.searchsorted(np.sort(t), t)          # 0, 1, ... inside a tie group
-    return within * (gap / (2.0 * t.size))
+    rank[tie_order(t, np.random.default_rng(seed))] = np.arange(t.size)
+    return rank * (gap / (2.0 * t.size))
 
 
 def vif_at(theta, X, t, e):
