@@ -9,9 +9,12 @@ Conventions (docs/conventions.md): ``reid_influence`` and ``vif`` are on the pap
 approximating ``n (theta_hat - theta_hat_{-i})``; the leave-one-out change is
 ``theta_hat_{-i} - theta_hat``; R's ``resid(fit, "dfbeta") = IF_n / n``.
 """
-from . import datasets, metrics, targets
-from ._data import CoxData, CoxInputError
-from .cox import (
+from coxinfluence.audit.run import InfluenceResult, influence
+from coxinfluence.data.cox_data import CoxData, CoxInputError
+from coxinfluence.influence_functions.refits import LeaveOneOutWarning, exact_loo, newton_loo
+from coxinfluence.influence_functions.reid import reid_influence, score_residuals
+from coxinfluence.influence_functions.vif import vif
+from coxinfluence.models.cox import (
     ConvergenceWarning,
     CoxFit,
     NotConvergedError,
@@ -20,10 +23,9 @@ from .cox import (
     cox_loss,
     fit_cox,
 )
-from .influence import InfluenceResult, influence
-from .loo import LeaveOneOutWarning, exact_loo, newton_loo
-from .reid import reid_influence, score_residuals
-from .vif import vif
+
+from . import datasets, metrics
+from .audit import targets
 
 __version__ = "0.1.0"
 

@@ -309,7 +309,7 @@ def _read_newdata(path, covariates, strata, id_col):
 
 
 def _audit_target(spec, X, newdata=None):
-    from coxinfluence import targets as T
+    from coxinfluence.audit import targets as T
     patients = X.mean().to_frame("mean").T if newdata is None else newdata
     spec = spec.strip().lower()
     if spec in ("coef", "hr"):
@@ -336,7 +336,7 @@ def _per_stratum(target, fit):
     stratum has its own baseline hazard) when the model is stratified."""
     import pandas as pd
 
-    from coxinfluence import targets as T
+    from coxinfluence.audit import targets as T
     labels = fit.data.strata_labels
     if not isinstance(target, T.Survival) or labels is None or len(labels) < 2:
         return target

@@ -153,7 +153,7 @@ def _wrap(table):
 
 def build_report(result, *, reid=None, exact=None, title="Cox model influence audit",
                  description="", top_k=10) -> str:
-    """The report (HTML text) for an :class:`~coxinfluence.influence.InfluenceResult`
+    """The report (HTML text) for an :class:`~coxinfluence.audit.run.InfluenceResult`
     ``result`` (normally ``method="auto"``), with optional Reid and exact results of the
     same target for the comparisons."""
     fit = result.fit

@@ -2,7 +2,8 @@
 newton_loo beside R's coxph + resid(fit, "dfbeta") and lifelines' delta_beta, on the
 METABRIC and SUPPORT training sets (paper split), all in one run. The closed-form one-step
 Newton (issue 13 item 1: ``deleted_hessians`` + ``deleted_gradients`` + the batched
-solve, :mod:`coxinfluence._deleted_hessians`) is timed beside the per-row ``newton_loo``
+solve, :mod:`coxinfluence.influence_functions.deleted_hessians`) is timed beside the per-row
+``newton_loo``
 and checked against it.
 
     python paper_appendix/bench_core.py [--repeats 5] [--skip-newton]
@@ -24,10 +25,10 @@ import pandas as pd
 from _common import data_path, markdown_table, median_time, r_available, r_dfbeta_time, write_result
 
 import coxinfluence as ci
-from coxinfluence._deleted_hessians import one_step_newton
+from coxinfluence.data.units import resolve_units
 from coxinfluence.datasets import paper_split
+from coxinfluence.influence_functions.deleted_hessians import one_step_newton
 from coxinfluence.metrics import relative_risk_correlation
-from coxinfluence.units import resolve_units
 
 CLOSED_NEWTON = "newton_loo closed form (deleted_hessians + solve)"
 

@@ -7,7 +7,8 @@ must be identical: max |difference| 0).
 
 The data: simulated Cox data, n = 50,000 rows (``--quick``: 5,000), d = 6 covariates (one
 binary), integer (tied) times, Efron ties, seed 2026. The data are scattered once to every
-worker (``coxinfluence.loo._on_workers``); a task carries its chunk's unit codes and warm
+worker (``coxinfluence.influence_functions.refits._on_workers``); a task carries its chunk's unit
+codes and warm
 starts. The closed-form warm start (``_warm_start``) runs on the client before any task is
 submitted, so it is serial in every run; its time is shown apart. simulate_gap: a
 ``CoxDesign()`` with exact leave-one-out gaps (``include_loo=True``), one task per replicate.
@@ -36,8 +37,8 @@ from _common import markdown_table, write_result
 
 import coxinfluence as ci
 from coxinfluence.asymptotics import simulate_gap
-from coxinfluence.loo import _default_batch, _warm_start
-from coxinfluence.units import resolve_units
+from coxinfluence.data.units import resolve_units
+from coxinfluence.influence_functions.refits import _default_batch, _warm_start
 
 WORKERS = (1, 2)
 HEADER = ["run", "wall s (median)", "all rounds s", "speedup vs 1 worker", "CPU s (median)",

@@ -100,7 +100,7 @@ import numpy as np
 sys.path.insert(0, {root!r}); sys.path.insert(0, {here!r})
 from bench_scale import synthetic
 import coxinfluence as ci
-from coxinfluence._threads import n_threads
+from coxinfluence.numerics.threads import n_threads
 X, t, e = synthetic({n})
 def status(key):
     for line in open("/proc/self/status"):
@@ -254,7 +254,8 @@ def main(argv=None):
                      f"{target['fit_s']:.1f} s ({target['iterations']} Newton iterations) + "
                      f"vif {target['vif_s']:.1f} s = {target['total_s']:.1f} s (target 30 s: "
                      f"{ok_t}; {target['threads']} threads for the passes over rows, "
-                     f"coxinfluence._threads; process CPU time {target['cpu_s']:.1f} s over "
+                     f"coxinfluence.numerics.threads; process CPU time {target['cpu_s']:.1f} s "
+                     f"over "
                      f"all threads); on one thread (COXINFLUENCE_NUM_THREADS=1, the next "
                      f"fresh process) {one_thread['total_s']:.1f} s (fit "
                      f"{one_thread['fit_s']:.1f} + vif {one_thread['vif_s']:.1f}); peak RSS "

@@ -455,9 +455,9 @@ def agreement_with_direct(fit, n_random=1000, n_extreme=200, seed=0):
     ``n_extreme`` rows with the largest risk ``u_i / min den`` of their range (the hardest).
     Returns (rows checked, max over coefficients of max_i |fast - direct| / max_i |direct|,
     the largest elementwise |fast - direct| / |direct| where |direct| > 1e-3 max)."""
-    from coxinfluence._vif_entry import _RangeTerms
-    from coxinfluence.risksets import RiskSets
-    from coxinfluence.vif import _vif_delta_direct, _vif_delta_entry
+    from coxinfluence.influence_functions.vif import _vif_delta_direct, _vif_delta_entry
+    from coxinfluence.influence_functions.vif_entry import _RangeTerms
+    from coxinfluence.likelihood.risk_sets import RiskSets
     data = fit.data
     state = RiskSets(data).state(fit.coef)
     terms = _RangeTerms(data, state)

@@ -66,9 +66,9 @@ import numpy as np
 from _common import data_path, markdown_table, write_result
 
 import coxinfluence as ci
-from coxinfluence.cox import cox_gradient, cox_hessian
 from coxinfluence.datasets import paper_split
 from coxinfluence.metrics import mean_column_correlation, relative_risk_correlation
+from coxinfluence.models.cox import cox_gradient, cox_hessian
 
 EPOCHS = {"metabric": 200, "support": 100}
 PAPER = {"metabric": {"VIF": 0.997, "Brute-Force": 0.997},

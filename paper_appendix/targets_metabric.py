@@ -25,9 +25,9 @@ import pandas as pd
 from _common import data_path, markdown_table, write_result
 
 import coxinfluence as ci
-from coxinfluence import targets as T
+from coxinfluence.audit import targets as T
+from coxinfluence.audit.run import theta_change
 from coxinfluence.datasets import paper_split
-from coxinfluence.influence import theta_change
 from coxinfluence.metrics import relative_risk_correlation
 
 

@@ -249,7 +249,7 @@ def test_survival_target(tmp_path, capsys):
                              "--covariates", *COVS, "--target", "survival:1000",
                              "--exact-max-n", "0", "--no-progress", "--out", str(out)], capsys)
     assert code == 0, err
-    from coxinfluence import targets as T
+    from coxinfluence.audit import targets as T
     d = pd.read_csv(FIX).set_index("pid")
     fit = ci.fit_cox(d[COVS], d.time, d.cens)
     mean = d[COVS].mean().to_frame("mean").T
@@ -270,7 +270,7 @@ def test_survival_target_per_stratum(tmp_path, capsys):
     html = out.read_text()
     for lab in ("I", "II", "III"):
         assert f"S(1000|mean, stratum {lab})" in html
-    from coxinfluence import targets as T
+    from coxinfluence.audit import targets as T
     d = pd.read_csv(FIX).set_index("pid")
     fit = ci.fit_cox(d[COVS], d.time, d.cens, strata=d.tgrade)
     mean = d[COVS].mean().to_frame().T
@@ -296,7 +296,7 @@ def test_newdata_patients_for_survival_in_a_stratified_model(tmp_path, capsys):
     assert code == 0, err
     html = out.read_text()
     assert "S(1000|N1)" in html and "S(1000|N2)" in html
-    from coxinfluence import targets as T
+    from coxinfluence.audit import targets as T
     d = pd.read_csv(FIX).set_index("pid")
     fit = ci.fit_cox(d[COVS], d.time, d.cens, strata=d.tgrade)
     tgt = T.Survival(newp.set_index("pid")[COVS], [1000.0], strata=["III", "I"])

@@ -208,7 +208,7 @@ def test_statsmodels_data_of_the_wrong_length_is_refused():
 def test_standard_errors_are_nan_on_purpose_where_a_variance_is_negative():
     import warnings
 
-    from coxinfluence.cox import standard_errors
+    from coxinfluence.models.cox import standard_errors
     with warnings.catch_warnings():
         warnings.simplefilter("error")                # no "invalid value in sqrt"
         se = standard_errors([4.0, -1e-3, np.nan, 0.0])
@@ -220,7 +220,7 @@ def test_wald_z_is_nan_on_purpose_where_a_standard_error_is_not_positive(monkeyp
     and p = NaN, not z = inf and p = 0."""
     import warnings
 
-    from coxinfluence.cox import CoxFit, wald_z
+    from coxinfluence.models.cox import CoxFit, wald_z
     with warnings.catch_warnings():
         warnings.simplefilter("error")                # no "divide by zero"
         z = wald_z([1.0, 2.0, 3.0, -4.0], [0.5, 0.0, np.nan, 2.0])

@@ -1,4 +1,5 @@
-"""Closed-form leave-one-out Hessians (``coxinfluence._deleted_hessians``, issue 13 item 1)
+"""Closed-form leave-one-out Hessians (``coxinfluence.influence_functions.deleted_hessians``, issue
+13 item 1)
 against their definition: the batched risk-set kernels on the data with the unit's rows
 deleted, ``fit.risk_sets.loss_grad_hess(theta, units.deletion(codes))[2]``
 (:func:`hessians_by_deletion`), and the one-step Newton they give against
@@ -16,7 +17,8 @@ from test_subjects import fit_of, subjects
 from test_vif_fast import simulate
 
 import coxinfluence as ci
-from coxinfluence._deleted_hessians import (
+from coxinfluence.data.units import resolve_units
+from coxinfluence.influence_functions.deleted_hessians import (
     _Moments,
     deleted_gradients,
     deleted_hessians,
@@ -27,7 +29,6 @@ from coxinfluence._deleted_hessians import (
     part1_direct,
     part1_series,
 )
-from coxinfluence.units import resolve_units
 
 TOL = 1e-10
 

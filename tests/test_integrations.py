@@ -68,7 +68,7 @@ def test_lifelines_strata_weights_equal_r(gbsg, ref):
 def test_lifelines_stratified_survival_target_equals_r_refits(gbsg, ref):
     """S(t|x) of new patients in their own strata (read from the frame's tgrade column):
     exact leave-one-out changes equal R's survfit after R's weighted, stratified refits."""
-    from coxinfluence.targets import Survival
+    from coxinfluence.audit.targets import Survival
     df = gbsg[COVS + ["time", "cens", "tgrade", "w"]]
     cph = CoxPHFitter().fit(df, "time", "cens", strata=["tgrade"], weights_col="w", robust=True)
     newp = pd.DataFrame({"age": [45, 60, 70], "tsize": [20, 35, 50], "pnodes": [1, 5, 15],

@@ -1,14 +1,14 @@
 """What runs only from 2^20 rows, exercised on small data: row blocks on threads
-(coxinfluence._threads; the same bits on any number of threads) and fit_cox's Newton
-start from a subsample's fit (coxinfluence.cox.subsample_start)."""
+(coxinfluence.numerics.threads; the same bits on any number of threads) and fit_cox's Newton
+start from a subsample's fit (coxinfluence.models.cox.subsample_start)."""
 import numpy as np
 import pytest
 
 import coxinfluence as ci
-from coxinfluence import _threads
-from coxinfluence import cox as cox_mod
-from coxinfluence._data import make_cox_data
-from coxinfluence._threads import for_row_blocks, n_threads
+from coxinfluence.data.cox_data import make_cox_data
+from coxinfluence.models import cox as cox_mod
+from coxinfluence.numerics import threads as _threads
+from coxinfluence.numerics.threads import for_row_blocks, n_threads
 
 
 def _fit_and_vif(threads, monkeypatch, rng_seed=3):

@@ -7,9 +7,9 @@ import pytest
 from conftest import tied_data
 
 import coxinfluence as ci
-from coxinfluence._data import CoxData
 from coxinfluence.asymptotics import CoxDesign, simulate_gap
 from coxinfluence.asymptotics.population import QuadraturePopulation
+from coxinfluence.data.cox_data import CoxData
 
 distributed = pytest.importorskip("distributed")
 

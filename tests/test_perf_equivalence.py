@@ -1,6 +1,6 @@
 """The fast paths of issue 13 against the slow references they replace.
 
-- :class:`coxinfluence.risksets.DeletionGradients` (the gradient of the exact refits:
+- :class:`coxinfluence.likelihood.risk_sets.DeletionGradients` (the gradient of the exact refits:
   sparse deletions, bucket sums, one-thread BLAS) against the batched definition
   ``RiskSets.loss_grad_hess(theta, Deletion)``, with ties, strata, weights, delayed entry,
   subjects and clusters, risk sets emptied by the deletion, and the first tie group's
@@ -22,12 +22,12 @@ from conftest import tied_data
 
 import coxinfluence as ci
 from coxinfluence import CoxInputError
-from coxinfluence._data import _ROW_BLOCK, _sort_order, make_cox_data
-from coxinfluence.deletion import Deletion
-from coxinfluence.loo import exact_refits
-from coxinfluence.newton import cox_objective, newton
-from coxinfluence.risksets import DeletionGradients, RiskSets
-from coxinfluence.units import resolve_units
+from coxinfluence.data.cox_data import _ROW_BLOCK, _sort_order, make_cox_data
+from coxinfluence.data.deletion import Deletion
+from coxinfluence.data.units import resolve_units
+from coxinfluence.influence_functions.refits import exact_refits
+from coxinfluence.likelihood.risk_sets import DeletionGradients, RiskSets
+from coxinfluence.numerics.newton import cox_objective, newton
 
 
 def counting_process(seed, n_subj=40):
@@ -204,7 +204,7 @@ def test_exact_loo_batch_size_changes_no_refit_beyond_rounding():
 
 
 def test_blocked_cumulative_sum_of_wide_batches():
-    from coxinfluence.risksets import _cumsum_rows
+    from coxinfluence.likelihood.risk_sets import _cumsum_rows
     rng = np.random.default_rng(21)
     for m, B in ((700, 200), (64, 300), (1000, 40), (5, 500)):
         A = rng.random((m, B))

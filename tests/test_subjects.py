@@ -219,7 +219,7 @@ def test_recurrent_events_are_allowed():
 def test_influence_per_subject_with_targets():
     """ci.influence on a CoxFit with id: one row per subject for every method and target;
     the exact survival change refits without all of the subject's rows."""
-    from coxinfluence.targets import Survival
+    from coxinfluence.audit.targets import Survival
     df = subjects(12, n_subj=25)
     fit = fit_of(df)
     labels = np.sort(df.id.unique())

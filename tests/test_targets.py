@@ -1,4 +1,4 @@
-"""Targets (coxinfluence.targets): values against R's survfit, Jacobians against finite
+"""Targets (coxinfluence.audit.targets): values against R's survfit, Jacobians against finite
 differences, the baseline hazard's data effect against its definition (a naive loop over
 the Breslow/Efron formula with the patient deleted), and chain-rule estimates against exact
 leave-one-out refits (R's refits for S(t|x), ci.exact_loo otherwise)."""
@@ -9,7 +9,7 @@ import pytest
 from conftest import r_matrix, tied_data
 
 import coxinfluence as ci
-from coxinfluence import targets as T
+from coxinfluence.audit import targets as T
 
 COVS = ["age", "tsize", "pnodes", "progrec", "estrec", "horTh"]
 NEWP = pd.DataFrame({"age": [45, 60, 70], "tsize": [20, 35, 50], "pnodes": [1, 5, 15],

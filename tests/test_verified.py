@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 import coxinfluence as ci
+from coxinfluence.audit.verification import TOP, Verification, refit_cap, verify
+from coxinfluence.data.units import resolve_units
 from coxinfluence.demo import gbsg2_design
-from coxinfluence.loo import exact_refits
-from coxinfluence.units import resolve_units
-from coxinfluence.verified import TOP, Verification, refit_cap, verify
+from coxinfluence.influence_functions.refits import exact_refits
 
 
 @pytest.fixture(scope="module")

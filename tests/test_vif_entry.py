@@ -1,4 +1,5 @@
-"""The closed-form VIF with delayed entry (``coxinfluence._vif_entry``: ``method="series"``
+"""The closed-form VIF with delayed entry (``coxinfluence.influence_functions.vif_entry``:
+``method="series"``
 and ``"auto"`` on (start, stop] data) against two oracles: the O(n K d) direct sum
 (``_vif_delta_direct``, with the pairwise own-tie-group reference) and the literal deletion
 definition ``grad L(all) - grad L(rows deleted)`` computed with ``ci.cox_gradient``.
@@ -15,15 +16,15 @@ from hypothesis import strategies as st
 from test_vif_fast import part1_dense as dense_reference
 
 import coxinfluence as ci
-from coxinfluence._data import make_cox_data
-from coxinfluence._vif_entry import _RangeTerms, part1_entry, range_min
-from coxinfluence._vif_series import part1_series
-from coxinfluence.risksets import RiskSets
-from coxinfluence.vif import (
+from coxinfluence.data.cox_data import make_cox_data
+from coxinfluence.influence_functions.vif import (
     _own_group_change,
     _vif_delta_direct,
     _vif_delta_entry,
 )
+from coxinfluence.influence_functions.vif_entry import _RangeTerms, part1_entry, range_min
+from coxinfluence.influence_functions.vif_series import part1_series
+from coxinfluence.likelihood.risk_sets import RiskSets
 
 
 def counting(n_subj, d=3, seed=0, ties=True, strata=None, weights=False, max_rows=3,

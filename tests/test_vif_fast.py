@@ -14,8 +14,14 @@ import pytest
 from conftest import vif_by_definition as vif_by_deletion
 
 import coxinfluence as ci
-from coxinfluence._data import make_cox_data
-from coxinfluence._vif_series import (
+from coxinfluence.data.cox_data import make_cox_data
+from coxinfluence.influence_functions.vif import (
+    _own_group_change,
+    _own_group_change_fast,
+    _vif_delta_direct,
+    _vif_delta_series,
+)
+from coxinfluence.influence_functions.vif_series import (
     efron_fraction_sum,
     part1_series,
     prefix_plan,
@@ -23,13 +29,7 @@ from coxinfluence._vif_series import (
     segmented_prefix_sums,
     series_length,
 )
-from coxinfluence.risksets import RiskSets
-from coxinfluence.vif import (
-    _own_group_change,
-    _own_group_change_fast,
-    _vif_delta_direct,
-    _vif_delta_series,
-)
+from coxinfluence.likelihood.risk_sets import RiskSets
 
 
 def simulate(n, d=3, seed=0, n_times=None, beta_scale=0.5, strata=None, weights=False,

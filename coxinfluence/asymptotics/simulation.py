@@ -20,7 +20,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..loo import _on_workers
+from coxinfluence.influence_functions.refits import _on_workers
+
 from .designs import CoxDesign, _as_design
 from .population import _norms
 from .result import GapResult

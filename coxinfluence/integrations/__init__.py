@@ -16,7 +16,7 @@ from typing import Callable, Optional
 import numpy as np
 import pandas as pd
 
-from ..cox import CoxFit
+from coxinfluence.models.cox import CoxFit
 
 __all__ = ["Resolved", "resolve", "check_agreement"]
 

@@ -19,7 +19,7 @@ count, so the fitted objective is not a fixed function), non-semiparametric base
 Units: ``entry_col`` (delayed entry) becomes ``start=``; a ``cluster_col`` makes the
 clusters the units of deletion and the model robust (lifelines then reports sandwich
 standard errors); a ``CoxTimeVaryingFitter``'s ``id_col`` names the subjects (its rows are
-``(start_col, stop_col]`` intervals). ``groups=`` in :func:`coxinfluence.influence`
+``(start_col, stop_col]`` intervals). ``groups=`` in :func:`coxinfluence.audit.run`
 overrides the units.
 """
 from __future__ import annotations
@@ -27,7 +27,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..cox import fit_cox
+from coxinfluence.models.cox import fit_cox
+
 from . import Resolved, check_agreement
 
 
@@ -85,8 +86,8 @@ def resolve_lifelines(cph, data) -> Resolved:
     start = data[entry].astype(np.float64) if entry else None
     init = cph.params_.to_numpy(dtype=np.float64)
     if penalized:
-        from .._data import make_cox_data
-        from ._penalty import penalized_fit, ridge_penalty
+        from coxinfluence.data.cox_data import make_cox_data
+        from coxinfluence.models.penalized_cox import penalized_fit, ridge_penalty
         penalty = ridge_penalty(X.to_numpy(), cph.penalizer)
         cox_data = make_cox_data(X, time, ev, start=start, weights=w, strata=st, ties="efron")
         fit = penalized_fit(cox_data, init, penalty, "efron")

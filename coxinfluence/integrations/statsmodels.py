@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..cox import fit_cox
+from coxinfluence.models.cox import fit_cox
+
 from . import Resolved, attach_columns, check_agreement
 
 

@@ -26,7 +26,7 @@ Families, one module each (paper Section "Non-Decomposable Loss" and appendices)
    query (Example 3, Eq. listmle).
 
 What they share (:mod:`._common`): input checks, the :class:`Loss` base with its
-deletion batches (:class:`coxinfluence.deletion.Deletion`), the Newton solver with step
+deletion batches (:class:`coxinfluence.data.deletion.Deletion`), the Newton solver with step
 halving (:func:`newton_solve`, one problem or vmapped) and :func:`adam`.
 """
 from __future__ import annotations

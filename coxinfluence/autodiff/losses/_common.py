@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
-from ...deletion import Deletion
+from coxinfluence.data.deletion import Deletion
 
 
 # --------------------------------------------------------------------- input checks

@@ -9,7 +9,7 @@ with one of the methods (docs/conventions.md)
 
     "auto"   VIF for every unit, exact refits of the units the audit is read for: the
              top ones by displacement until the top 10 cannot change, and every flagged
-             unit (:mod:`coxinfluence.verified`); ``verified`` says which are exact
+             unit (:mod:`coxinfluence.audit.verification`); ``verified`` says which are exact
     "vif"    Delta_i = -VIF_n(i) / n           closed-form VIF (deletion of row i)
     "reid"   Delta_i = -IF_n(i) / n            Reid's IF; equals -R's resid(fit, "dfbeta")
     "newton" Delta_i = -H_{-i}^{-1} grad L_{-i}(theta_hat)   one-step Newton
@@ -24,8 +24,8 @@ likelihood displacement
     LD_i ~ Delta_i' I Delta_i                            (approximate methods; I = information)
 
 (for a penalised lifelines model, logL is minus the penalised objective J and I its
-Hessian: ``CoxFit.objective``, :mod:`coxinfluence.integrations._penalty`), LMAX, and
-``flags`` (:mod:`coxinfluence.flags`): units whose exact change does not exist
+Hessian: ``CoxFit.objective``, :mod:`coxinfluence.models.penalized_cox`), LMAX, and
+``flags`` (:mod:`coxinfluence.audit.flags`): units whose exact change does not exist
 (``undefined``), where the first-order estimate is predicted to be off (``unstable``),
 whose refit failed (``refit_failed``), or that may belong in the top 10 but were not
 refitted (``unverified_top``).
@@ -40,12 +40,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .cox import check_fit, standard_errors
-from .integrations import Resolved, resolve
-from .loo import Refits, _warn_undefined, exact_refits
-from .targets import Target, resolve_target, target_change, target_exact
-from .units import resolve_units
-from .verified import Verification, verify
+from coxinfluence.audit.targets import Target, resolve_target, target_change, target_exact
+from coxinfluence.audit.verification import Verification, verify
+from coxinfluence.data.units import resolve_units
+from coxinfluence.influence_functions.refits import Refits, _warn_undefined, exact_refits
+from coxinfluence.integrations import Resolved, resolve
+from coxinfluence.models.cox import check_fit, standard_errors
 
 __all__ = ["influence", "InfluenceResult", "METHODS", "FLAGS", "TopNotVerifiedWarning"]
 
@@ -55,11 +55,11 @@ FLAGS = ("undefined", "unstable", "refit_failed", "unverified_top")
 
 def theta_change(fit, method, *, groups=None, progress=None, executor=None):
     """(n_units, d) estimates of ``theta_hat_{-g} - theta_hat`` (unit order of
-    :func:`coxinfluence.units.resolve_units`) and, for ``method="exact"``, the refitted
+    :func:`coxinfluence.data.units.resolve_units`) and, for ``method="exact"``, the refitted
     coefficients (else None)."""
-    from .loo import exact_loo, newton_loo
-    from .reid import reid_influence
-    from .vif import vif
+    from coxinfluence.influence_functions.refits import exact_loo, newton_loo
+    from coxinfluence.influence_functions.reid import reid_influence
+    from coxinfluence.influence_functions.vif import vif
     if method not in METHODS[1:]:
         raise ValueError(f"method must be one of {METHODS[1:]}; got {method!r}")
     units = resolve_units(fit, groups)
@@ -68,7 +68,7 @@ def theta_change(fit, method, *, groups=None, progress=None, executor=None):
             raise NotImplementedError("subjects or clusters of a penalised (ridge) model are "
                                       "not supported: the penalty's change per unit is not "
                                       "implemented")
-        from .integrations._penalty import penalized_theta_change
+        from coxinfluence.models.penalized_cox import penalized_theta_change
         return penalized_theta_change(fit, method)
     n = units.n_units
     if method == "vif":
@@ -84,13 +84,13 @@ def theta_change(fit, method, *, groups=None, progress=None, executor=None):
 
 def refit_units(fit, units, codes=None, *, progress=None, executor=None):
     """Exact refits without the units ``codes`` (default all) as a
-    :class:`coxinfluence.loo.Refits`, for plain and ridge-penalised fits."""
+    :class:`coxinfluence.influence_functions.refits.Refits`, for plain and ridge-penalised fits."""
     if fit.penalty is not None:
         if not units.is_rows:
             raise NotImplementedError("subjects or clusters of a penalised (ridge) model are "
                                       "not supported: the penalty's change per unit is not "
                                       "implemented")
-        from .integrations._penalty import penalized_refits
+        from coxinfluence.models.penalized_cox import penalized_refits
         return penalized_refits(fit, np.arange(units.n_units) if codes is None else codes)
     return exact_refits(fit, units, codes, progress=progress, executor=executor)
 
@@ -138,7 +138,7 @@ class InfluenceResult:
     _resolved: Resolved = field(default=None, repr=False)
     _exact: "InfluenceResult" = field(default=None, repr=False)
     objective_loo: np.ndarray = field(default=None, repr=False)    # objective at the refits
-    units: object = field(default=None, repr=False)    # coxinfluence.units.Units
+    units: object = field(default=None, repr=False)    # coxinfluence.data.units.Units
     include_data_effect: bool = True
     refits: Refits = field(default=None, repr=False)   # the exact refits made (auto, exact)
     verification: Verification = field(default=None, repr=False)   # auto's stopping rule
@@ -185,7 +185,7 @@ class InfluenceResult:
     def flags(self) -> pd.DataFrame:
         """Booleans per unit, one column per reason (module docstring, :data:`FLAGS`):
         ``undefined`` (the exact change does not exist: NaN), ``unstable`` (the
-        first-order estimate is predicted to be off: :mod:`coxinfluence.flags`),
+        first-order estimate is predicted to be off: :mod:`coxinfluence.audit.flags`),
         ``refit_failed``, ``unverified_top``."""
         if self._flags is None:
             self._flags = _flags(self)
@@ -204,7 +204,7 @@ class InfluenceResult:
         (grouped sandwich) :meth:`CoxFit.robust_covariance` when the model reports robust
         standard errors (lifelines ``robust=True`` or ``cluster_col``), as R does; for
         ``S(t|x)`` plus the baseline hazard's own variance, as R's ``survfit``
-        (:meth:`coxinfluence.targets.Survival.baseline_variance`)."""
+        (:meth:`coxinfluence.audit.targets.Survival.baseline_variance`)."""
         J = self.target.jacobian(self.fit)
         V = (self.fit.robust_covariance(self._resolved.groups)
              if self._resolved is not None and self._resolved.robust else self.fit.var)
@@ -262,7 +262,7 @@ class InfluenceResult:
         under case-weight perturbation; ``U`` (n_units, d) the per-unit score residuals
         (summed over a unit's rows: ``U_g = I IF_n(g) / n``, Reid's IF). The squares
         sum to 1; the sign of an eigenvector is arbitrary, hence the absolute value."""
-        from .reid import reid_influence
+        from coxinfluence.influence_functions.reid import reid_influence
         groups = None if self._resolved is None else self._resolved.groups
         fit = self.fit
         IF = np.asarray(reid_influence(fit, groups=groups), dtype=np.float64)
@@ -338,12 +338,12 @@ class InfluenceResult:
     # ------------------------------------------------------------------------ plots
     def plot_index(self, columns=None, label_top=3):
         """Index plot: the change of each column against the patient's row number."""
-        from .plotting import index_plot
+        from coxinfluence.plotting import index_plot
         return index_plot(self, columns=columns, label_top=label_top)
 
     def plot_vs_exact(self, exact=None, columns=None):
         """Scatter of this method's changes against exact refits, with the correlation."""
-        from .plotting import scatter_vs
+        from coxinfluence.plotting import scatter_vs
         return scatter_vs(self, exact if exact is not None else self.exact(), columns=columns)
 
 
@@ -365,7 +365,7 @@ def _descending(score):
 
 def _flags(result) -> pd.DataFrame:
     """The flags of ``result`` (:attr:`InfluenceResult.flags`)."""
-    from .flags import flag_frame
+    from coxinfluence.audit.flags import flag_frame
     fit, units = result.fit, result.units
     index = result.loo_change.index
     if result.approx is not None and result.approx is not result:
@@ -374,7 +374,7 @@ def _flags(result) -> pd.DataFrame:
         unstable = base["unstable"].to_numpy()
     elif not result.fit_ok:
         # no maximum: every first-order number is unstable; only the structure is known
-        from .flags import undefined_units
+        from coxinfluence.audit.flags import undefined_units
         undefined = np.asarray(undefined_units(fit, units), dtype=bool).copy()
         unstable = np.ones(len(index), dtype=bool)
     elif fit.penalty is None:
@@ -494,10 +494,10 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
         the ``top`` table otherwise).
     method : "auto" (default): VIF for every unit and exact refits where the audit is
         read (the top units until the top 10 cannot change, and every flagged unit;
-        :mod:`coxinfluence.verified`), ``verified`` saying which numbers are exact;
+        :mod:`coxinfluence.audit.verification`), ``verified`` saying which numbers are exact;
         or "vif", "reid", "newton", "exact" for one method throughout.
     target : None / "coef" (coefficients), "hr" (hazard ratios), or a
-        :class:`coxinfluence.targets.Target` (``RelativeRisk(X_new)``,
+        :class:`coxinfluence.audit.targets.Target` (``RelativeRisk(X_new)``,
         ``LinearPredictor(X_new)``, ``Survival(X_new, times)``); new patients may be raw
         frames for lifelines formula models (transformed as lifelines does).
     include_data_effect : for survival targets, add the baseline hazard's direct

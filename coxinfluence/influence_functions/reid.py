@@ -12,7 +12,8 @@ reads, for row i in tie group g(i) and terms k = (g, r):
     U_i = delta_i (x_i - mean_{k in g(i)} a_k)
           - e_i sum_{k: i in R_k} m_k (1 - c_k [i in D_k]) (x_i - a_k) / den_k,
 
-with ``e_i = exp(eta_i)``, ``a_k``, ``den_k``, ``m_k``, ``c_k`` as in :mod:`coxinfluence.risksets`.
+with ``e_i = exp(eta_i)``, ``a_k``, ``den_k``, ``m_k``, ``c_k`` as in
+:mod:`coxinfluence.likelihood.risk_sets`.
 Breslow is ``c_k = 0``. Without ties or weights this is the paper's formula.
 R's ``resid(fit, "dfbeta") = w_i U_i' H^{-1} = IF_n(i) / n``.
 """
@@ -20,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._data import wrap_rows
-from .cox import check_fit
-from .units import resolve_units
+from coxinfluence.data.cox_data import wrap_rows
+from coxinfluence.data.units import resolve_units
+from coxinfluence.models.cox import check_fit
 
 
 def _score_residuals_sorted(fit):

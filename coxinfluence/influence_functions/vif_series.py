@@ -1,6 +1,7 @@
 """The series accelerator of the closed-form VIF: part 1 in O((n + K) P d), exact to rounding.
 
-The series method computes part 1 of the VIF's gradient difference (:mod:`coxinfluence.vif`)
+The series method computes part 1 of the VIF's gradient difference
+(:mod:`coxinfluence.influence_functions.vif`)
 in O((n + K) P d + N_direct d) time and O((n + K) d) memory (K = number of events, P
 between 3 and 27 chosen with rho per data set, N_direct <= K / rho, see below), exact to
 rounding. For row i, with ``r_ik = u_i / den_k`` (< 1 on the range, since row i is
@@ -51,8 +52,8 @@ from functools import cached_property
 
 import numpy as np
 
-from ._threads import for_row_blocks, n_threads
-from .risksets import RiskSets
+from coxinfluence.likelihood.risk_sets import RiskSets
+from coxinfluence.numerics.threads import for_row_blocks, n_threads
 
 _RHO_CANDIDATES = tuple(2.0 ** -b for b in (2, 4, 6, 8, 11, 14, 18))
 _ROUNDING = 2.0 ** -53       # the series is truncated once rho^P is below this

@@ -6,7 +6,8 @@ with :func:`newton`: Newton-Raphson with step halving (as R's ``coxph`` and
 scikit-survival), the step solved by Cholesky, convergence by :func:`converged`.
 The objective is a callable ``objective(idx, theta) -> (loss, grad, hess)`` for the
 problems ``idx`` of the batch; :func:`cox_objective` builds it from the risk-set kernels
-(:class:`coxinfluence.risksets.RiskSets`), a :class:`~coxinfluence.deletion.Deletion` and
+(:class:`coxinfluence.likelihood.risk_sets.RiskSets`), a
+:class:`~coxinfluence.data.deletion.Deletion` and
 an optional ridge penalty.
 """
 from __future__ import annotations

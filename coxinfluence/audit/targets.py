@@ -23,7 +23,8 @@ Targets (each a :class:`Target`, one column per entry of g):
       Lambda_0(t; theta, D) = sum_{terms k: t_k <= t} m_k / den_k(theta, D),
       den_k = S0_k - c_k S0D_k,
 
-  (``m_k``, ``c_k``, ``den_k`` as in :mod:`coxinfluence.risksets`; Breslow: ``c_k = 0``, so
+  (``m_k``, ``c_k``, ``den_k`` as in :mod:`coxinfluence.likelihood.risk_sets`; Breslow: ``c_k =
+  0``, so
   ``Lambda_0 = sum_{t_g <= t} (sum of event weights) / S0_g``). ``Lambda_0`` depends on
   the data ``D`` directly, not only through ``theta``, so the leave-one-out change is
 
@@ -51,7 +52,7 @@ from collections.abc import Hashable
 import numpy as np
 import pandas as pd
 
-from .units import row_units
+from coxinfluence.data.units import row_units
 
 __all__ = ["Target", "Coefficients", "HazardRatios", "LinearPredictor", "RelativeRisk",
            "Survival", "resolve_target", "target_change", "target_exact", "baseline_cumhaz"]
@@ -114,7 +115,7 @@ class Target:
 
     def data_effect(self, fit, units=None):
         """(U, m) ``g(theta_hat; D_{-g}) - g(theta_hat; D)`` per unit (units of
-        :mod:`coxinfluence.units`; rows by default): None (zero) for targets of ``theta``
+        :mod:`coxinfluence.data.units`; rows by default): None (zero) for targets of ``theta``
         alone."""
         return None
 
@@ -232,7 +233,7 @@ def _stratum_codes(fit, strata, m, what="new patients"):
 def _hazard_terms(fit, theta, deleted=None):
     """Per-term baseline hazard increments ``m_k / den_k`` on the shifted scale, the shift,
     and (``deleted`` None only) the term means ``a_k``. theta (B, d); ``deleted`` a
-    :class:`~coxinfluence.deletion.Deletion` of sorted rows or None."""
+    :class:`~coxinfluence.data.deletion.Deletion` of sorted rows or None."""
     rs = fit.risk_sets
     theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
     terms = rs.terms(deleted)
@@ -303,7 +304,7 @@ class Survival(Target):
 
     def _surv(self, fit, theta, deleted=None):
         """(B, m) survival for coefficient rows theta (B, d), optionally without the rows
-        ``deleted`` (a :class:`~coxinfluence.deletion.Deletion` of sorted rows) removes."""
+        ``deleted`` (a :class:`~coxinfluence.data.deletion.Deletion` of sorted rows) removes."""
         X = self._X(fit)[0]
         codes = self._codes(fit, X)
         theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
@@ -385,7 +386,7 @@ def resolve_target(target):
     if isinstance(target, str) and target.lower() in _ALIASES:
         return _ALIASES[target.lower()]()
     raise ValueError(f"unknown target {target!r}: use 'coef', 'hr', or a Target such as "
-                     "coxinfluence.targets.RelativeRisk(X_new) / Survival(X_new, times)")
+                     "coxinfluence.audit.targets.RelativeRisk(X_new) / Survival(X_new, times)")
 
 
 def target_change(fit, theta_change, target, units=None, *, include_data_effect=True):

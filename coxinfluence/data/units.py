@@ -3,7 +3,7 @@
 A patient with several rows (time-varying covariates, recurrent events, delayed entry
 into a second interval) is deleted whole; so is a cluster (a hospital, a family) when the
 caller names one with ``groups=``. A unit's leave-one-out quantities are the paper's with
-all of its rows deleted at once (a :class:`~coxinfluence.deletion.Deletion` with several
+all of its rows deleted at once (a :class:`~coxinfluence.data.deletion.Deletion` with several
 zeros). On the paper's scale ``n`` is the number of units, so ``IF_n(g)`` and
 ``VIF_n(g)`` approximate ``n_units (theta_hat - theta_hat_{-g})`` and R's
 ``resid(fit, "dfbeta", collapse=id)`` equals ``IF_n(g) / n_units``
@@ -18,8 +18,14 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from ._data import CoxData, _stratum_means, encode_labels, units_with_overlap, wrap_rows
-from .deletion import Deletion
+from coxinfluence.data.cox_data import (
+    CoxData,
+    _stratum_means,
+    encode_labels,
+    units_with_overlap,
+    wrap_rows,
+)
+from coxinfluence.data.deletion import Deletion
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,7 +56,7 @@ class Units:
 
     def wrap(self, values, columns=None):
         """Per-unit results (U, d) as the caller expects: rows keep the caller's layout
-        (:func:`coxinfluence._data.wrap_rows`); subjects and clusters are a DataFrame
+        (:func:`coxinfluence.data.cox_data.wrap_rows`); subjects and clusters are a DataFrame
         indexed by the unit label."""
         if self.is_rows:
             return wrap_rows(values, self.data, columns)
@@ -86,7 +92,7 @@ class Units:
         (e.g. it holds every patient with some level of a dummy covariate)."""
         data = self.data
         if self.is_rows:
-            from ._data import rows_whose_deletion_breaks_rank
+            from coxinfluence.data.cox_data import rows_whose_deletion_breaks_rank
             return self.data.to_caller_order(rows_whose_deletion_breaks_rank(data))
         return _units_breaking_rank(data, self.of_row, self.n_units)
 

@@ -1,14 +1,17 @@
 """Closed-form leave-one-out Hessians ``H_{-g}(theta_hat)`` of the Cox loss (issue 13, item 1).
 
-One-step Newton leave-one-out (:func:`coxinfluence.loo.newton_loo`) needs, for every unit
+One-step Newton leave-one-out (:func:`coxinfluence.influence_functions.refits.newton_loo`) needs,
+for every unit
 g, the Hessian of the loss of the data with all rows of g *deleted* (a
-:class:`~coxinfluence.deletion.Deletion`; for Efron ties this also removes an event from
+:class:`~coxinfluence.data.deletion.Deletion`; for Efron ties this also removes an event from
 its tie group's count, ``docs/conventions.md``), at ``theta_hat``. Evaluating each by the
 risk-set kernels costs O(n d^2) per unit. Here every ``H - H_{-i}`` comes from the
-full-data risk-set sums, the way :mod:`coxinfluence.vif` gets the gradient differences.
+full-data risk-set sums, the way :mod:`coxinfluence.influence_functions.vif` gets the gradient
+differences.
 
 The loss Hessian is ``H = sum_k m_k V_k`` over the Efron terms k (one per event), with
-(:mod:`coxinfluence.risksets`) ``den_k = S0 - c_k S0D``, ``a_k = (S1 - c_k S1D) / den_k``,
+(:mod:`coxinfluence.likelihood.risk_sets`) ``den_k = S0 - c_k S0D``, ``a_k = (S1 - c_k S1D) /
+den_k``,
 ``V_k = (S2 - c_k S2D) / den_k - a_k a_k'`` and ``m_k`` the mean event weight of the term's
 tie group. Write ``u_i = w_i exp(eta_i)`` and ``x_i`` for row i.
 
@@ -31,7 +34,8 @@ a_k)'`` times ``delta + delta^2``), so row i's part-1 change is
 
 With ``r = u_i / den_k < 1``, ``delta = u_i sum_{p>=0} u_i^p / den_k^{p+1}`` and
 ``delta (1 + delta) = u_i den_k / (den_k - u_i)^2 = u_i sum_{p>=0} (p+1) u_i^p / den_k^{p+1}``.
-So, as for the VIF's part 1 (:mod:`coxinfluence._vif_series`), the terms of row i's range
+So, as for the VIF's part 1 (:mod:`coxinfluence.influence_functions.vif_series`), the terms of row
+i's range
 split at ``k*_i`` into *direct pairs* (``r > rho``, at most ``K / rho`` of them, summed
 one by one) and a *series* whose inner sums over terms,
 
@@ -66,12 +70,12 @@ remaining terms have ``c'_r = r / N`` (Efron; 0 for Breslow) and mean weight
 (from ``(A - c B) / (C - c D) = A / C + t (D A / C - B)``), so the group's new Hessian
 is ``m'_g (N V0 + T1 F - T2 e e')`` with ``T1 = sum_r t_r = f(N, D/C) / C`` and
 ``T2 = sum_r t_r^2 = h(N, D/C) / C^2``: ``f`` is
-:func:`coxinfluence._vif_series.efron_fraction_sum`, ``h`` its derivative in x,
+:func:`coxinfluence.influence_functions.vif_series.efron_fraction_sum`, ``h`` its derivative in x,
 :func:`efron_square_fraction_sum`. Breslow: ``T1 = T2 = 0``. Row i's part-2 change is
 ``m_g sum_{r<d_g} V_{g,r} - m'_g (N V0 + T1 F - T2 e e')``, O(d^2) per event.
 
 ``H_{-i} = H - P1_i - P2_i``. A unit none of whose risk sets holds two of its rows
-(:attr:`coxinfluence.units.Units.shares_risk_sets` false: rows, and subjects whose
+(:attr:`coxinfluence.data.units.Units.shares_risk_sets` false: rows, and subjects whose
 intervals never overlap) changes each risk-set sum by at most one row, so its change is
 the sum of its rows' changes, exactly. Units with two rows in one risk set (clusters,
 subjects at risk from the origin in one stratum) are evaluated by deleting their rows
@@ -88,7 +92,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._vif_series import (
+from coxinfluence.influence_functions.vif_series import (
     _GATHER_BLOCK,
     _RHO_CANDIDATES,
     _reversed_ranks,
@@ -100,7 +104,7 @@ from ._vif_series import (
     prefix_plan,
     segmented_prefix_sums,
 )
-from .risksets import RiskSets
+from coxinfluence.likelihood.risk_sets import RiskSets
 
 _ROUNDING = 2.0 ** -53
 _METHODS = ("auto", "series", "direct")
@@ -112,7 +116,7 @@ def deleted_hessians(fit, units, codes=None, *, method="auto"):
     """Hessians ``H_{-g}(fit.coef)`` of the loss without all rows of each unit g in
     ``codes`` (default: every unit), (m, d, d), in closed form (module docstring).
 
-    ``units`` is a :class:`coxinfluence.units.Units` (``resolve_units(fit, groups)``);
+    ``units`` is a :class:`coxinfluence.data.units.Units` (``resolve_units(fit, groups)``);
     ``codes`` are its unit codes. Units with two rows in one risk set are evaluated by
     deleting their rows. ``method``: "series" (O((n + K) P d^2)), "direct" (O(n K d^2),
     the reference), "auto" (series, except direct on small data, ``n K <= 2e5``, and with
@@ -124,7 +128,8 @@ def deleted_hessians(fit, units, codes=None, *, method="auto"):
 def deleted_gradients(fit, units, codes=None):
     """Gradients ``grad L_{-g}(fit.coef)`` (m, d) for the units ``codes`` (default all):
     ``grad L`` less the VIF's closed-form gradient differences
-    (:mod:`coxinfluence.vif`); units with two rows in one risk set by deletion."""
+    (:mod:`coxinfluence.influence_functions.vif`); units with two rows in one risk set by
+    deletion."""
     return _deleted_gradients(fit, units, _codes(units, codes), _FullData(fit))
 
 
@@ -132,7 +137,7 @@ def one_step_newton(fit, units, codes=None, *, method="auto"):
     """``theta_hat - H_{-g}^{-1} grad L_{-g}(theta_hat)`` for the units ``codes`` (default
     all), both in closed form: (theta (m, d), ok (m,)); ``ok`` is False (and theta NaN)
     where ``H_{-g}`` is not positive definite."""
-    from .newton import solve_batch
+    from coxinfluence.numerics.newton import solve_batch
     codes = _codes(units, codes)
     full = _FullData(fit)
     H = _deleted_hessians(fit, units, codes, method, full)
@@ -167,7 +172,11 @@ def _deleted_hessians(fit, units, codes, method, full):
 
 
 def _deleted_gradients(fit, units, codes, full):
-    from .vif import _unit_delta_by_deletion, _vif_delta_direct, _vif_delta_series
+    from coxinfluence.influence_functions.vif import (
+        _unit_delta_by_deletion,
+        _vif_delta_direct,
+        _vif_delta_series,
+    )
     data = fit.data
     small = data.n * data.term_group.size <= 200_000
     if small or data.entry is not None:
@@ -223,7 +232,8 @@ def row_hessian_changes(fit, method="auto", rho=None, n_terms=None, state=None):
 
 class _Moments:
     """Risk-set moments at one ``theta`` on the VIF series' sorted terms
-    (:class:`coxinfluence._vif_series._SortedTerms`: each tie group's terms in reverse rank
+    (:class:`coxinfluence.influence_functions.vif_series._SortedTerms`: each tie group's terms in
+    reverse rank
     order, ``x`` and ``a`` centred per stratum), plus what the Hessian needs: per-term
     covariances ``V_k`` (K, T) in that order and the per-group sums of part 2."""
 
@@ -389,7 +399,7 @@ def _suffix_sums_by_power(seg, mom, P):
 
 def _series(mom, kstar, P):
     """The P-term series over terms [k*_i, hi_i) of every row (module docstring), on the
-    VIF series' segments (:class:`coxinfluence._vif_series._Segments`)."""
+    VIF series' segments (:class:`coxinfluence.influence_functions.vif_series._Segments`)."""
     t, data = mom.terms, mom.data
     n, d, K = data.n, data.d, t.den.size
     out = np.zeros((n, mom.xx.shape[1]))
@@ -501,7 +511,8 @@ _SQ_SERIES_Q = 64          # 65 * 0.5^64 / 0.25 < 2^-53
 
 def efron_square_fraction_sum(N, x):
     """``h(N, x) = sum_{r=0}^{N-1} c_r^2 / (1 - c_r x)^2`` with ``c_r = r / N`` (the
-    derivative in x of :func:`coxinfluence._vif_series.efron_fraction_sum`), for integer
+    derivative in x of :func:`coxinfluence.influence_functions.vif_series.efron_fraction_sum`), for
+    integer
     ``N >= 0`` and ``0 <= x <= 1``.
 
     ``N <= 32``: the sum itself. Otherwise, for ``x <= 1/2`` the power series

@@ -2,8 +2,8 @@
 
 ``cox_loss``, ``cox_gradient`` and ``cox_hessian`` evaluate the negative log partial
 likelihood (R's weighted Efron or Breslow ties, strata, case weights; the formula is in
-:mod:`coxinfluence.risksets`, which holds its one implementation) for the caller's data.
-``fit_cox`` minimises it by Newton-Raphson with step halving (:mod:`coxinfluence.newton`)
+:mod:`coxinfluence.likelihood.risk_sets`, which holds its one implementation) for the caller's data.
+``fit_cox`` minimises it by Newton-Raphson with step halving (:mod:`coxinfluence.numerics.newton`)
 and returns a :class:`CoxFit`, the object every influence function takes.
 """
 from __future__ import annotations
@@ -15,9 +15,9 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from ._data import CoxData, CoxInputError, make_cox_data
-from .newton import cox_objective, gradient_tolerance, newton
-from .risksets import RiskSets
+from coxinfluence.data.cox_data import CoxData, CoxInputError, make_cox_data
+from coxinfluence.likelihood.risk_sets import RiskSets
+from coxinfluence.numerics.newton import cox_objective, gradient_tolerance, newton
 
 
 class ConvergenceWarning(UserWarning):
@@ -94,13 +94,14 @@ class CoxFit:
 
     @cached_property
     def risk_sets(self) -> RiskSets:
-        """The risk-set kernels of the fitted data (:class:`~coxinfluence.risksets.RiskSets`)."""
+        """The risk-set kernels of the fitted data
+        (:class:`~coxinfluence.likelihood.risk_sets.RiskSets`)."""
         return RiskSets(self.data)
 
     def objective(self, thetas, deleted=None):
         """The minimised objective (negative log partial likelihood plus the penalty, if
         any) at each row of ``thetas`` (B, d), on all rows or without the rows ``deleted``
-        removes (a :class:`~coxinfluence.deletion.Deletion` over sorted rows); NaN for rows of
+        removes (a :class:`~coxinfluence.data.deletion.Deletion` over sorted rows); NaN for rows of
         ``thetas`` that are not finite."""
         thetas = np.atleast_2d(np.asarray(thetas, dtype=np.float64))
         out = np.full(thetas.shape[0], np.nan)
@@ -118,7 +119,7 @@ class CoxFit:
         ``resid(fit, "dfbeta", collapse=...)``): units are ``groups`` when given, else the
         subjects (``id=``), else the rows. Equals R's ``coxph(..., cluster=id)$var``
         (``robust=TRUE`` without an id: one unit per row)."""
-        from .reid import reid_influence
+        from coxinfluence.influence_functions.reid import reid_influence
         IF = np.asarray(reid_influence(self, groups=groups), dtype=np.float64)
         D = IF / IF.shape[0]                 # one row per unit: IF_n(g) / n_units
         return D.T @ D
@@ -145,7 +146,7 @@ class CoxFit:
 
     def paper_scale(self, delta, units, overwrite=False):
         """``-(H/n)^{-1} delta`` for per-unit gradient differences ``delta`` (U, d, in the
-        unit order of ``units``, a :class:`coxinfluence.units.Units`), with ``n`` the number
+        unit order of ``units``, a :class:`coxinfluence.data.units.Units`), with ``n`` the number
         of units: the paper's scale of ``IF_n`` and ``VIF_n``, approximating
         ``n (theta_hat - theta_hat_{-g})`` (``docs/conventions.md``). Rows come back in the
         caller's order and index; subjects and clusters indexed by their sorted labels.
@@ -279,9 +280,10 @@ def fit_cox(X, time, event, *, start=None, id=None, weights=None, strata=None, t
         baseline hazard and risk sets.
     ties : "efron" (default, as R and lifelines) or "breslow".
     tol : convergence when ``max |gradient| <= tol`` (or the gradient's rounding floor when
-        huge case weights make it larger: :func:`coxinfluence.newton.gradient_tolerance`) and the
+        huge case weights make it larger: :func:`coxinfluence.numerics.newton.gradient_tolerance`)
+        and the
         Newton step is at most ``1e-6 (1 + max |coef|)``, or the step is at rounding level
-        (:func:`coxinfluence.newton.converged`).
+        (:func:`coxinfluence.numerics.newton.converged`).
     max_iter : Newton iterations before giving up with a :class:`ConvergenceWarning`.
     init : starting coefficients (default zeros, as R; from 2^20 rows on, the fit of a
         subsample of about 2^16 rows: :func:`subsample_start`).

@@ -30,7 +30,8 @@ memory bounded by ``block_rows``; it is the reference implementation.
 ``_vif_delta_series`` computes the same sums in O((n + K) P d + N_direct d) time and
 O((n + K) d) memory, exact to rounding, by splitting each row's terms into a direct part
 (``u_i / den_k > rho``) and a geometric series in ``u_i / den_k``; the accelerator, its
-truncation bound and numerics live in :mod:`coxinfluence._vif_series`. It needs ``den_k``
+truncation bound and numerics live in :mod:`coxinfluence.influence_functions.vif_series`. It needs
+``den_k``
 non-decreasing along a stratum's terms, i.e. risk sets that only grow back in time.
 With delayed entry (``start=``) ``den_k`` is not monotone, and ``_vif_delta_entry``
 computes part 1 over each row's range ``[lo_i, hi_i)`` with a threshold ``s_i = 2^j``
@@ -38,7 +39,8 @@ computes part 1 over each row's range ``[lo_i, hi_i)`` with a threshold ``s_i = 
 series in ``u_i / den_k`` elsewhere, each power a difference of two suffix sums over the
 class's terms (``den_k >= s_i``, so no cancelled term has ``u_i / den_k > 1/2``):
 O(n P d + C K P d + N_direct d + G log G) time (C a handful of classes, G tie groups),
-O((n + K) d + G log G) memory, exact to rounding (:mod:`coxinfluence._vif_entry`).
+O((n + K) d + G log G) memory, exact to rounding
+(:mod:`coxinfluence.influence_functions.vif_entry`).
 
 Part 2 has an O(K d) form, ``_own_group_change_fast``, used by the series method; the
 pairwise ``_own_group_change`` (O(sum_g d_g^2 d) time and memory) stays as its reference.
@@ -47,12 +49,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._threads import for_row_blocks
-from ._vif_entry import part1_entry
-from ._vif_series import efron_fraction_sum, part1_series
-from .cox import check_fit
-from .risksets import RiskSets
-from .units import resolve_units
+from coxinfluence.data.units import resolve_units
+from coxinfluence.influence_functions.vif_entry import part1_entry
+from coxinfluence.influence_functions.vif_series import efron_fraction_sum, part1_series
+from coxinfluence.likelihood.risk_sets import RiskSets
+from coxinfluence.models.cox import check_fit
+from coxinfluence.numerics.threads import for_row_blocks
 
 
 def _group_sums(data, state):
@@ -119,10 +121,11 @@ def _own_group_change_fast(data, state, out=None, block=1 << 16):
         sum_{r<N} (A - (r/N) B) / (C - (r/N) D) = N a0 + (D a0 - B) f(N, D/C) / C,
 
     since each term is ``a0 + c (D a0 - B) / (C - c D)``; ``f`` is
-    :func:`coxinfluence._vif_series.efron_fraction_sum`. Breslow (all ``c = 0``) is ``N a0``.
+    :func:`coxinfluence.influence_functions.vif_series.efron_fraction_sum`. Breslow (all ``c = 0``)
+    is ``N a0``.
     ``out``: an (n, d) array (sorted rows) to add part 2 into (default zeros); the events
     are done ``block`` at a time, so the temporaries stay small at 10^7 rows (blocks on
-    threads from 2^20 events: :mod:`coxinfluence._threads`).
+    threads from 2^20 events: :mod:`coxinfluence.numerics.threads`).
     """
     X, w = data.X, data.weights
     out = np.zeros_like(X) if out is None else out
@@ -199,7 +202,7 @@ def _vif_delta_series(data, state, rho=None, n_terms=None):
 def _vif_delta_entry(data, state):
     """``grad L(all) - grad L(-i)`` for every sorted row of data with any risk-set ranges
     (delayed entry): part 1 by the thresholded direct + series sums of
-    :mod:`coxinfluence._vif_entry` (exact to rounding), part 2 by
+    :mod:`coxinfluence.influence_functions.vif_entry` (exact to rounding), part 2 by
     ``_own_group_change_fast`` in O(K d)."""
     delta = part1_entry(data, state)
     delta *= state.risk[:, None]
@@ -229,7 +232,8 @@ def vif(fit, *, method="auto", groups=None):
         O((n + K) d) memory, exact to rounding (truncation below ``2^-53`` relative to
         the sum of absolute terms); with delayed entry (``start=``), whose risk sets
         shrink as well as grow along the event times, its thresholded form
-        (:mod:`coxinfluence._vif_entry`): O(n P d + C K P d + G log G) time with a
+        (:mod:`coxinfluence.influence_functions.vif_entry`): O(n P d + C K P d + G log G) time with
+        a
         handful of classes C and G tie groups, O((n + K) d + G log G) memory, equally
         exact (10^6 counting-process rows, d = 10: about 2.5 s against a projected 30 min
         for "direct"). "direct" sums over all event terms for every row (O(n K d), the
@@ -249,8 +253,8 @@ def _refuse_penalty(fit, name):
 
 def _vif(fit, method="auto", groups=None, units=None):
     """:func:`vif` for any fit; for a penalised fit, the partial-likelihood part only
-    (the penalty's part is added by :mod:`coxinfluence.integrations._penalty`). ``units``:
-    already resolved units (:class:`coxinfluence.units.Units`) instead of ``groups``."""
+    (the penalty's part is added by :mod:`coxinfluence.models.penalized_cox`). ``units``:
+    already resolved units (:class:`coxinfluence.data.units.Units`) instead of ``groups``."""
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
     data, state = fit.data, fit.risk_sets.state(fit.coef)

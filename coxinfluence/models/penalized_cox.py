@@ -30,10 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cox import CoxFit
-from ..deletion import Deletion
-from ..newton import cox_objective, gradient_tolerance, newton, solve_batch
-from ..risksets import RiskSets
+from coxinfluence.data.deletion import Deletion
+from coxinfluence.likelihood.risk_sets import RiskSets
+from coxinfluence.models.cox import CoxFit
+from coxinfluence.numerics.newton import cox_objective, gradient_tolerance, newton, solve_batch
 
 
 @dataclass
@@ -78,11 +78,11 @@ def penalized_fit(data, init, penalty, ties):
 def penalized_theta_change(fit, method, batch=64):
     """(n, d) ``theta_{-i} - theta_hat`` (caller's order) and the refits (exact) or None,
     for a fit with a :class:`RidgePenalty`. A refit that fails is NaN (with the
-    leave-one-out warning of :mod:`coxinfluence.loo`)."""
-    from ..loo import _warn_undefined
-    from ..reid import reid_influence
-    from ..units import row_units
-    from ..vif import _vif
+    leave-one-out warning of :mod:`coxinfluence.influence_functions.refits`)."""
+    from coxinfluence.data.units import row_units
+    from coxinfluence.influence_functions.refits import _warn_undefined
+    from coxinfluence.influence_functions.reid import reid_influence
+    from coxinfluence.influence_functions.vif import _vif
     penalty = fit.penalty
     data, n = fit.data, fit.n
     if method == "vif":
@@ -102,9 +102,10 @@ def penalized_theta_change(fit, method, batch=64):
 
 def penalized_refits(fit, codes, batch=64):
     """Exact refits of the penalised fit without each row ``codes`` (caller's order) as a
-    :class:`coxinfluence.loo.Refits`: a ridge objective always has a maximum, so a refit
+    :class:`coxinfluence.influence_functions.refits.Refits`: a ridge objective always has a
+    maximum, so a refit
     that does not converge is ``"refit_failed"`` (NaN)."""
-    from ..loo import Refits
+    from coxinfluence.influence_functions.refits import Refits
     codes = np.asarray(codes, dtype=int)
     theta = _penalized_loo(fit, codes, "exact", batch)
     ok = np.isfinite(theta).all(axis=1)

@@ -25,7 +25,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from ._threads import for_row_blocks, n_threads
+from coxinfluence.numerics.threads import for_row_blocks, n_threads
 
 TIES = ("efron", "breslow")
 
@@ -265,7 +265,7 @@ class CoxData:
     def to_caller_order(self, values_sorted):
         """Rows in sorted order -> the caller's row order (a gather with ``np.take``:
         several times faster than scattering rows into ``out[order]``; by blocks of rows
-        on threads from 2^20 rows, :mod:`coxinfluence._threads`)."""
+        on threads from 2^20 rows, :mod:`coxinfluence.numerics.threads`)."""
         return take_rows(np.asarray(values_sorted), self.inverse_order)
 
     @property

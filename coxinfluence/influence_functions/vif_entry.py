@@ -4,7 +4,8 @@ With counting-process rows, row i is at risk on ``(start_i, time_i]``: the Efron
 denominators hold it (other than as an event of its own tie group) are a contiguous range
 ``[lo_i, hi_i)`` of its stratum's terms, whole tie groups (``RiskSets.deletion_term_ranges``),
 but ``den_k`` is no longer monotone along the terms (going back in time rows leave the risk
-sets as well as join them), so the split of :mod:`coxinfluence._vif_series` (one cut into a
+sets as well as join them), so the split of :mod:`coxinfluence.influence_functions.vif_series` (one
+cut into a
 direct block and a series block of suffix sums) does not apply. Here row i gets a threshold
 ``s = 2^j`` with ``u_i <= s / 2``, shared by the rows of a *class* j, and its range splits by
 ``den``:
@@ -70,8 +71,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._vif_series import _ROUNDING, prefix_plan, segmented_prefix_sums
-from .risksets import RiskSets
+from coxinfluence.influence_functions.vif_series import (
+    _ROUNDING,
+    prefix_plan,
+    segmented_prefix_sums,
+)
+from coxinfluence.likelihood.risk_sets import RiskSets
 
 _CLASS_SPAN = 25            # candidate classes per bin: j_min .. j_min + 24
 _SAMPLE = 2048              # rows per bin for the operation count
@@ -111,7 +116,7 @@ def range_min(values, lo, hi):
 
 
 def part1_entry(data, state, class_offset=None, n_terms=None):
-    """Part 1 of the VIF's gradient difference (:mod:`coxinfluence.vif`),
+    """Part 1 of the VIF's gradient difference (:mod:`coxinfluence.influence_functions.vif`),
     ``sum_{k in [lo_i, hi_i)} m_k (x_i - a_k) / (den_k - u_i)`` for every sorted row (n, d),
     without the factor ``u_i``, for any risk-set ranges (delayed entry or not): direct sums
     where ``den_k < s_i``, the ``P_i``-term series in ``u_i / den_k`` elsewhere (module

@@ -2,7 +2,7 @@
 
 An audit is read from the top, and the most influential units are where the first-order
 VIF is weakest (GBSG2's top patient: likelihood displacement 2.02 by VIF, 5.61 by refit).
-So ``auto`` refits, exactly (:func:`coxinfluence.loo.exact_refits`):
+So ``auto`` refits, exactly (:func:`coxinfluence.influence_functions.refits.exact_refits`):
 
 (a) the units with the largest VIF likelihood displacement ``LD_g = D_g' I D_g``, at least
     ``min_refits`` (20), then more (doubling) until the top ``top`` (10) by exact
@@ -13,7 +13,7 @@ So ``auto`` refits, exactly (:func:`coxinfluence.loo.exact_refits`):
 
     where ``SAFETY`` bounds ``LD_exact / LD_vif`` over units that are not flagged
     (measured: :data:`SAFETY`'s docstring);
-(b) every flagged unit (:mod:`coxinfluence.flags`: deleting it leaves the model undefined,
+(b) every flagged unit (:mod:`coxinfluence.audit.flags`: deleting it leaves the model undefined,
     or VIF is predicted to be off).
 
 At most ``max(60, 8% of the units)`` refits. When the rule is not met within them, the
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .loo import Refits, exact_refits
+from coxinfluence.influence_functions.refits import Refits, exact_refits
 
 SAFETY = 1.5
 """Safety factor of the stopping rule: an upper bound on ``LD_exact / LD_vif`` for units
@@ -79,7 +79,8 @@ def verify(fit, units, ld_approx, must_refit, *, refit=None, top=TOP, min_refits
 
     ``ld_approx`` (U,): VIF likelihood displacements; ``must_refit`` (U,) bool: flagged
     units, refitted first (by decreasing ``ld_approx``, within the cap). ``refit(codes)``
-    returns a :class:`~coxinfluence.loo.Refits` (default :func:`exact_refits`); the
+    returns a :class:`~coxinfluence.influence_functions.refits.Refits` (default
+    :func:`exact_refits`); the
     displacement of a refit is ``2 [J(theta_{-g}) - J(theta_hat)]`` (``fit.objective``).
     """
     U = units.n_units

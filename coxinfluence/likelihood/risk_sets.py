@@ -18,7 +18,7 @@ Eq. of the partial likelihood, appendix "Cox Regression"). Its derivatives:
     hess L =  sum_terms m [ (S2 - c S2D) / (S0 - c S0D) - a a' ],  a = (S1 - c S1D)/(S0 - c S0D)
 
 :class:`RiskSets` evaluates these for a batch of ``B`` coefficient vectors, each with
-its own :class:`~coxinfluence.deletion.Deletion` of rows (``deleted``): deleting rows is
+its own :class:`~coxinfluence.data.deletion.Deletion` of rows (``deleted``): deleting rows is
 the only way any refit, target or influence function of the package changes the data.
 Every evaluation is vectorised over the sorted rows: one pass of cumulative sums per
 stratum. Sums over terms of ``S1/S0`` and ``S2/S0`` are rewritten as sums over rows,
@@ -39,7 +39,7 @@ against the batched definition):
 - :meth:`RiskSets.third_derivative`, for the refits' Halley start.
 
 Products with ``X`` over many rows run as one-thread BLAS calls
-(:func:`coxinfluence._data.matmul_rows`): the bits do not depend on the BLAS thread count,
+(:func:`coxinfluence.data.cox_data.matmul_rows`): the bits do not depend on the BLAS thread count,
 and no helper thread waits for a core on a loaded machine.
 """
 from __future__ import annotations
@@ -50,9 +50,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._data import _ROW_BLOCK, CoxData, matmul_reduce_rows, matmul_rows
-from ._threads import for_row_blocks, n_threads
-from .deletion import Deletion
+from coxinfluence.data.cox_data import _ROW_BLOCK, CoxData, matmul_reduce_rows, matmul_rows
+from coxinfluence.data.deletion import Deletion
+from coxinfluence.numerics.threads import for_row_blocks, n_threads
 
 
 @dataclass(frozen=True)
@@ -231,7 +231,7 @@ class RiskSets:
 
         Without delayed entry ``R_g`` is a prefix of the stratum block (time >= t_g);
         with it, the rows that enter at or after ``t_g`` are subtracted
-        (:class:`coxinfluence._data.EntryStructure`)."""
+        (:class:`coxinfluence.data.cox_data.EntryStructure`)."""
         data = self.data
         full = self.cumsum_within_strata(a)[:, data.group_end - 1]
         entry = data.entry
@@ -615,7 +615,8 @@ class RiskSets:
         ``M2_k``, ``M3_k`` the term's second and third moments; the sums over terms of
         ``m_k M3_k`` and ``m_k a_k (x) M2_k`` are rewritten as sums over rows (as
         :meth:`row_coefficients` does for ``S1`` and ``S2``), O(n d^3) in blocks of rows.
-        The refits' warm start uses it (:func:`coxinfluence.loo._warm_start`)."""
+        The refits' warm start uses it
+        (:func:`coxinfluence.influence_functions.refits._warm_start`)."""
         data = self.data
         d = data.d
         terms = self.terms()
@@ -646,7 +647,7 @@ class RiskSets:
 
 
 # ------------------------------------------------ gradients of leave-one-out refits
-# Products with X go by one-thread BLAS calls (:func:`coxinfluence._data.matmul_rows`):
+# Products with X go by one-thread BLAS calls (:func:`coxinfluence.data.cox_data.matmul_rows`):
 # the bits do not depend on the BLAS thread count, so refits give the same bits on a dask
 # worker (one BLAS thread) as in the serial run.
 _REFIT_PLANS = weakref.WeakKeyDictionary()

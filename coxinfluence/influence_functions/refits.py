@@ -4,7 +4,7 @@
 (default 1e-10): warm-started at the closed-form Halley estimate (:func:`_warm_start`:
 the deleted-data gradient and Hessian at ``theta_hat`` and the full-data third
 derivative), then quasi-Newton steps (:func:`_loo_chunk`) whose gradients come from
-:class:`coxinfluence.risksets.DeletionGradients` (the deletions of ``batch_size`` refits
+:class:`coxinfluence.likelihood.risk_sets.DeletionGradients` (the deletions of ``batch_size`` refits
 at once, on the already-sorted rows: no refit re-sorts or re-validates, no loop over
 rows), then Newton-Raphson for the few that need it. About two gradient evaluations per
 refit (the start's and the check after one step): SUPPORT (n = 5678) 2.1, METABRIC 2.5.
@@ -28,13 +28,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._data import CoxInputError, _stratum_means, check_design
-from .cox import check_fit
-from .deletion import Deletion
-from .newton import cox_objective, gradient_tolerance, newton, solve_batch
-from .risksets import DeletionGradients, RiskSets, _matmul_rows
-from .units import resolve_units
-from .vif import _refuse_penalty
+from coxinfluence.data.cox_data import CoxInputError, _stratum_means, check_design
+from coxinfluence.data.deletion import Deletion
+from coxinfluence.data.units import resolve_units
+from coxinfluence.influence_functions.vif import _refuse_penalty
+from coxinfluence.likelihood.risk_sets import DeletionGradients, RiskSets, _matmul_rows
+from coxinfluence.models.cox import check_fit
+from coxinfluence.numerics.newton import cox_objective, gradient_tolerance, newton, solve_batch
 
 
 class LeaveOneOutWarning(UserWarning):
@@ -54,7 +54,7 @@ def _loo_chunk(data, of_row, coef, hess_chol, codes, theta_start, J_start, tol, 
     from ``theta_start`` (m, d), with ``J_start`` (m, d, d) the first inverse-Jacobian
     estimates (``H_{-g}^{-1}``; None: the full-data ``H^{-1}`` for all); returns (theta (m, d),
     converged (m,), flat (m,): :func:`_flat_at_refit`). The gradients
-    (:class:`~coxinfluence.risksets.DeletionGradients`) run their products as one-thread
+    (:class:`~coxinfluence.likelihood.risk_sets.DeletionGradients`) run their products as one-thread
     BLAS calls and the Newton fallback with ``blas=False``, so the bits do not depend on
     where the chunk runs.
 
@@ -63,7 +63,7 @@ def _loo_chunk(data, of_row, coef, hess_chol, codes, theta_start, J_start, tol, 
     From the Halley start with its T-corrected Jacobian most refits reach ``tol`` after
     one step (two gradient evaluations). Rows that have not reached ``tol`` after
     ``_CHORD_STEPS`` steps continue with full Newton-Raphson with step halving
-    (:func:`coxinfluence.newton.newton`).
+    (:func:`coxinfluence.numerics.newton.newton`).
     """
     from scipy.linalg import cho_solve
     H_inv = cho_solve(hess_chol, np.eye(data.d))
@@ -282,7 +282,7 @@ class Refits:
 def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_size=None,
                  tol=None, max_iter=50, n_chunks=None) -> Refits:
     """Refit ``fit`` without each of the units ``codes`` (unit codes of ``units``, a
-    :class:`coxinfluence.units.Units`; default all): the engine of :func:`exact_loo`
+    :class:`coxinfluence.data.units.Units`; default all): the engine of :func:`exact_loo`
     (parameters there), returning a :class:`Refits` with a status per unit instead of
     warning. A unit whose refit is undefined or failed is NaN, never an error for the
     batch."""
@@ -367,8 +367,10 @@ def _warm_start(fit, units, codes):
     the refits of the units ``codes``.
 
     From the closed-form deleted-data gradient ``g = grad L_{-g}(theta_hat)`` and Hessian
-    ``H_{-g}`` (:mod:`coxinfluence._deleted_hessians`; a few units: by deletion) and the
-    full-data third derivative ``T`` (:meth:`coxinfluence.risksets.RiskSets.third_derivative`):
+    ``H_{-g}`` (:mod:`coxinfluence.influence_functions.deleted_hessians`; a few units: by deletion)
+    and the
+    full-data third derivative ``T``
+    (:meth:`coxinfluence.likelihood.risk_sets.RiskSets.third_derivative`):
     the one-step Newton change ``D0 = -H_{-g}^{-1} g``, then Halley's
     ``D = -(H_{-g} + T[D0]/2)^{-1} g``, and the start ``theta_hat + D`` with
     ``(H_{-g} + T[D])^{-1}``, the deleted-data Hessian at the start to O(|D|^2 + |D|/n)
@@ -380,8 +382,11 @@ def _warm_start(fit, units, codes):
     with ``H_{-g}^{-1}``; a singular ``H_{-g}``, or m Hessians too many for memory, the
     VIF start ``theta_hat - VIF_n(g)/n`` with the full-data ``H^{-1}`` (one chord step
     behind)."""
-    from ._deleted_hessians import deleted_hessians, hessians_by_deletion
-    from .vif import _vif
+    from coxinfluence.influence_functions.deleted_hessians import (
+        deleted_hessians,
+        hessians_by_deletion,
+    )
+    from coxinfluence.influence_functions.vif import _vif
     U, d = units.n_units, fit.data.d
     vif = np.asarray(_vif(fit, units=units), dtype=np.float64)[codes]
     theta_vif = fit.coef - vif / U
@@ -461,7 +466,7 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
     ``groups`` (one label per row, caller's order). Each refit deletes all rows of unit g
     (for Efron ties this also removes them from their tie groups' event counts) and
     iterates to ``max |grad| <= tol`` (default ``fit.tol``, 1e-10; per unit case weight,
-    :func:`coxinfluence.newton.gradient_tolerance`): from the closed-form Halley
+    :func:`coxinfluence.numerics.newton.gradient_tolerance`): from the closed-form Halley
     estimate (one-step Newton with the deleted-data Hessian, corrected by the third
     derivative), quasi-Newton steps with the leave-one-out gradient, then Newton-Raphson
     with step halving for any unit not yet converged (module docstring).
@@ -503,14 +508,15 @@ def newton_loo(fit, *, groups=None, method="auto"):
 
     Both the gradient and the Hessian are those of the data with all rows of unit g
     deleted (units as in :func:`exact_loo`), evaluated at ``fit.coef``, in closed form
-    from the risk-set sums (:mod:`coxinfluence._deleted_hessians`: the VIF's gradient
+    from the risk-set sums (:mod:`coxinfluence.influence_functions.deleted_hessians`: the VIF's
+    gradient
     differences and the per-row Hessian changes ``V + delta V - delta(1 + delta)(x - a)
     (x - a)'``, ``delta = u/(den - u)``, summed by the same direct-plus-series split;
     ``method`` as there: "auto", "series" or "direct"). Returns (n_units, d) estimates of
     ``theta_hat_{-g}`` laid out as :func:`exact_loo`'s; NaN (with a warning) where
     ``H_{-g}`` is singular or the deletion leaves the design rank deficient.
     """
-    from ._deleted_hessians import one_step_newton
+    from coxinfluence.influence_functions.deleted_hessians import one_step_newton
     fit = check_fit(fit, "newton_loo")
     _refuse_penalty(fit, "newton_loo")
     units = resolve_units(fit, groups)

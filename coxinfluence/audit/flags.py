@@ -21,7 +21,7 @@ C_j`` exactly, ``C_j = sum_k m_k v_jk u_j (x_j - a_k)(x_j - a_k)'/den_k`` (posit
 semi-definite), and a unit's part ``C_g`` is the sum over its rows. :func:`information_split`
 computes every ``C_j`` in O(n d^2) from sums over the terms holding row j of ``m_k/den_k``,
 ``m_k a_k/den_k`` and ``m_k a_k a_k'/den_k`` (cumulative sums of the risk-set kernels,
-:meth:`coxinfluence.risksets.RiskSets.sum_over_risk_sets`, delayed entry included).
+:meth:`coxinfluence.likelihood.risk_sets.RiskSets.sum_over_risk_sets`, delayed entry included).
 Likewise the third derivative of the loss is ``T = sum_k m_k E_k[(x - a_k)^3]``, the
 third central moments of the risk sets (:func:`third_derivative`, O(n d^3)).
 
@@ -54,8 +54,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .cox import check_fit
-from .units import resolve_units
+from coxinfluence.data.units import resolve_units
+from coxinfluence.models.cox import check_fit
 
 #: ``unstable`` when :func:`curvature_score` (VIF's predicted relative error in the
 #: information norm) exceeds this. Measured by ``paper_appendix/bench_flags.py`` against
@@ -90,7 +90,7 @@ def _units(fit, units):
 def _delta(fit, units, delta_vif):
     """VIF's change ``-VIF_n(g)/U`` (U, d) of every unit, or ``delta_vif`` as given."""
     if delta_vif is None:
-        from .vif import _vif
+        from coxinfluence.influence_functions.vif import _vif
         delta_vif = -np.asarray(_vif(fit, units=units), dtype=np.float64) / units.n_units
     delta = np.asarray(delta_vif, dtype=np.float64)
     if delta.shape != (units.n_units, fit.data.d):
@@ -125,7 +125,7 @@ def _prefix_sums(fit):
 def information_split(fit, units=None):
     """(U, d, d) per-unit parts ``C_g`` of the information, ``sum_g C_g = H`` (module doc).
 
-    ``units``: a :class:`coxinfluence.units.Units` (default: the fit's units, rows or the
+    ``units``: a :class:`coxinfluence.data.units.Units` (default: the fit's units, rows or the
     subjects of ``fit_cox(..., id=)``; clusters: ``resolve_units(fit, groups)``). Units in
     the influence functions' order (rows: the caller's order). ``H`` is the Hessian of the
     negative log partial likelihood at ``fit.coef``: ``fit.information`` for an unpenalised
@@ -158,7 +158,7 @@ def information_split(fit, units=None):
 def third_derivative(fit):
     """(d, d, d) third derivative of the negative log partial likelihood at ``fit.coef``,
     ``T = sum_k m_k E_k[(x - a_k)^3]`` (module doc), O(n d^3): the risk-set kernels'
-    :meth:`coxinfluence.risksets.RiskSets.third_derivative`."""
+    :meth:`coxinfluence.likelihood.risk_sets.RiskSets.third_derivative`."""
     fit = check_fit(fit)
     return fit.risk_sets.third_derivative(fit.coef)
 
@@ -285,7 +285,7 @@ def undefined_units(fit, units=None):
 
 def _rank_deficient(X, strata):
     """Is ``X`` (rows of several strata), centred within strata, of rank below its width?
-    (the test of :func:`coxinfluence._data.check_design`)."""
+    (the test of :func:`coxinfluence.data.cox_data.check_design`)."""
     if X.shape[0] <= X.shape[1]:
         return True
     Xc = X - pd.DataFrame(X).groupby(strata).transform("mean").to_numpy()

@@ -1,0 +1,1 @@
+"""influence_functions"""
