@@ -7,7 +7,7 @@ must be identical: max |difference| 0).
 
 The data: simulated Cox data, n = 50,000 rows (``--quick``: 5,000), d = 6 covariates (one
 binary), integer (tied) times, Efron ties, seed 2026. The data are scattered once to every
-worker (``coxinfluence.influence_functions.refits._on_workers``); a task carries its chunk's unit
+worker (``coxinfluence.influence_functions.refits.on_workers``); a task carries its chunk's unit
 codes and warm
 starts. The closed-form warm start (``_warm_start``) runs on the client before any task is
 submitted, so it is serial in every run; its time is shown apart. simulate_gap: a

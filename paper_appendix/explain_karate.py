@@ -54,7 +54,7 @@ from _common import markdown_table, write_result
 
 import coxinfluence.autodiff as ad
 from coxinfluence.autodiff import datasets, losses
-from coxinfluence.autodiff.losses.contrastive import expected_deepwalk_counts
+from coxinfluence.autodiff.losses.contrastive_loss import expected_deepwalk_counts
 
 N = 34
 PAIRS = np.array([(u, v) for u in range(N) for v in range(N)])

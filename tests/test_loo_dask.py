@@ -8,8 +8,9 @@ from conftest import tied_data
 
 import coxinfluence as ci
 from coxinfluence.asymptotics import CoxDesign, simulate_gap
-from coxinfluence.asymptotics.population import QuadraturePopulation
+from coxinfluence.asymptotics.designs import QuadraturePopulation
 from coxinfluence.data.cox_data import CoxData
+from coxinfluence.likelihood.risk_sets import RiskSets
 
 distributed = pytest.importorskip("distributed")
 
@@ -90,13 +91,15 @@ def test_the_data_cross_the_network_once_not_with_every_task(client, tied_fit, s
     for args in tasks:
         # a task carries no data, but references to the data and the unit of each row
         # (the same two futures in all tasks) and its own chunk of unit codes
-        assert not any(isinstance(a, CoxData) for a in args)
+        assert not any(isinstance(a, (CoxData, RiskSets)) for a in args)
         assert all(isinstance(a, distributed.Future) for a in args[:2])
         assert [a.key for a in args[:2]] == [a.key for a in tasks[0][:2]]
         assert 0 < args[4].size < fit.n
     # which were scattered once, to every worker
     (values, kwargs), = submitted["scatter"]
-    assert isinstance(values[0], CoxData) and kwargs["broadcast"] is True
+    # the fit's risk-set kernels, which carry the data (and rebuild their caches there)
+    assert isinstance(values[0], RiskSets) and isinstance(values[0].data, CoxData)
+    assert kwargs["broadcast"] is True
 
 
 def test_simulate_gap_scatters_the_population_once(client, submitted):

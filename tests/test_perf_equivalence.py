@@ -22,12 +22,16 @@ from conftest import tied_data
 
 import coxinfluence as ci
 from coxinfluence import CoxInputError
-from coxinfluence.data.cox_data import _ROW_BLOCK, _sort_order, make_cox_data
+from coxinfluence.data.cox_data import _sort_order, make_cox_data
 from coxinfluence.data.deletion import Deletion
 from coxinfluence.data.units import resolve_units
 from coxinfluence.influence_functions.refits import exact_refits
-from coxinfluence.likelihood.risk_sets import DeletionGradients, RiskSets
-from coxinfluence.numerics.newton import cox_objective, newton
+from coxinfluence.likelihood.deletion_gradients import DeletionGradients
+from coxinfluence.likelihood.objective import cox_objective
+from coxinfluence.likelihood.risk_sets import RiskSets
+from coxinfluence.likelihood.third_derivative import third_derivative
+from coxinfluence.numerics.newton import newton
+from coxinfluence.numerics.rows import ROW_BLOCK
 
 
 def counting_process(seed, n_subj=40):
@@ -141,7 +145,7 @@ def test_one_problem_path_with_an_emptied_risk_set():
 def test_third_derivative_is_the_derivative_of_the_hessian(label, fit, groups):
     rs = RiskSets(fit.data)
     d = fit.data.d
-    T = rs.third_derivative(fit.coef, block=7)
+    T = third_derivative(rs, fit.coef, block=7)
     h = 1e-5
     fd = np.empty((d, d, d))
     for a in range(d):
@@ -204,7 +208,7 @@ def test_exact_loo_batch_size_changes_no_refit_beyond_rounding():
 
 
 def test_blocked_cumulative_sum_of_wide_batches():
-    from coxinfluence.likelihood.risk_sets import _cumsum_rows
+    from coxinfluence.likelihood.deletion_gradients import _cumsum_rows
     rng = np.random.default_rng(21)
     for m, B in ((700, 200), (64, 300), (1000, 40), (5, 500)):
         A = rng.random((m, B))
@@ -223,7 +227,7 @@ def test_sort_order_equals_lexsort():
 
 def test_blocked_identifiability_check_matches_the_svd():
     rng = np.random.default_rng(19)
-    n = _ROW_BLOCK + 5000                        # more than one block of rows
+    n = ROW_BLOCK + 5000                        # more than one block of rows
     X = rng.normal(size=(n, 3))
     t = rng.exponential(size=n)
     e = (rng.random(n) < 0.5).astype(float)

@@ -36,8 +36,13 @@ Modules:
 """
 from __future__ import annotations
 
-from .designs import CoxDesign, GeneratorDesign
-from .population import MonteCarloPopulation, QuadraturePopulation, monte_carlo_population
+from .designs import (
+    CoxDesign,
+    GeneratorDesign,
+    MonteCarloPopulation,
+    QuadraturePopulation,
+    monte_carlo_population,
+)
 from .result import GapResult, SlopeFit, loglog_slope
 from .result import _md_table as _md_table  # used by paper_appendix/asymptotics.py
 from .seeding import replicate_seed

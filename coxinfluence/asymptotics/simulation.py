@@ -20,10 +20,13 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from coxinfluence.influence_functions.refits import _on_workers
+from coxinfluence.influence_functions.refits import exact_loo
+from coxinfluence.influence_functions.reid import reid_influence
+from coxinfluence.influence_functions.vif import vif
+from coxinfluence.models.cox import fit_cox
+from coxinfluence.numerics.executors import on_workers
 
-from .designs import CoxDesign, _as_design
-from .population import _norms
+from .designs import CoxDesign, _as_design, _norms
 from .result import GapResult
 from .seeding import replicate_seed
 
@@ -38,13 +41,11 @@ def _quantile_rank(values, i):
 
 def _one_replicate(design, n, rep, seed_seq, include_loo, population):
     """One replicate: fit, IF_n, VIF_n (and exact LOO); returns one table row."""
-    import coxinfluence as ci
-
     rng = np.random.default_rng(seed_seq)
     X, time, event = design.sample(n, rng)
-    fit = ci.fit_cox(X, time, event)
-    IF = np.asarray(ci.reid_influence(fit), dtype=np.float64)
-    VIF = np.asarray(ci.vif(fit), dtype=np.float64)
+    fit = fit_cox(X, time, event)
+    IF = np.asarray(reid_influence(fit), dtype=np.float64)
+    VIF = np.asarray(vif(fit), dtype=np.float64)
     diff = VIF - IF
     gap = _norms(diff)
     imax = int(np.argmax(gap))
@@ -69,7 +70,7 @@ def _one_replicate(design, n, rep, seed_seq, include_loo, population):
         row["lead_max"] = float(lead_norm.max())
         row["lead_at_argmax"] = float(lead_norm[imax])
     if include_loo:
-        loo = np.asarray(ci.exact_loo(fit), dtype=np.float64)
+        loo = np.asarray(exact_loo(fit), dtype=np.float64)
         target = n * (np.asarray(fit.coef, dtype=np.float64)[None, :] - loo)
         g_v, g_i = _norms(VIF - target), _norms(IF - target)
         row.update(vif_loo_mean=float(g_v.mean()), vif_loo_max=float(g_v.max()),
@@ -164,7 +165,7 @@ def simulate_gap(sample_sizes: Sequence[int], n_reps: int, *, design=None, seed=
         else:
             # a dask cluster gets the design and the population (a quadrature grid, or a
             # Monte Carlo sample: MBs) once per worker; a task carries its (n, rep, seed)
-            executor, (design_arg, population_arg) = _on_workers(executor, design, population)
+            executor, (design_arg, population_arg) = on_workers(executor, design, population)
             futures = {executor.submit(_one_replicate, design_arg, n, rep,
                                        replicate_seed(seed, rep, n), include_loo,
                                        population_arg): k

@@ -54,7 +54,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from coxinfluence.data.rank import is_rank_deficient
 from coxinfluence.data.units import resolve_units
+from coxinfluence.likelihood.third_derivative import third_derivative as loss_third_derivative
 from coxinfluence.models.cox import check_fit
 
 #: ``unstable`` when :func:`curvature_score` (VIF's predicted relative error in the
@@ -90,8 +92,8 @@ def _units(fit, units):
 def _delta(fit, units, delta_vif):
     """VIF's change ``-VIF_n(g)/U`` (U, d) of every unit, or ``delta_vif`` as given."""
     if delta_vif is None:
-        from coxinfluence.influence_functions.vif import _vif
-        delta_vif = -np.asarray(_vif(fit, units=units), dtype=np.float64) / units.n_units
+        from coxinfluence.influence_functions.vif import vif_of_units
+        delta_vif = -np.asarray(vif_of_units(fit, units=units), dtype=np.float64) / units.n_units
     delta = np.asarray(delta_vif, dtype=np.float64)
     if delta.shape != (units.n_units, fit.data.d):
         raise ValueError(f"delta_vif must be (n_units, d) = ({units.n_units}, {fit.data.d}); "
@@ -158,9 +160,9 @@ def information_split(fit, units=None):
 def third_derivative(fit):
     """(d, d, d) third derivative of the negative log partial likelihood at ``fit.coef``,
     ``T = sum_k m_k E_k[(x - a_k)^3]`` (module doc), O(n d^3): the risk-set kernels'
-    :meth:`coxinfluence.likelihood.risk_sets.RiskSets.third_derivative`."""
+    :func:`coxinfluence.likelihood.third_derivative.third_derivative`."""
     fit = check_fit(fit)
-    return fit.risk_sets.third_derivative(fit.coef)
+    return loss_third_derivative(fit.risk_sets, fit.coef)
 
 
 # ------------------------------------------------------------------ derived quantities
@@ -279,22 +281,8 @@ def undefined_units(fit, units=None):
     for g in np.flatnonzero(loses_all.any(axis=1) & ~out):
         keep_strata = np.flatnonzero(ev_s - ev_us[g] > 0)
         rows = (units.of_row != g) & np.isin(data.strata, keep_strata)
-        out[g] = _rank_deficient(data.X[rows], data.strata[rows])
+        out[g] = is_rank_deficient(data.X[rows], data.strata[rows])
     return out
-
-
-def _rank_deficient(X, strata):
-    """Is ``X`` (rows of several strata), centred within strata, of rank below its width?
-    (the test of :func:`coxinfluence.data.cox_data.check_design`)."""
-    if X.shape[0] <= X.shape[1]:
-        return True
-    Xc = X - pd.DataFrame(X).groupby(strata).transform("mean").to_numpy()
-    scale = np.sqrt((Xc ** 2).sum(axis=0))
-    ref = np.maximum(np.abs(X).max(axis=0), 1.0)
-    if (scale <= 1e-12 * ref * np.sqrt(X.shape[0])).any():
-        return True
-    sv = np.linalg.svd(Xc / scale, compute_uv=False)
-    return bool(sv[-1] <= 1e-10 * sv[0])
 
 
 def unstable_units(fit, units=None, delta_vif=None):

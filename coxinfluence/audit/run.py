@@ -43,7 +43,7 @@ import pandas as pd
 from coxinfluence.audit.targets import Target, resolve_target, target_change, target_exact
 from coxinfluence.audit.verification import Verification, verify
 from coxinfluence.data.units import resolve_units
-from coxinfluence.influence_functions.refits import Refits, _warn_undefined, exact_refits
+from coxinfluence.influence_functions.refits import Refits, exact_refits, warn_undefined
 from coxinfluence.integrations import Resolved, resolve
 from coxinfluence.models.cox import check_fit, standard_errors
 
@@ -68,7 +68,7 @@ def theta_change(fit, method, *, groups=None, progress=None, executor=None):
             raise NotImplementedError("subjects or clusters of a penalised (ridge) model are "
                                       "not supported: the penalty's change per unit is not "
                                       "implemented")
-        from coxinfluence.models.penalized_cox import penalized_theta_change
+        from coxinfluence.influence_functions.penalized import penalized_theta_change
         return penalized_theta_change(fit, method)
     n = units.n_units
     if method == "vif":
@@ -90,7 +90,7 @@ def refit_units(fit, units, codes=None, *, progress=None, executor=None):
             raise NotImplementedError("subjects or clusters of a penalised (ridge) model are "
                                       "not supported: the penalty's change per unit is not "
                                       "implemented")
-        from coxinfluence.models.penalized_cox import penalized_refits
+        from coxinfluence.influence_functions.penalized import penalized_refits
         return penalized_refits(fit, np.arange(units.n_units) if codes is None else codes)
     return exact_refits(fit, units, codes, progress=progress, executor=executor)
 
@@ -413,7 +413,7 @@ def _compute(resolved, method, target, *, progress=None, executor=None,
     if method == "exact":
         check_fit(fit, "influence(method='exact')", refuse=True)
         refits = refit_units(fit, units, progress=progress, executor=executor)
-        _warn_undefined(units, refits.codes[~refits.ok], "exact leave-one-out",
+        warn_undefined(units, refits.codes[~refits.ok], "exact leave-one-out",
                         failed=refits.codes[refits.status == "refit_failed"])
         loo = refits.theta
         dtheta = loo - fit.coef

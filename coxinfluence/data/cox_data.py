@@ -25,169 +25,21 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from coxinfluence.data.inputs import (
+    CoxInputError,
+    aligned,
+    as_float_matrix,
+    as_vector,
+    bad_rows,
+    check_finite,
+    encode_labels,
+    encode_strata,
+)
+from coxinfluence.data.rank import check_design
+from coxinfluence.numerics.rows import ROW_BLOCK
 from coxinfluence.numerics.threads import for_row_blocks, n_threads
 
 TIES = ("efron", "breslow")
-
-
-class CoxInputError(ValueError):
-    """Invalid input to a Cox model (a ``ValueError`` naming the problem)."""
-
-
-def _as_float_matrix(X, name="X", copy=True):
-    """Return (float64 copy of X as 2-D array, column names, index or None); with
-    ``copy=False`` a float64 ``X`` is returned as is (a view), for a caller that only
-    reads it and makes its own copy (:func:`build_cox_data` gathers the rows into a new
-    array)."""
-    index = None
-    columns = None
-    if isinstance(X, pd.DataFrame):
-        index = X.index
-        if X.columns.has_duplicates:
-            dup = list(X.columns[X.columns.duplicated()].unique())
-            raise CoxInputError(f"{name} has duplicated column names {dup}")
-        columns = [str(c) for c in X.columns]
-        non_numeric = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])
-                       and not pd.api.types.is_bool_dtype(X[c])]
-        if non_numeric:
-            raise CoxInputError(f"{name} has non-numeric columns: {non_numeric}; encode them "
-                                "(e.g. pandas.get_dummies(..., drop_first=True)) first")
-        arr = X.to_numpy(dtype=np.float64, copy=copy)
-    elif isinstance(X, pd.Series):
-        index = X.index
-        columns = [str(X.name) if X.name is not None else "x0"]
-        arr = X.to_numpy(dtype=np.float64, copy=copy)[:, None]
-    else:
-        try:
-            arr = np.array(X, dtype=np.float64, copy=copy or None)
-        except (TypeError, ValueError) as exc:
-            raise CoxInputError(f"{name} must be numeric: {exc}") from None
-        if arr.ndim == 1:
-            arr = arr[:, None]
-    if arr.ndim != 2:
-        raise CoxInputError(f"{name} must be 2-D (n rows, d covariates); got shape {arr.shape}")
-    if columns is None:
-        columns = [f"x{j}" for j in range(arr.shape[1])]
-    return arr, columns, index
-
-
-def _aligned(v, index, name):
-    """``v`` with its rows in the order of ``index`` when it is a pandas object with the
-    same labels in another order (pandas inputs are matched on the index, never paired by
-    position); unchanged when it is not pandas or already in that order."""
-    if not isinstance(v, (pd.Series, pd.DataFrame)) or v.index.equals(index):
-        return v
-    if len(v.index) != len(index):
-        return v                      # the length check names the problem
-    if v.index.has_duplicates or not v.index.isin(index).all():
-        missing = list(index[~index.isin(v.index)][:5])
-        raise CoxInputError(f"{name}'s index does not match X's index (labels of X missing "
-                            f"from {name}: {missing}); pandas inputs are matched on the "
-                            "index: give them the same labels, or pass arrays")
-    return v.reindex(index)
-
-
-def _as_vector(v, n, name, *, dtype=np.float64):
-    if isinstance(v, (pd.Series, pd.Index)):
-        v = v.to_numpy()
-    try:
-        arr = np.array(v, dtype=dtype, copy=True)
-    except (TypeError, ValueError) as exc:
-        raise CoxInputError(f"{name} must be numeric: {exc}") from None
-    if arr.ndim == 2 and 1 in arr.shape:
-        arr = arr.ravel()
-    if arr.ndim != 1:
-        raise CoxInputError(f"{name} must be 1-D; got shape {arr.shape}")
-    if arr.shape[0] != n:
-        raise CoxInputError(f"{name} has length {arr.shape[0]} but X has {n} rows")
-    return arr
-
-
-def _bad_rows(mask):
-    rows = np.flatnonzero(mask)
-    shown = ", ".join(str(r) for r in rows[:10])
-    return f"{rows.size} row(s) (positions {shown}{', ...' if rows.size > 10 else ''})"
-
-
-def _check_finite(arr, name):
-    if arr.ndim == 2 and _all_finite(arr):
-        return
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        if arr.ndim == 2:
-            bad = bad.any(axis=1)
-        raise CoxInputError(f"{name} contains NaN or infinite values in {_bad_rows(bad)}")
-
-
-_ROW_BLOCK = 1 << 16
-
-
-def _all_finite(arr):
-    """No NaN or inf in ``arr``, by blocks of rows (no n x d boolean temporary)."""
-    return all(np.isfinite(arr[a:a + _ROW_BLOCK]).all()
-               for a in range(0, arr.shape[0], _ROW_BLOCK))
-
-
-# OpenBLAS runs a matrix product of at most 4 * 65536 multiply-adds on the calling thread
-# (interface/gemm.c: GEMM_MULTITHREAD_THRESHOLD * SMP_THRESHOLD_MIN). Products over many
-# rows are split into calls that small: the bits then do not depend on the BLAS thread
-# count (a dask worker runs one BLAS thread, the serial run several), and no BLAS helper
-# thread waits for a core on a loaded machine (measured there: a (32, 14) x (14, 5678)
-# product 16 ms threaded, 0.5 ms on one thread).
-_SINGLE_THREAD_MADDS = 1 << 18
-
-
-def matmul_rows(x, b, out):
-    """``out = x @ b`` (x (n, k), b (k, m), k small) in blocks of rows of one BLAS thread
-    each."""
-    step = max(1, _SINGLE_THREAD_MADDS // max(b.size, 1))
-    for a in range(0, x.shape[0], step):
-        np.matmul(x[a:a + step], b, out=out[a:a + step])
-    return out
-
-
-def matmul_reduce_rows(c, x, scale=None):
-    """``c.T @ x`` (c (n, m), x (n, d), n long; with ``scale`` (n,): ``(scale c).T @ x``)
-    as partial products over blocks of rows of one BLAS thread each, added in order."""
-    n, m = c.shape
-    step = max(1, _SINGLE_THREAD_MADDS // max(m * x.shape[1], 1))
-    out = np.zeros((m, x.shape[1]))
-    for a in range(0, n, step):
-        cb = c[a:a + step]
-        if scale is not None:
-            cb = cb * scale[a:a + step, None]
-        out += cb.T @ x[a:a + step]
-    return out
-
-
-def _encode_strata(strata, n):
-    """Stratum codes 0..S-1 (sorted labels), the labels in code order (scalars, or tuples
-    for a DataFrame of several stratum columns) and the stratum column names (a DataFrame's
-    columns, a named Series' name); ``None`` for what is not known."""
-    if strata is None:
-        return np.zeros(n, dtype=np.intp), None, None
-    if isinstance(strata, pd.DataFrame):
-        if strata.isna().any(axis=None):
-            raise CoxInputError("strata contain missing values in "
-                                + _bad_rows(strata.isna().any(axis=1).to_numpy()))
-        cols = list(strata.columns)
-        codes = strata.groupby(cols, sort=True).ngroup().to_numpy()
-        if codes.shape[0] != n:
-            raise CoxInputError(f"strata has length {codes.shape[0]} but X has {n} rows")
-        first = pd.Series(np.arange(n)).groupby(codes).first().to_numpy()
-        rows = strata.iloc[first].itertuples(index=False, name=None)
-        labels = tuple(r[0] if len(cols) == 1 else tuple(r) for r in rows)
-        return codes.astype(np.intp), labels, tuple(str(c) for c in cols)
-    values = pd.Series(np.asarray(strata).ravel() if not isinstance(strata, pd.Series)
-                       else strata.to_numpy())
-    if values.shape[0] != n:
-        raise CoxInputError(f"strata has length {values.shape[0]} but X has {n} rows")
-    if values.isna().any():
-        raise CoxInputError("strata contain missing values in "
-                            + _bad_rows(values.isna().to_numpy()))
-    codes, uniques = pd.factorize(values, sort=True)
-    name = strata.name if isinstance(strata, pd.Series) and strata.name is not None else None
-    return codes.astype(np.intp), tuple(uniques), None if name is None else (str(name),)
 
 
 @dataclass(frozen=True, eq=False)
@@ -362,7 +214,7 @@ def _stable_argsort(key):
     return runs[np.argsort(key[runs], kind="stable")]
 
 
-def take_rows(values, order, block=_ROW_BLOCK):
+def take_rows(values, order, block=ROW_BLOCK):
     """``np.take(values, order, axis=0)`` by blocks of rows (on threads from 2^20 rows)."""
     out = np.empty((order.size,) + values.shape[1:], dtype=values.dtype)
 
@@ -465,7 +317,7 @@ def make_cox_data(X, time, event, *, start=None, id=None, weights=None, strata=N
     """
     if ties not in TIES:
         raise CoxInputError(f"ties must be one of {TIES}; got {ties!r}")
-    Xa, columns, index = _as_float_matrix(X, copy=False)   # read only: sorted into a copy
+    Xa, columns, index = as_float_matrix(X, copy=False)   # read only: sorted into a copy
     n, d = Xa.shape
     if n == 0:
         raise CoxInputError("no rows: X is empty")
@@ -481,34 +333,34 @@ def make_cox_data(X, time, event, *, start=None, id=None, weights=None, strata=N
             dup = list(index[index.duplicated()].unique()[:10])
             raise CoxInputError(f"duplicate index labels {dup}: results are keyed by the "
                                 "index, so each row needs its own label (reset_index() first)")
-        inputs = {k: _aligned(v, index, k) for k, v in inputs.items()}
+        inputs = {k: aligned(v, index, k) for k, v in inputs.items()}
         time, event, start, id, weights, strata = inputs.values()
-    t = _as_vector(time, n, "time")
-    e = _as_vector(event, n, "event")
-    w = np.ones(n) if weights is None else _as_vector(weights, n, "weights")
-    _check_finite(Xa, "X")
-    _check_finite(t, "time")
-    _check_finite(e, "event")
-    _check_finite(w, "weights")
+    t = as_vector(time, n, "time")
+    e = as_vector(event, n, "event")
+    w = np.ones(n) if weights is None else as_vector(weights, n, "weights")
+    check_finite(Xa, "X")
+    check_finite(t, "time")
+    check_finite(e, "event")
+    check_finite(w, "weights")
     st = None
     if start is not None:
-        st = _as_vector(start, n, "start")
-        _check_finite(st, "start")
+        st = as_vector(start, n, "start")
+        check_finite(st, "start")
         if (st >= t).any():
             raise CoxInputError(f"start must be before time (rows at risk on (start, time]); "
-                                f"start >= time in {_bad_rows(st >= t)}")
+                                f"start >= time in {bad_rows(st >= t)}")
     elif (t < 0).any():
-        raise CoxInputError(f"time must be non-negative; negative in {_bad_rows(t < 0)}")
+        raise CoxInputError(f"time must be non-negative; negative in {bad_rows(t < 0)}")
     not_binary = (e != 0) & (e != 1)
     if not_binary.any():
         raise CoxInputError(f"event must be 0/1 (1 = event, 0 = censored); other values in "
-                            f"{_bad_rows(not_binary)}")
+                            f"{bad_rows(not_binary)}")
     if (w <= 0).any():
         raise CoxInputError(f"weights must be positive (as in R's coxph); non-positive in "
-                            f"{_bad_rows(w <= 0)}. To remove rows, drop them")
+                            f"{bad_rows(w <= 0)}. To remove rows, drop them")
     if e.sum() == 0:
         raise CoxInputError("no events: every row is censored, the partial likelihood is empty")
-    codes, labels, names = _encode_strata(strata, n)
+    codes, labels, names = encode_strata(strata, n)
     if n <= d:
         raise CoxInputError(f"fewer rows ({n}) than covariates plus one ({d + 1})")
     data = build_cox_data(Xa, t, e, w, codes, ties=ties, columns=columns, index=index,
@@ -551,101 +403,6 @@ def _check_no_overlap(data):
                             f"one time){hint}")
 
 
-def check_design(data):
-    """Raise if a column is constant (within every stratum) or columns are collinear.
-
-    The Cox partial likelihood is invariant to adding a per-stratum constant to a
-    covariate, so identifiability is the rank of X centred within strata: its singular
-    values, scaled by the column norms, must not fall below 1e-10 of the largest. The
-    Gram matrix of the centred columns (in blocks of rows: no n x d temporary) settles
-    every design whose condition number is below 1e5 (eigenvalue ratio above 1e-10, far
-    from the 1e-20 of the test); the others get the singular values of the centred
-    design itself, from a QR factorisation by blocks.
-    """
-    X, strata = data.X, data.strata
-    d = data.d
-    one = data.stratum_start.size == 1
-    # one pass over blocks of rows: the Gram matrix, the column sums (one stratum) and
-    # the largest |x| of each column
-    means = np.zeros((1, d)) if one else _stratum_mean_rows(data)
-    # per block of rows: its Gram matrix, column sums and largest |x| (rows d, d + 1),
-    # combined in block order below (the same bits on any number of threads)
-    parts = np.zeros((-(-data.n // _ROW_BLOCK), d + 2, d))
-
-    def block(w, a, b):
-        xb, part = X[a:b], parts[a // _ROW_BLOCK]
-        np.abs(xb).max(axis=0, out=part[d + 1])
-        if one:
-            part[:d] = matmul_reduce_rows(xb, xb)
-            xb.sum(axis=0, out=part[d])
-        else:
-            xc = xb - np.take(means, strata[a:b], axis=0)
-            part[:d] = matmul_reduce_rows(xc, xc)
-    for_row_blocks(block, data.n, _ROW_BLOCK)
-    gram, total, top = np.zeros((d, d)), np.zeros(d), np.zeros(d)
-    for part in parts:
-        gram += part[:d]
-        total += part[d]
-        np.maximum(top, part[d + 1], out=top)
-    if one:
-        # X is centred at its column means (build_cox_data): the stratum mean is 0 up to
-        # rounding, and X'X - n m m' loses nothing
-        means[0] = total / data.n
-        gram -= data.n * np.outer(means[0], means[0])
-    scale = np.sqrt(np.maximum(np.diag(gram), 0.0))
-    ref = np.maximum(top, 1.0)
-    const = scale <= 1e-12 * ref * np.sqrt(data.n)
-    if const.any():
-        names = [data.columns[j] for j in np.flatnonzero(const)]
-        within = " within every stratum" if data.strata.max() > 0 else ""
-        raise CoxInputError(f"constant column(s){within}: {names}; the Cox model has no "
-                            "intercept, remove them")
-    ev = np.linalg.eigvalsh(gram / scale[:, None] / scale[None, :])
-    if ev[0] > 1e-10 * ev[-1]:
-        return
-    R = np.zeros((0, d))
-    for a in range(0, data.n, _ROW_BLOCK):
-        xc = (X[a:a + _ROW_BLOCK] - means[strata[a:a + _ROW_BLOCK]]) / scale
-        R = np.linalg.qr(np.vstack([R, xc]), mode="r")
-    _, sv, vt = np.linalg.svd(R)
-    if sv[-1] <= 1e-10 * sv[0]:
-        combo = np.flatnonzero(np.abs(vt[-1]) > 1e-6)
-        names = [data.columns[j] for j in combo]
-        raise CoxInputError(f"collinear columns: {names} are linearly dependent "
-                            f"(condition number {sv[0] / max(sv[-1], 1e-300):.3g})")
-
-
-def _stratum_mean_rows(data):
-    """(S, d) the covariate means of each stratum (rows are sorted by stratum)."""
-    bounds = np.append(data.stratum_start, data.n)
-    if bounds.size > 64:
-        sums = np.add.reduceat(data.X, data.stratum_start, axis=0)
-    else:       # X.sum(axis=0) per block: reduceat along rows is 10x slower per element
-        sums = np.array([data.X[a:b].sum(axis=0) for a, b in zip(bounds[:-1], bounds[1:])])
-    return sums / np.diff(bounds)[:, None]
-
-
-def _stratum_means(data):
-    # rows are sorted by stratum, so each stratum is one contiguous block
-    return _stratum_mean_rows(data)[data.strata]
-
-
-def encode_labels(labels, n, name):
-    """Unit codes 0..U-1 (sorted labels) and the sorted labels, from one label per row."""
-    values = labels.to_numpy() if isinstance(labels, (pd.Series, pd.Index)) \
-        else np.asarray(labels)
-    if values.ndim != 1 or values.shape[0] != n:
-        raise CoxInputError(f"{name} must have one label per row ({n}); got shape "
-                            f"{values.shape}")
-    missing = pd.isna(values)
-    if missing.any():
-        rows = np.flatnonzero(missing)
-        raise CoxInputError(f"{name} has missing labels in {rows.size} row(s) (positions "
-                            f"{', '.join(map(str, rows[:10]))})")
-    codes, uniques = pd.factorize(values, sort=True)
-    return codes.astype(np.intp), pd.Index(uniques, name=name)
-
-
 def wrap_rows(values, data, columns=None):
     """Per-row results (caller's order) as a DataFrame when the caller gave pandas, else ndarray."""
     if data.index is None:
@@ -653,18 +410,3 @@ def wrap_rows(values, data, columns=None):
     return pd.DataFrame(values, index=data.index, columns=columns or data.columns)
 
 
-def rows_whose_deletion_breaks_rank(data):
-    """Sorted rows whose removal leaves the stratum-centred design rank deficient.
-
-    With ``C = Xc' Xc`` the stratum-centred Gram matrix and ``v_i = x_i - mean_s(i)``,
-    deleting row i gives ``C - n_s/(n_s - 1) v_i v_i'`` (rank-one downdate of a centred
-    sum of squares), which is singular exactly when the leverage
-    ``n_s/(n_s - 1) v_i' C^{-1} v_i`` reaches 1: for instance the only patient with a
-    given level of a dummy covariate. O(n d^2).
-    """
-    Xc = data.X - _stratum_means(data)
-    C = Xc.T @ Xc
-    counts = np.diff(np.append(data.stratum_start, data.n))[data.strata].astype(float)
-    lev = np.einsum("ij,ij->i", Xc, np.linalg.solve(C, Xc.T).T)
-    factor = np.where(counts > 1, counts / np.maximum(counts - 1, 1), 0.0)
-    return 1.0 - factor * lev < 1e-9

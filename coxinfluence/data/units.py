@@ -18,14 +18,13 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from coxinfluence.data.cox_data import (
-    CoxData,
-    _stratum_means,
-    encode_labels,
-    units_with_overlap,
-    wrap_rows,
-)
+from coxinfluence.data.cox_data import CoxData, units_with_overlap, wrap_rows
 from coxinfluence.data.deletion import Deletion
+from coxinfluence.data.inputs import encode_labels
+from coxinfluence.data.rank import (
+    rows_whose_deletion_breaks_rank,
+    units_whose_deletion_breaks_rank,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,39 +91,8 @@ class Units:
         (e.g. it holds every patient with some level of a dummy covariate)."""
         data = self.data
         if self.is_rows:
-            from coxinfluence.data.cox_data import rows_whose_deletion_breaks_rank
             return self.data.to_caller_order(rows_whose_deletion_breaks_rank(data))
-        return _units_breaking_rank(data, self.of_row, self.n_units)
-
-
-def _units_breaking_rank(data, of_row, U):
-    """For every unit: is ``X`` without its rows, centred within strata, rank deficient?
-    From per-(unit, stratum) sums: O(n d^2 + U S d^2), plus O(U d^3) for the U
-    eigenvalue problems."""
-    X = data.X - _stratum_means(data)           # centring does not change the rank test
-    S = int(data.strata.max()) + 1
-    d = data.d
-    n_s = np.bincount(data.strata, minlength=S).astype(float)
-    sum_s = np.zeros((S, d))
-    np.add.at(sum_s, data.strata, X)
-    gram = X.T @ X
-    cell = of_row * S + data.strata
-    n_us = np.bincount(cell, minlength=U * S).reshape(U, S).astype(float)
-    sum_us = np.zeros((U * S, d))
-    np.add.at(sum_us, cell, X)
-    sum_us = sum_us.reshape(U, S, d)
-    gram_u = np.zeros((U, d, d))
-    np.add.at(gram_u, of_row, X[:, :, None] * X[:, None, :])
-    rest_n = n_s[None, :] - n_us                                  # (U, S)
-    rest_sum = sum_s[None, :, :] - sum_us                         # (U, S, d)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        corr = np.einsum("usi,usj,us->uij", rest_sum, rest_sum,
-                         np.where(rest_n > 0, 1.0 / rest_n, 0.0))
-    C = gram[None] - gram_u - corr
-    scale = np.sqrt(np.maximum(np.diag(gram), 1e-300))
-    Cn = C / scale[None, :, None] / scale[None, None, :]
-    ev = np.linalg.eigvalsh(Cn)
-    return ev[:, 0] <= 1e-9 * np.maximum(ev[:, -1], 1e-300)
+        return units_whose_deletion_breaks_rank(data, self.of_row, self.n_units)
 
 
 def row_units(data) -> Units:

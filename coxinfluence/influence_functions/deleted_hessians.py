@@ -104,7 +104,6 @@ from coxinfluence.influence_functions.vif_series import (
     prefix_plan,
     segmented_prefix_sums,
 )
-from coxinfluence.likelihood.risk_sets import RiskSets
 
 _ROUNDING = 2.0 ** -53
 _METHODS = ("auto", "series", "direct")
@@ -260,7 +259,7 @@ class _Moments:
         """``S0, S1, S2`` over each tie group's risk set and ``S0D, S1D, S2D`` over its
         events, (G[, d or T]), on the centred scale."""
         data = self.data
-        self._rs = rs = RiskSets(data)
+        self._rs = rs = self.state.risk_sets
         ev = data.event_rows
         u, ux, uxx = self.u, self.u[:, None] * self.xc, self.u[:, None] * self.xx
         self.S0, self.S1, self.S2 = (rs.risk_set_sums(v[None])[0] for v in (u, ux, uxx))

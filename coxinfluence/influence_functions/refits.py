@@ -28,13 +28,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from coxinfluence.data.cox_data import CoxInputError, _stratum_means, check_design
 from coxinfluence.data.deletion import Deletion
+from coxinfluence.data.inputs import CoxInputError
+from coxinfluence.data.rank import check_design, identifiable_columns
 from coxinfluence.data.units import resolve_units
-from coxinfluence.influence_functions.vif import _refuse_penalty
-from coxinfluence.likelihood.risk_sets import DeletionGradients, RiskSets, _matmul_rows
+from coxinfluence.influence_functions.vif import refuse_penalty
+from coxinfluence.likelihood.deletion_gradients import DeletionGradients
+from coxinfluence.likelihood.objective import cox_objective, gradient_tolerance
+from coxinfluence.likelihood.risk_sets import RiskSets, matmul_rows
+from coxinfluence.likelihood.third_derivative import third_derivative
 from coxinfluence.models.cox import check_fit
-from coxinfluence.numerics.newton import cox_objective, gradient_tolerance, newton, solve_batch
+from coxinfluence.numerics.executors import n_workers, on_workers, whole_batch_chunks
+from coxinfluence.numerics.newton import newton, solve_batch
 
 
 class LeaveOneOutWarning(UserWarning):
@@ -48,7 +53,7 @@ def _default_batch(data, per_row_floats=None):
     return int(np.clip(1_000_000 // max(per_row, 1), 1, 256))
 
 
-def _loo_chunk(data, of_row, coef, hess_chol, codes, theta_start, J_start, tol, max_iter,
+def _loo_chunk(risk_sets, of_row, coef, hess_chol, codes, theta_start, J_start, tol, max_iter,
                batch_size):
     """Refit without each of the units ``codes`` (``of_row``: unit code of each sorted row)
     from ``theta_start`` (m, d), with ``J_start`` (m, d, d) the first inverse-Jacobian
@@ -66,9 +71,9 @@ def _loo_chunk(data, of_row, coef, hess_chol, codes, theta_start, J_start, tol, 
     (:func:`coxinfluence.numerics.newton.newton`).
     """
     from scipy.linalg import cho_solve
+    data = risk_sets.data
     H_inv = cho_solve(hess_chol, np.eye(data.d))
     se = np.sqrt(np.diag(H_inv))
-    risk_sets = RiskSets(data)
     gradients = DeletionGradients(risk_sets, reference=coef)
     thetas, oks, flats = [], [], []
     for start in range(0, len(codes), batch_size):
@@ -158,38 +163,6 @@ _CHORD_STEPS = 6
 _SERIAL_CHUNK = 2048
 
 
-def _chunks(n, n_chunks, batch_size):
-    """Split rows 0..n-1 into about ``n_chunks`` chunks made of whole batches, so every
-    refit sees the same batch (hence bit-identical arithmetic) however the work is spread."""
-    batches = [np.arange(s, min(s + batch_size, n)) for s in range(0, n, batch_size)]
-    groups = np.array_split(np.arange(len(batches)), min(n_chunks, len(batches)))
-    return [np.concatenate([batches[b] for b in g]) for g in groups if g.size]
-
-
-def _on_workers(executor, *shared):
-    """``(executor, shared)`` ready for ``executor.submit``. On a ``dask.distributed``
-    cluster (``executor`` a ``Client`` or its ``get_executor()``; recognised by the type's
-    module, without importing dask) each of the ``shared`` values is scattered once to
-    every worker and replaced by its future, so a task carries a reference instead of a
-    copy, and a ``Client`` is replaced by its executor. Any other executor: unchanged."""
-    if not type(executor).__module__.startswith("distributed."):
-        return executor, shared
-    client = getattr(executor, "_client", executor)
-    if executor is client:
-        executor = client.get_executor()
-    return executor, tuple(client.scatter(list(shared), broadcast=True, hash=False))
-
-
-def _n_workers(executor):
-    """Worker count of a pool (``_max_workers``) or of a dask cluster (its threads); None
-    when unknown."""
-    workers = getattr(executor, "_max_workers", None)
-    client = getattr(executor, "_client", None)
-    if workers is None and client is not None and hasattr(client, "nthreads"):
-        workers = sum(client.nthreads().values())
-    return workers
-
-
 def _refit_reduced(data, coef, keep, tol, max_iter):
     """Refit on the sorted rows ``keep`` (bool), dropping columns that become
     unidentifiable.
@@ -208,7 +181,7 @@ def _refit_reduced(data, coef, keep, tol, max_iter):
             check_design(reduced)
             break
         except CoxInputError:
-            ok_cols = _identifiable_columns(reduced)
+            ok_cols = identifiable_columns(reduced)
             if ok_cols.size == cols.size or ok_cols.size == 0:
                 return out
             cols = cols[ok_cols]
@@ -219,20 +192,7 @@ def _refit_reduced(data, coef, keep, tol, max_iter):
     return out
 
 
-def _identifiable_columns(data):
-    """Greedy: keep columns that add rank to the stratum-centred design."""
-    Xc = data.X - _stratum_means(data)
-    keep = []
-    for j in range(data.d):
-        trial = Xc[:, keep + [j]]
-        s = np.linalg.svd(trial / np.maximum(np.linalg.norm(trial, axis=0), 1e-300),
-                          compute_uv=False)
-        if s[-1] > 1e-10 * s[0] and np.linalg.norm(Xc[:, j]) > 1e-12:
-            keep.append(j)
-    return np.asarray(keep, dtype=int)
-
-
-def _warn_undefined(units, codes, what, failed=()):
+def warn_undefined(units, codes, what, failed=()):
     """One :class:`LeaveOneOutWarning` naming the units ``codes`` whose result is NaN
     (``failed``: those among them whose refit did not converge, named apart)."""
     if codes.size == 0:
@@ -295,7 +255,7 @@ def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_
     from scipy.linalg import cho_factor
     chol = cho_factor(fit.information)
     theta_start, J_start = _warm_start(fit, units, codes)
-    args = (data, units.of_row, fit.coef, chol)
+    args = (fit.risk_sets, units.of_row, fit.coef, chol)
     m = codes.size
     theta = np.empty((m, data.d))
     ok = np.empty(m, dtype=bool)
@@ -307,14 +267,14 @@ def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_
 
     if executor is None:
         # chunks of ~_SERIAL_CHUNK units: each sets up its kernel's work arrays once
-        chunks = _chunks(m, -(-m // _SERIAL_CHUNK), batch_size)
+        chunks = whole_batch_chunks(m, -(-m // _SERIAL_CHUNK), batch_size)
         results = map(lambda pos: _loo_chunk(*args, *work(pos)), chunks)
     else:
         # a dask cluster gets the data once per worker; a task carries its chunk's codes and
         # warm starts and a reference to the data
-        executor, shared = _on_workers(executor, data, units.of_row)
+        executor, shared = on_workers(executor, fit.risk_sets, units.of_row)
         args = (*shared, fit.coef, chol)
-        chunks = _chunks(m, n_chunks or 4 * (_n_workers(executor) or 2), batch_size)
+        chunks = whole_batch_chunks(m, n_chunks or 4 * (n_workers(executor) or 2), batch_size)
         futures = [executor.submit(_loo_chunk, *args, *work(pos)) for pos in chunks]
         results = (f.result() for f in futures)
     bar = _progress(show, m, "exact leave-one-out")
@@ -370,7 +330,7 @@ def _warm_start(fit, units, codes):
     ``H_{-g}`` (:mod:`coxinfluence.influence_functions.deleted_hessians`; a few units: by deletion)
     and the
     full-data third derivative ``T``
-    (:meth:`coxinfluence.likelihood.risk_sets.RiskSets.third_derivative`):
+    (:func:`coxinfluence.likelihood.third_derivative.third_derivative`):
     the one-step Newton change ``D0 = -H_{-g}^{-1} g``, then Halley's
     ``D = -(H_{-g} + T[D0]/2)^{-1} g``, and the start ``theta_hat + D`` with
     ``(H_{-g} + T[D])^{-1}``, the deleted-data Hessian at the start to O(|D|^2 + |D|/n)
@@ -386,16 +346,16 @@ def _warm_start(fit, units, codes):
         deleted_hessians,
         hessians_by_deletion,
     )
-    from coxinfluence.influence_functions.vif import _vif
+    from coxinfluence.influence_functions.vif import vif_of_units
     U, d = units.n_units, fit.data.d
-    vif = np.asarray(_vif(fit, units=units), dtype=np.float64)[codes]
+    vif = np.asarray(vif_of_units(fit, units=units), dtype=np.float64)[codes]
     theta_vif = fit.coef - vif / U
     bad = ~np.isfinite(theta_vif).all(axis=1)
     theta_vif[bad] = fit.coef
     if codes.size * d * d > _NEWTON_START_FLOATS:
         return theta_vif, None
     # grad L_{-g}(theta_hat) = grad L - (grad L - grad L_{-g}) = gradient + H VIF_n(g) / U
-    g_loo = _matmul_rows(vif, fit.information / U, np.empty((codes.size, d)))
+    g_loo = matmul_rows(vif, fit.information / U, np.empty((codes.size, d)))
     g_loo += fit.gradient
     H_loo = (hessians_by_deletion(fit, units, codes) if codes.size <= 64
              else deleted_hessians(fit, units, codes))
@@ -408,11 +368,11 @@ def _warm_start(fit, units, codes):
     J[:] = np.linalg.inv(fit.information)
     newton_only = idx
     if idx.size:
-        T = fit.risk_sets.third_derivative(fit.coef).reshape(d, d * d)
+        T = third_derivative(fit.risk_sets, fit.coef).reshape(d, d * d)
         D0 = -step[solved]
 
         def contract(D):                                 # T[D] (m, d, d)
-            return _matmul_rows(D, T, np.empty((D.shape[0], d * d))).reshape(-1, d, d)
+            return matmul_rows(D, T, np.empty((D.shape[0], d * d))).reshape(-1, d, d)
 
         H_i = H_loo[idx]
         D = -_solve_any(H_i + 0.5 * contract(D0), g_loo[idx])
@@ -494,11 +454,11 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
     their sorted labels.
     """
     fit = check_fit(fit, "exact_loo", refuse=True)
-    _refuse_penalty(fit, "exact_loo")
+    refuse_penalty(fit, "exact_loo")
     units = resolve_units(fit, groups)
     res = exact_refits(fit, units, executor=executor, progress=progress,
                        batch_size=batch_size, tol=tol, max_iter=max_iter, n_chunks=n_chunks)
-    _warn_undefined(units, np.flatnonzero(~res.ok), "exact leave-one-out",
+    warn_undefined(units, np.flatnonzero(~res.ok), "exact leave-one-out",
                     failed=np.flatnonzero(res.status == "refit_failed"))
     return units.wrap(res.theta)
 
@@ -518,12 +478,12 @@ def newton_loo(fit, *, groups=None, method="auto"):
     """
     from coxinfluence.influence_functions.deleted_hessians import one_step_newton
     fit = check_fit(fit, "newton_loo")
-    _refuse_penalty(fit, "newton_loo")
+    refuse_penalty(fit, "newton_loo")
     units = resolve_units(fit, groups)
     theta, ok = one_step_newton(fit, units, method=method)
     ok &= ~units.breaks_rank
     theta[~ok] = np.nan
-    _warn_undefined(units, np.flatnonzero(~ok), "one-step Newton leave-one-out")
+    warn_undefined(units, np.flatnonzero(~ok), "one-step Newton leave-one-out")
     return units.wrap(theta)
 
 

@@ -19,34 +19,17 @@ R's ``resid(fit, "dfbeta") = w_i U_i' H^{-1} = IF_n(i) / n``.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from coxinfluence.data.cox_data import wrap_rows
 from coxinfluence.data.units import resolve_units
+from coxinfluence.likelihood.score_residuals import score_residuals_sorted
 from coxinfluence.models.cox import check_fit
-
-
-def _score_residuals_sorted(fit):
-    """Score residuals U (n, d) in sorted row order at ``fit.coef``; O(n d)."""
-    rs, data = fit.risk_sets, fit.data
-    state = rs.state(fit.coef)
-    X = data.X
-    m, den, a, c = state.mean_weight, state.den, state.term_mean, state.frac
-    # e_i * sum over its risk sets of m (1 - c[i in D]) (x_i - a_k) / den_k
-    coef = rs.sum_over_risk_sets((m / den)[None, :], c)[0]
-    vec = rs.sum_over_risk_sets(((m / den)[:, None] * a)[None, :, :], c)[0]
-    U = -state.score[:, None] * (X * coef[:, None] - vec)
-    # the event's own term: x_i minus the Efron-averaged risk-set mean of its group
-    ev = data.event_rows
-    abar = rs.group_event_sums(a[None, :, :])[0] / np.maximum(data.group_n_events, 1)[:, None]
-    U[ev] += X[ev] - abar[data.term_group]
-    return U
 
 
 def score_residuals(fit):
     """R's score residuals ``resid(fit, "score")`` (unweighted), caller's row order."""
     fit = check_fit(fit)
-    return wrap_rows(fit.data.to_caller_order(_score_residuals_sorted(fit)), fit.data)
+    return wrap_rows(fit.data.to_caller_order(score_residuals_sorted(fit.risk_sets, fit.coef)),
+    fit.data)
 
 
 def reid_influence(fit, groups=None):
@@ -64,5 +47,5 @@ def reid_influence(fit, groups=None):
     fit = check_fit(fit, "reid_influence")
     units = resolve_units(fit, groups)
     # the gradient of the loss moves by -w_i U_i when row i's weight drops by w_i
-    delta = -fit.data.weights[:, None] * _score_residuals_sorted(fit)
+    delta = -fit.data.weights[:, None] * score_residuals_sorted(fit.risk_sets, fit.coef)
     return fit.paper_scale(units.collapse(delta), units, overwrite=True)

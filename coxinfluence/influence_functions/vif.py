@@ -52,7 +52,6 @@ import numpy as np
 from coxinfluence.data.units import resolve_units
 from coxinfluence.influence_functions.vif_entry import part1_entry
 from coxinfluence.influence_functions.vif_series import efron_fraction_sum, part1_series
-from coxinfluence.likelihood.risk_sets import RiskSets
 from coxinfluence.models.cox import check_fit
 from coxinfluence.numerics.threads import for_row_blocks
 
@@ -62,7 +61,7 @@ def _group_sums(data, state):
     scale) and the group's gradient term ``m_g sum_r a_{g,r}``."""
     u, ev = state.risk, data.event_rows
     G = data.n_groups
-    rs = RiskSets(data)
+    rs = state.risk_sets
     first_term = rs.group_first_term[:G]
     has = data.group_n_events > 0
     S0 = np.zeros(G)
@@ -171,7 +170,7 @@ def _vif_delta_direct(data, state, block_rows=None, own_group=None, rows=None):
     (the benchmark's check of a subsample of a large data set)."""
     X = data.X
     K = data.term_group.size
-    lo, hi = RiskSets(data).deletion_term_ranges
+    lo, hi = state.risk_sets.deletion_term_ranges
     u = state.risk
     m, den, a = state.mean_weight, state.den, state.term_mean
     if block_rows is None:
@@ -240,18 +239,18 @@ def vif(fit, *, method="auto", groups=None):
         reference).
     """
     fit = check_fit(fit, "vif")
-    _refuse_penalty(fit, "vif")
-    return _vif(fit, method, groups)
+    refuse_penalty(fit, "vif")
+    return vif_of_units(fit, method, groups)
 
 
-def _refuse_penalty(fit, name):
+def refuse_penalty(fit, name):
     if fit.penalty is not None:
         raise ValueError(f"{name}: this fit is ridge-penalised (a lifelines penalizer); its "
                          "leave-one-out changes include the penalty's own change: use "
                          "ci.influence(model, data, method=...)")
 
 
-def _vif(fit, method="auto", groups=None, units=None):
+def vif_of_units(fit, method="auto", groups=None, units=None):
     """:func:`vif` for any fit; for a penalised fit, the partial-likelihood part only
     (the penalty's part is added by :mod:`coxinfluence.models.penalized_cox`). ``units``:
     already resolved units (:class:`coxinfluence.data.units.Units`) instead of ``groups``."""

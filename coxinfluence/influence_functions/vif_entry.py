@@ -76,7 +76,6 @@ from coxinfluence.influence_functions.vif_series import (
     prefix_plan,
     segmented_prefix_sums,
 )
-from coxinfluence.likelihood.risk_sets import RiskSets
 
 _CLASS_SPAN = 25            # candidate classes per bin: j_min .. j_min + 24
 _SAMPLE = 2048              # rows per bin for the operation count
@@ -153,7 +152,7 @@ class _RangeTerms:
 
     def __init__(self, data, state):
         self.data = data
-        lo, hi = RiskSets(data).deletion_term_ranges
+        lo, hi = state.risk_sets.deletion_term_ranges
         self.rows = np.flatnonzero(lo < hi)                     # rows with a nonempty range
         self.lo, self.hi = lo, hi
         self.u = state.risk

@@ -52,7 +52,6 @@ from functools import cached_property
 
 import numpy as np
 
-from coxinfluence.likelihood.risk_sets import RiskSets
 from coxinfluence.numerics.threads import for_row_blocks, n_threads
 
 _RHO_CANDIDATES = tuple(2.0 ** -b for b in (2, 4, 6, 8, 11, 14, 18))
@@ -206,7 +205,7 @@ class _SortedTerms:
 
     def __init__(self, data, state):
         self.data = data
-        self.lo, self.hi = RiskSets(data).deletion_term_ranges
+        self.lo, self.hi = state.risk_sets.deletion_term_ranges
         self.u = state.risk
         self.state = state
         self.perm = perm = _reversed_ranks(data)

@@ -26,32 +26,24 @@ stratum. Sums over terms of ``S1/S0`` and ``S2/S0`` are rewritten as sums over r
 nothing of size K x d x d or B x n x d x d is formed; a batched Hessian (B > 1) uses the
 cached row outer products ``CoxData.X_outer``, one (n, d*d) array.
 
-Three faster paths compute the same quantities (tests/test_perf_equivalence.py checks each
-against the batched definition):
-
-- one problem without delayed entry (a fit, its step halvings, the influence functions'
-  state): (n,) vectors, tie-group sums, and the Hessian's ``sum m a a'`` per tie group
-  (``a_k = a0 + t_k e``), so 10^7 rows never meet an (n, d) or (K, d) temporary;
-- :class:`DeletionGradients`, the gradients of many deletion problems at their own
-  ``theta`` (exact leave-one-out refits): sparse deletions, risk-set and event sums of
-  rows bucketed by their first risk set (sparse products), suffix sums over the tie
-  groups with events;
-- :meth:`RiskSets.third_derivative`, for the refits' Halley start.
-
-Products with ``X`` over many rows run as one-thread BLAS calls
-(:func:`coxinfluence.data.cox_data.matmul_rows`): the bits do not depend on the BLAS thread count,
-and no helper thread waits for a core on a loaded machine.
+Faster paths compute the same quantities (tests/test_perf_equivalence.py checks each
+against the batched definition): one problem without delayed entry (a fit, its step
+halvings, the influence functions' state) uses (n,) vectors and tie-group sums, so 10^7
+rows never meet an (n, d) or (K, d) temporary; the refits' gradients are
+:mod:`coxinfluence.likelihood.deletion_gradients`; the third derivative is
+:mod:`coxinfluence.likelihood.third_derivative`. Products with ``X`` over many rows run as
+one-thread BLAS calls (:mod:`coxinfluence.numerics.rows`).
 """
 from __future__ import annotations
 
-import threading
-import weakref
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
-from coxinfluence.data.cox_data import _ROW_BLOCK, CoxData, matmul_reduce_rows, matmul_rows
+from coxinfluence.data.cox_data import CoxData
 from coxinfluence.data.deletion import Deletion
+from coxinfluence.numerics.rows import ROW_BLOCK, csr_matvecs, matmul_reduce_rows, matmul_rows
 from coxinfluence.numerics.threads import for_row_blocks, n_threads
 
 
@@ -87,6 +79,7 @@ class RiskSetState:
     mean_weight: np.ndarray  # (K,) m_k
     frac: np.ndarray         # (K,) c_k (the data's own array: read only)
     weights: np.ndarray      # (n,) w (the data's own array: read only)
+    risk_sets: "RiskSets" = None   # the kernels it came from (their cached structures)
 
     @property
     def score(self):
@@ -96,26 +89,9 @@ class RiskSetState:
 
 
 _PASS_MADDS = 1 << 19      # rows per block of the fit's pass over X: d^2 x rows madds
-_DATA_CACHE = weakref.WeakKeyDictionary()
 
 
-def _per_data(method):
-    """A property computed once per :class:`CoxData` (not per :class:`RiskSets`: the
-    influence functions build several ``RiskSets(data)`` of one fit's data)."""
-    name = method.__name__
-
-    def get(self):
-        cache = _DATA_CACHE.get(self.data)
-        if cache is None:
-            cache = _DATA_CACHE[self.data] = {}
-        if name not in cache:
-            cache[name] = method(self)
-        return cache[name]
-    get.__doc__ = method.__doc__
-    return property(get)
-
-
-def _guard_denominators(den, live):
+def guard_denominators(den, live):
     """In place: raise if a risk-set sum of a term with event weight (``live``) is not
     positive (it underflowed: diverging coefficients), and set the others, which carry
     no weight, to 1 so that ``m / den`` is 0 there."""
@@ -140,6 +116,21 @@ class RiskSets:
 
     def __init__(self, data: CoxData):
         self.data = data
+        self._derived = {}
+
+    def __getstate__(self):
+        # sent to a worker: the data only; the worker builds its own cached structures
+        return {"data": self.data}
+
+    def __setstate__(self, state):
+        self.__init__(state["data"])
+
+    def derived(self, key, build):
+        """``build(self)``, computed once per :class:`RiskSets` (one per fit: ``fit.risk_sets``)
+        and kept: structures of the data that other kernels derive (the refits' plan)."""
+        if key not in self._derived:
+            self._derived[key] = build(self)
+        return self._derived[key]
 
     # ------------------------------------------------------------------ deletions
     def terms(self, deleted: Deletion | None = None) -> Terms:
@@ -173,7 +164,7 @@ class RiskSets:
         frac = rank[None, :] / safe_d if data.ties == "efron" else np.zeros_like(mean_weight)
         return Terms(w, np.where(active, frac, 0.0), mean_weight)
 
-    @_per_data
+    @cached_property
     def group_first_term(self):
         """(G + 1,) the first Efron term of every tie group (terms are ordered by group);
         entry G is K. A group without events has no terms: its entry is the next group's
@@ -181,7 +172,7 @@ class RiskSets:
         return np.searchsorted(self.data.term_group, np.arange(self.data.n_groups + 1),
                                side="left")
 
-    @_per_data
+    @cached_property
     def deletion_term_ranges(self):
         """``(lo, hi)``: for each sorted row, the half-open range of Efron terms whose
         denominators hold the row other than as an event of the term's own tie group.
@@ -209,12 +200,12 @@ class RiskSets:
         return lo, hi
 
     # -------------------------------------------------------------- cumulative sums
-    @_per_data
+    @cached_property
     def _group_stratum_starts(self):
         gs = self.data.group_stratum
         return np.flatnonzero(np.r_[True, gs[1:] != gs[:-1]])
 
-    @_per_data
+    @cached_property
     def _term_group_starts(self):
         tg = self.data.term_group
         return np.flatnonzero(np.r_[True, tg[1:] != tg[:-1]])
@@ -259,7 +250,7 @@ class RiskSets:
         if not data.term_group.size:
             return out
         groups = data.term_group[starts]
-        if r_events.ndim == 3 and _csr_matvecs is not None:
+        if r_events.ndim == 3 and csr_matvecs is not None:
             # (K, d) per problem: a sparse product runs along the terms (reduceat along a
             # middle axis is ~10x slower per element)
             K, d = r_events.shape[1:]
@@ -269,7 +260,7 @@ class RiskSets:
             part = np.zeros((starts.size, d))
             for b in range(r_events.shape[0]):
                 part[...] = 0.0
-                _csr_matvecs(starts.size, K, d, indptr, indices, ones,
+                csr_matvecs(starts.size, K, d, indptr, indices, ones,
                              np.ascontiguousarray(r_events[b]).reshape(-1), part.reshape(-1))
                 out[b, groups] = part
             return out
@@ -317,7 +308,7 @@ class RiskSets:
         S0D = self.group_event_sums(r[:, data.event_rows])
         tg = data.term_group
         den = S0[:, tg] - terms.frac * S0D[:, tg]
-        _guard_denominators(den, np.broadcast_to(terms.mean_weight, den.shape) > 0)
+        guard_denominators(den, np.broadcast_to(terms.mean_weight, den.shape) > 0)
         return eta, r, shift, den
 
     def row_coefficients(self, r, den, terms: Terms):
@@ -342,7 +333,7 @@ class RiskSets:
         frac = np.broadcast_to(frac, den.shape)
         return (S1[:, tg] - frac[:, :, None] * S1D[:, tg]) / den[:, :, None]
 
-    @_per_data
+    @cached_property
     def _segments(self):
         """Rows cut into segments, the events and then the censored rows of each tie group
         (events come first within a group): ``(starts, event_seg, censored_seg)``, the
@@ -368,15 +359,15 @@ class RiskSets:
         S = self._segments[0].size
         out = np.zeros((S + 1, data.d))
         indptr, indices = self._segment_index
-        if _csr_matvecs is None:                              # pragma: no cover
+        if csr_matvecs is None:                              # pragma: no cover
             from scipy import sparse
             out[:S] = sparse.csr_matrix((r, indices, indptr), shape=(S, data.n)) @ data.X
         else:
-            _csr_matvecs(S, data.n, data.d, indptr, indices, np.ascontiguousarray(r),
+            csr_matvecs(S, data.n, data.d, indptr, indices, np.ascontiguousarray(r),
                          data.X.reshape(-1), out[:S].reshape(-1))
         return out
 
-    @_per_data
+    @cached_property
     def _segment_groups(self):
         """Per segment (:attr:`_segments`): its tie group, its number of rows, and whether
         it holds the group's events."""
@@ -389,17 +380,17 @@ class RiskSets:
         is_event[event_seg[event_seg >= 0]] = True
         return group, length, is_event
 
-    @_per_data
+    @cached_property
     def _event_sum(self):
         """``sum_{events} w_j x_j`` (1, d) of the full data."""
         data = self.data
         return matmul_reduce_rows((data.event * data.weights)[:, None], data.X)
 
-    @_per_data
+    @cached_property
     def _unit_weights(self):
         return bool(np.all(self.data.weights == 1.0))
 
-    @_per_data
+    @cached_property
     def _segment_index(self):
         """CSR ``(indptr, indices)`` of the (segments x rows) matrix of :attr:`_segments`."""
         data = self.data
@@ -433,7 +424,7 @@ class RiskSets:
             if data.ties == "efron":
                 a[k0:k1] -= frac[k0:k1, None] * np.take(S1D, g, axis=0)
             a[k0:k1] /= den[k0:k1, None]
-        for_row_blocks(terms, tg.size, _ROW_BLOCK)
+        for_row_blocks(terms, tg.size, ROW_BLOCK)
         return a
 
     def _loss_grad_hess_one(self, theta, terms, hess):
@@ -478,7 +469,7 @@ class RiskSets:
         if efron:
             den -= frac * np.take(S0D, tg)
         if not den.min(initial=np.inf) > 0:
-            _guard_denominators(den, mw > 0)
+            guard_denominators(den, mw > 0)
         loss = loss_events + float(np.dot(mw, np.log(den))) + shift * float(mw.sum())
         # coef_j = r_j sum over the terms whose risk set holds j of m/den, less the Efron
         # correction c m/den over the terms of j's own group when j is an event: one value
@@ -532,7 +523,7 @@ class RiskSets:
         (one BLAS thread each; the block of ``coef x`` is summed while in cache)."""
         data = self.data
         X, n, d = data.X, data.n, data.d
-        block = int(np.clip(_PASS_MADDS // (d * d), 256, _ROW_BLOCK))
+        block = int(np.clip(_PASS_MADDS // (d * d), 256, ROW_BLOCK))
         starts = range(0, n, block)
         parts = np.empty((len(starts), d + 1, d))     # per block: X'cX and X'c
         tmps = [np.empty((min(block, n), d)) for _ in range(n_threads(n))]
@@ -602,393 +593,4 @@ class RiskSets:
         return RiskSetState(risk=r[0], den=den[0], term_mean=a[0],
                             mean_weight=np.broadcast_to(terms.mean_weight, den.shape[1:]),
                             frac=np.broadcast_to(terms.frac, den.shape[1:]),
-                            weights=self.data.weights)
-
-    def third_derivative(self, theta, block=4096):
-        """Third derivative ``T[a, b, c]`` (d, d, d) of the loss at ``theta`` (all rows).
-
-        Each term's ``log den`` has the third cumulant of ``x`` under the term's (Efron)
-        risk-set weights as its third derivative, so
-
-            T = sum_k m_k [M3_k - a_k (x) M2_k (three ways) + 2 a_k (x) a_k (x) a_k],
-
-        ``M2_k``, ``M3_k`` the term's second and third moments; the sums over terms of
-        ``m_k M3_k`` and ``m_k a_k (x) M2_k`` are rewritten as sums over rows (as
-        :meth:`row_coefficients` does for ``S1`` and ``S2``), O(n d^3) in blocks of rows.
-        The refits' warm start uses it
-        (:func:`coxinfluence.influence_functions.refits._warm_start`)."""
-        data = self.data
-        d = data.d
-        terms = self.terms()
-        theta = np.asarray(theta, dtype=np.float64).reshape(1, d)
-        eta, r, shift, den = self.risk(theta, terms)
-        m = np.broadcast_to(terms.mean_weight, den.shape)
-        a = self.term_means(r, den, terms.frac)[0]                     # (K, d)
-        coef = self.row_coefficients(r, den, terms)[0]                 # (n,)
-        # row weights of a_k (x) M2_k: r_j sum_{k holds j} m_k (1 - c_k [j event]) a_k / den_k
-        A = r[0][:, None] * self.sum_over_risk_sets((m / den)[:, :, None] * a[None],
-                                                    terms.frac)[0]     # (n, d)
-        X = data.X
-        M3 = np.zeros((d, d * d))
-        P = np.zeros((d, d * d))
-        for s in range(0, data.n, block):
-            xs = X[s:s + block]
-            outer = (xs[:, :, None] * xs[:, None, :]).reshape(-1, d * d)
-            M3 += _matmul_reduce_rows(coef[s:s + block, None] * xs, outer)
-            P += _matmul_reduce_rows(A[s:s + block], outer)
-        ma = m[0][:, None] * a
-        A3 = np.zeros((d, d * d))
-        for s in range(0, a.shape[0], block):
-            ak = a[s:s + block]
-            A3 += _matmul_reduce_rows(ma[s:s + block],
-                                      (ak[:, :, None] * ak[:, None, :]).reshape(-1, d * d))
-        M3, P, A3 = (v.reshape(d, d, d) for v in (M3, P, A3))
-        return (M3 - P - P.transpose(1, 0, 2) - P.transpose(1, 2, 0) + 2 * A3)
-
-
-# ------------------------------------------------ gradients of leave-one-out refits
-# Products with X go by one-thread BLAS calls (:func:`coxinfluence.data.cox_data.matmul_rows`):
-# the bits do not depend on the BLAS thread count, so refits give the same bits on a dask
-# worker (one BLAS thread) as in the serial run.
-_REFIT_PLANS = weakref.WeakKeyDictionary()
-_matmul_rows = matmul_rows
-_matmul_reduce_rows = matmul_reduce_rows
-
-
-@dataclass(frozen=True)
-class DeletionBatch:
-    """B deletion problems for :class:`DeletionGradients`, sparse: problem ``problem[r]``
-    deletes the sorted row ``rows[r]``. The Efron terms are the data's (fraction
-    ``term_frac``, mean event weight ``term_mean_weight``) except where a problem deletes
-    an event of the term's tie group (as :meth:`RiskSets.terms`): term ``patch_term[p]`` of
-    problem ``patch_problem[p]`` has ``patch_frac[p]``, ``patch_weight[p]``.
-    ``event_sum`` (B, d) is ``sum_{kept events} w_k x_k``."""
-
-    problem: np.ndarray
-    rows: np.ndarray
-    patch_term: np.ndarray
-    patch_problem: np.ndarray
-    patch_frac: np.ndarray
-    patch_weight: np.ndarray
-    event_sum: np.ndarray
-
-    @property
-    def size(self):
-        return self.event_sum.shape[0]
-
-    def take(self, idx):
-        """The problems ``idx`` (distinct) of the batch, renumbered 0..len(idx)-1."""
-        idx = np.asarray(idx, dtype=np.intp)
-        new = np.full(self.size, -1, dtype=np.intp)
-        new[idx] = np.arange(idx.size)
-        p = new[self.problem]
-        keep = p >= 0
-        q = new[self.patch_problem]
-        kq = q >= 0
-        return DeletionBatch(p[keep], self.rows[keep], self.patch_term[kq], q[kq],
-                             self.patch_frac[kq], self.patch_weight[kq], self.event_sum[idx])
-
-
-class _RefitPlan:
-    """The structure :class:`DeletionGradients` sums with, built once per data.
-
-    Rows are summed into *buckets*, one per tie group with events ("event group", in
-    sorted order): a row's bucket is the first event group at or after its own tie group
-    in its stratum, the first risk set that holds it (rows after their stratum's last
-    event group are in no risk set). With delayed entry a row also enters, with minus
-    sign, the bucket of the first event group it is no longer at risk for. The risk-set
-    sum of event group e is then the cumulative sum of the buckets up to e within the
-    stratum. Bucket and event sums are products with sparse 0/±1 matrices (``sums``), the
-    sums over terms per event group likewise (``per_group``, rows in reversed order, so
-    that a forward cumulative sum gives the suffix sums over the risk sets that hold a
-    row)."""
-
-    def __init__(self, data):
-        from scipy import sparse
-        n, K = data.n, data.event_rows.size
-        tg = data.term_group
-        eg = np.unique(tg)                          # event groups (tie-group indices)
-        E = eg.size
-        eg_stratum = data.group_stratum[eg]
-        self.E = E
-        self.unit_weights = bool(np.all(data.weights == 1.0))
-
-        def bucket(groups, strata):
-            """First event group at or after tie group ``groups`` in stratum ``strata``;
-            E when none."""
-            b = np.searchsorted(eg, groups, side="left")
-            ok = b < E
-            ok[ok] = eg_stratum[b[ok]] == strata[ok]
-            return np.where(ok, b, E)
-
-        rows = np.arange(n)
-        b_in = bucket(data.group, data.strata)
-        cols, vals, rr = [rows], [np.ones(n)], [b_in]
-        b_out = None
-        if data.entry is not None:
-            exit_group = data.entry.row_exit_group
-            within = exit_group < data.n_groups
-            b_out = np.full(n, E)
-            b_out[within] = bucket(exit_group[within], data.strata[within])
-            cols.append(rows)
-            vals.append(-np.ones(n))
-            rr.append(b_out)
-        ev = data.event_rows
-        cols.append(ev)
-        vals.append(np.ones(ev.size))
-        rr.append(E + np.searchsorted(eg, data.group[ev]))
-        r_all, c_all, v_all = np.concatenate(rr), np.concatenate(cols), np.concatenate(vals)
-        keep = np.ones(r_all.size, dtype=bool)      # drop rows in no risk set (bucket E)
-        keep[:rr[0].size] = rr[0] != E
-        if b_out is not None:
-            keep[n:2 * n] = b_out != E
-        self.sums = sparse.csr_matrix((v_all[keep], (r_all[keep], c_all[keep])),
-                                      shape=(2 * E, n))
-        bounds = np.append(np.flatnonzero(np.r_[True, eg_stratum[1:] != eg_stratum[:-1]]),
-                           E) if E else np.zeros(1, dtype=np.intp)
-        self.blocks = tuple((int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]))
-        self.rev_blocks = tuple((E - b, E - a) for a, b in self.blocks[::-1])
-        self.term_group = np.searchsorted(eg, tg)    # (K,) event group of each term
-        self.per_group = sparse.csr_matrix((np.ones(K), (E - 1 - self.term_group,
-                                                         np.arange(K))), shape=(E, K))
-        # reversed index of the bucket (E: the zero row)
-        row_in = np.where(b_in < E, E - 1 - b_in, E)
-        # an event row gathers its group's row less the Efron correction (rows E+1+e)
-        self.row_index = row_in.copy()
-        self.row_index[ev] += E + 1
-        self.row_out = None if b_out is None else np.where(b_out < E, E - 1 - b_out, E)
-        self.log_weights = np.log(data.weights)
-        self.X_aug = np.column_stack([data.X, self.log_weights, np.ones(n)])
-        self.col_max = np.abs(data.X).max(axis=0)
-        self.event_sum = matmul_reduce_rows((data.weights * data.event)[:, None], data.X)[0]
-        self.term_of_row = np.full(n, -1, dtype=np.intp)
-        self.term_of_row[ev] = np.arange(K)
-        self.group_first_term = RiskSets(data).group_first_term[:-1]
-        self.term_frac = data.term_frac[:, None]          # (K, 1): broadcast over problems
-        self.term_weight = data.term_mean_weight[:, None]
-
-
-class _Buffers:
-    """Reused work arrays. A fresh large array costs its page faults on first touch, on a
-    virtual machine 2-10 us per 4 KiB page (measured: a fresh 1 MB array 20x the time of
-    writing it again), as much as the arithmetic on it; so each thread keeps one set of
-    work arrays (:func:`_thread_buffers`), at most the size of the largest batch it ran
-    (about 7 (n, B) arrays)."""
-
-    def __init__(self):
-        self._flat = {}
-
-    def get(self, name, shape):
-        size = shape[0] * shape[1]
-        flat = self._flat.get(name)
-        if flat is None or flat.size < size:
-            flat = self._flat[name] = np.empty(size)
-        return flat[:size].reshape(shape)
-
-
-_THREAD = threading.local()
-
-
-def _thread_buffers():
-    buf = getattr(_THREAD, "buffers", None)
-    if buf is None:
-        buf = _THREAD.buffers = _Buffers()
-    return buf
-
-
-class DeletionGradients:
-    """Gradients of deletion problems (leave-one-out refits) at their own ``theta``: the
-    ``RiskSets.loss_grad_hess(theta, deleted)[1]`` of the same deletions, with few passes
-    over (n, B) arrays (rows major): the deleted rows' risk scores are zeroed (no presence
-    masks); the risk-set and tie-group event sums come from one product with a sparse
-    matrix and a cumulative sum over the event groups (:class:`_RefitPlan`), the sums over
-    the terms that hold a row likewise; the products with ``X`` run as one-thread BLAS
-    calls, so the bits do not depend on the BLAS thread count; work arrays are reused.
-    An instance uses its thread's work arrays: one instance per thread."""
-
-    def __init__(self, risk_sets: RiskSets, reference=None):
-        self.data = data = risk_sets.data
-        plan = _REFIT_PLANS.get(data)
-        if plan is None:
-            plan = _REFIT_PLANS[data] = _RefitPlan(data)
-        self.plan = plan
-        self._buf = _thread_buffers()
-        self._ref = None
-        if reference is not None:          # theta_0 of :meth:`_shift_bound`
-            theta0 = np.asarray(reference, dtype=np.float64)
-            eta0 = matmul_rows(data.X, theta0[:, None], np.empty((data.n, 1)))[:, 0]
-            top = float((eta0 + plan.log_weights).max())
-            self._ref = (theta0, top, plan.col_max)
-
-    def batch(self, unit_of_row, units) -> DeletionBatch:
-        """The :class:`DeletionBatch` whose problem b deletes every sorted row j with
-        ``unit_of_row[j] == units[b]`` (as :meth:`Deletion.of_units`), its Efron terms
-        recomputed as :meth:`RiskSets.terms` does, for the tie groups that lose an
-        event only."""
-        data, plan = self.data, self.plan
-        unit_of_row = np.asarray(unit_of_row).reshape(-1)
-        units = np.asarray(units).reshape(-1)
-        B, K, G = units.size, data.event_rows.size, data.n_groups
-        order = np.argsort(units, kind="stable")
-        su = units[order]
-        lo = np.searchsorted(su, unit_of_row, side="left")
-        cnt = np.searchsorted(su, unit_of_row, side="right") - lo
-        rows = np.repeat(np.arange(data.n), cnt)
-        offset = np.arange(rows.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        problem = order[np.repeat(lo, cnt) + offset]
-        event_sum = np.repeat(plan.event_sum[None, :], B, axis=0)
-        ev = data.event[rows] > 0
-        er, eb = rows[ev], problem[ev]
-        k = b = frac = weight = np.zeros(0, dtype=np.intp)
-        if er.size:
-            w = data.weights
-            np.subtract.at(event_sum, eb, w[er, None] * data.X[er])
-            # every term of the tie groups that lose an event, for the problems losing it
-            key = np.unique(eb * G + data.group[er])
-            kb, kg = key // G, key % G
-            dg = data.group_n_events[kg]
-            rep = np.repeat(np.arange(key.size), dg)
-            k = (np.repeat(plan.group_first_term[kg], dg) + np.arange(rep.size)
-                 - np.repeat(np.cumsum(dg) - dg, dg))
-            b = kb[rep]
-            dead = np.isin(b * K + k, eb * K + plan.term_of_row[er])
-            keep = (~dead).astype(np.float64)
-            d_new = np.bincount(rep, weights=keep, minlength=key.size)[rep]
-            w_new = np.bincount(rep, weights=w[data.event_rows[k]] * keep,
-                                minlength=key.size)[rep]
-            rank = data.term_rank[k]
-            active = rank < d_new
-            safe = np.where(d_new > 0, d_new, 1.0)
-            weight = np.where(active, w_new / safe, 0.0)
-            frac = (np.where(active, rank / safe, 0.0) if data.ties == "efron"
-                    else np.zeros(k.size))
-        return DeletionBatch(problem, rows, k, b, frac, weight, event_sum)
-
-    def __call__(self, theta, batch: DeletionBatch):
-        """Gradient (B, d) of problem b of ``batch`` at ``theta[b]``. Raises
-        ``FloatingPointError`` as :meth:`RiskSets.risk` when a risk-set sum underflows."""
-        theta = np.atleast_2d(theta)
-        try:
-            return self._gradient(theta, batch, self._shift_bound(theta))
-        except FloatingPointError:
-            return self._gradient(theta, batch, None)
-
-    def _shift_bound(self, theta):
-        """An upper bound of ``max_j (eta_j + log w_j)`` per problem, from the reference
-        point: ``max_j (x_j theta_0 + log w_j) + sum_k max_j |x_jk| |theta_k - theta_0k|``
-        (none without a reference). Subtracted in the same product as ``X theta``, it
-        keeps ``exp`` from overflowing with no pass over the rows for the maximum; it is
-        within ``2 sum_k max_j |x_jk| |theta_k - theta_0k|`` of the maximum."""
-        if self._ref is None:
-            return None
-        theta0, top, col_max = self._ref
-        return top + np.abs(theta - theta0) @ col_max
-
-    def _gradient(self, theta, batch, shift):
-        data, p, buf = self.data, self.plan, self._buf
-        B, n = theta.shape[0], data.n
-        r = buf.get("r", (n, B))
-        if shift is None:
-            _matmul_rows(data.X, theta.T, r)
-            if not p.unit_weights:
-                r += p.log_weights[:, None]
-            r -= r.max(axis=0)
-        else:
-            # [x_j, log w_j, 1] [theta_b, 1, -shift_b]' = eta_bj + log w_j - shift_b
-            aug = np.column_stack([theta, np.ones(B), -shift])
-            _matmul_rows(p.X_aug, aug.T, r)
-        np.exp(r, out=r)
-        r[batch.rows, batch.problem] = 0.0
-        return self._finish(r, batch)
-
-    def _finish(self, r, batch):
-        """The gradient from the risk scores ``r`` (n, B) (deleted rows zero)."""
-        data, p, buf = self.data, self.plan, self._buf
-        n, B = r.shape
-        E, K = p.E, data.event_rows.size
-        # (2E, B): rows [0, E) the buckets, then their cumulative sums (the risk-set sums
-        # S0 of the event groups); rows [E, 2E) the event groups' event sums S0D
-        sums = _sparse_times(p.sums, r, buf.get("sums", (2 * E, B)))
-        S0 = sums[:E]
-        for a, b in p.blocks:
-            _cumsum_rows(S0[a:b])
-        den = np.take(S0, p.term_group, axis=0, mode="wrap", out=buf.get("den", (K, B)))
-        pk, pb = batch.patch_term, batch.patch_problem
-        t = buf.get("t", (K, B))
-        if data.ties == "efron":            # den = S0 - c S0D
-            np.take(sums, E + p.term_group, axis=0, mode="wrap", out=t)
-            patched = t[pk, pb] * batch.patch_frac
-            t *= p.term_frac
-            t[pk, pb] = patched
-            den -= t
-        if den.min(initial=np.inf) > 0:     # q = m / den
-            patched = batch.patch_weight / den[pk, pb]
-            q = np.divide(p.term_weight, den, out=den)
-        else:
-            m = np.repeat(p.term_weight, B, axis=1)
-            m[pk, pb] = batch.patch_weight
-            _guard_denominators(den, m > 0)
-            patched = batch.patch_weight / den[pk, pb]
-            q = np.divide(m, den, out=den)
-        q[pk, pb] = patched
-        # Q rows [0, E): suffix sums of sum_k m_k / den_k over the reversed event groups;
-        # row E: zero (rows in no risk set); rows E+1+e: the same less the Efron
-        # correction sum_{k in group} c_k m_k / den_k, gathered by the group's events
-        Q = buf.get("Q", (2 * E + 1, B))
-        Q[E] = 0.0
-        _sparse_times(p.per_group, q, Q[:E])
-        for a, b in p.rev_blocks:
-            _cumsum_rows(Q[a:b])
-        if data.ties == "efron":
-            patched = q[pk, pb] * batch.patch_frac
-            fq = np.multiply(q, p.term_frac, out=t)
-            fq[pk, pb] = patched
-            np.subtract(Q[:E], _sparse_times(p.per_group, fq, buf.get("qc", (E, B))),
-                        out=Q[E + 1:])
-        else:
-            Q[E + 1:] = Q[:E]
-        coef = np.take(Q, p.row_index, axis=0, mode="wrap", out=buf.get("coef", (n, B)))
-        if p.row_out is not None:
-            coef -= np.take(Q, p.row_out, axis=0, mode="wrap", out=buf.get("out", (n, B)))
-        coef *= r
-        return _matmul_reduce_rows(coef, data.X) - batch.event_sum
-
-
-def _cumsum_rows(A, block=16):
-    """``np.cumsum(A, axis=0, out=A)`` for a C-contiguous (m, B) block. numpy accumulates
-    along axis 0 one column at a time (strided); for wide B adding whole rows, ``block``
-    at a time, and then the blocks' running totals, is 1.5-2x faster. Same sums up to
-    rounding (each entry is still a sum of the same terms, grouped by blocks)."""
-    m = A.shape[0]
-    if A.shape[1] < 128 or m < 4 * block:
-        return np.cumsum(A, axis=0, out=A)
-    full = m // block * block
-    V = A[:full].reshape(m // block, block, A.shape[1])
-    for i in range(1, block):
-        np.add(V[:, i], V[:, i - 1], out=V[:, i])
-    totals = np.cumsum(V[:, -1], axis=0)
-    V[1:] += totals[:-1, None, :]
-    if full < m:
-        tail = A[full:]
-        np.cumsum(tail, axis=0, out=tail)
-        tail += totals[-1]
-    return A
-
-
-def _sparse_times(M, x, out):
-    """``out[...] = M @ x`` for a CSR matrix ``M`` and a C-contiguous (k, B) ``x`` into the
-    C-contiguous ``out``, without the fresh result array of ``M @ x`` (scipy's
-    ``csr_matvecs`` accumulates into ``out``)."""
-    out[...] = 0.0
-    if _csr_matvecs is None:
-        out[...] = M @ x
-    else:
-        _csr_matvecs(M.shape[0], M.shape[1], x.shape[1], M.indptr, M.indices, M.data,
-                     x.reshape(-1), out.reshape(-1))
-    return out
-
-
-try:
-    from scipy.sparse._sparsetools import csr_matvecs as _csr_matvecs
-except ImportError:                                           # pragma: no cover
-    _csr_matvecs = None
+                            weights=self.data.weights, risk_sets=self)

@@ -15,9 +15,13 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from coxinfluence.data.cox_data import CoxData, CoxInputError, make_cox_data
+from coxinfluence.data.cox_data import CoxData, make_cox_data
+from coxinfluence.data.inputs import CoxInputError
+from coxinfluence.data.units import resolve_units
+from coxinfluence.likelihood.objective import cox_objective, gradient_tolerance
 from coxinfluence.likelihood.risk_sets import RiskSets
-from coxinfluence.numerics.newton import cox_objective, gradient_tolerance, newton
+from coxinfluence.likelihood.score_residuals import score_residuals_sorted
+from coxinfluence.numerics.newton import newton
 
 
 class ConvergenceWarning(UserWarning):
@@ -119,8 +123,11 @@ class CoxFit:
         ``resid(fit, "dfbeta", collapse=...)``): units are ``groups`` when given, else the
         subjects (``id=``), else the rows. Equals R's ``coxph(..., cluster=id)$var``
         (``robust=TRUE`` without an id: one unit per row)."""
-        from coxinfluence.influence_functions.reid import reid_influence
-        IF = np.asarray(reid_influence(self, groups=groups), dtype=np.float64)
+        units = resolve_units(self, groups)
+        # D = IF_n / n_units, Reid's IF (influence_functions/reid.py): the gradient moves
+        # by -w_i U_i when row i's weight drops by w_i
+        delta = -self.data.weights[:, None] * score_residuals_sorted(self.risk_sets, self.coef)
+        IF = np.asarray(self.paper_scale(units.collapse(delta), units, overwrite=True))
         D = IF / IF.shape[0]                 # one row per unit: IF_n(g) / n_units
         return D.T @ D
 

@@ -14,15 +14,15 @@ paper), with
 
 Families, one module each (paper Section "Non-Decomposable Loss" and appendices):
 
-1. :func:`cox` (:mod:`.cox`) - negative log partial likelihood, Breslow or Efron ties,
+1. :func:`cox` (:mod:`.cox_loss`) - negative log partial likelihood, Breslow or Efron ties,
    R's weighted Efron formula, strata (Example 1, Eq. partial-likelihood).
-2. :func:`glm` (:mod:`.glm`) - logistic / Poisson GLM, an M-estimator (Eq.
+2. :func:`glm` (:mod:`.glm_loss`) - logistic / Poisson GLM, an M-estimator (Eq.
    weighted-loss, Lemma "IF for M-Estimators").
 3. :func:`cox_mlp` (:mod:`.mlp_cox`) - Cox model with a one-hidden-layer ReLU MLP
    log-risk (Appendix "Efficient Inverse Hessian Approximation").
-4. :func:`contrastive` (:mod:`.contrastive`) - DeepWalk skip-gram with a full softmax on
+4. :func:`contrastive` (:mod:`.contrastive_loss`) - DeepWalk skip-gram with a full softmax on
    a graph, object = node (Example 2, Eq. contrastive-loss).
-5. :func:`listmle` (:mod:`.listmle`) - ListMLE with a linear scorer, object = item or
+5. :func:`listmle` (:mod:`.listmle_loss`) - ListMLE with a linear scorer, object = item or
    query (Example 3, Eq. listmle).
 
 What they share (:mod:`._common`): input checks, the :class:`Loss` base with its
@@ -37,16 +37,16 @@ from ._common import NewtonState as NewtonState
 from ._common import adam as adam
 from ._common import newton_solve as newton_solve
 from ._common import newton_step as newton_step
-from .contrastive import ContrastiveLoss as ContrastiveLoss
-from .contrastive import _graph_arrays as _graph_arrays
-from .contrastive import contrastive, deepwalk_counts, expected_deepwalk_counts
-from .cox import CoxLoss as CoxLoss
-from .cox import cox
-from .glm import GLMLoss as GLMLoss
-from .glm import glm
-from .listmle import ListMLELoss as ListMLELoss
-from .listmle import _listmle_query_terms as _listmle_query_terms
-from .listmle import listmle
+from .contrastive_loss import ContrastiveLoss as ContrastiveLoss
+from .contrastive_loss import _graph_arrays as _graph_arrays
+from .contrastive_loss import contrastive, deepwalk_counts, expected_deepwalk_counts
+from .cox_loss import CoxLoss as CoxLoss
+from .cox_loss import cox
+from .glm_loss import GLMLoss as GLMLoss
+from .glm_loss import glm
+from .listmle_loss import ListMLELoss as ListMLELoss
+from .listmle_loss import _listmle_query_terms as _listmle_query_terms
+from .listmle_loss import listmle
 from .mlp_cox import CoxMLPLoss as CoxMLPLoss
 from .mlp_cox import cox_mlp
 

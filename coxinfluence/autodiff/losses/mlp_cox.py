@@ -15,7 +15,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from ._common import _presence, adam
-from .cox import CoxLoss
+from .cox_loss import CoxLoss
 
 
 class CoxMLPLoss(CoxLoss):

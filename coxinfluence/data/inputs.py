@@ -1,0 +1,143 @@
+"""Checks and conversions of caller input: float64 matrices and vectors, labels, strata,
+and the errors that name the problem (``CoxInputError``)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from coxinfluence.numerics.rows import all_finite
+
+
+class CoxInputError(ValueError):
+    """Invalid input to a Cox model (a ``ValueError`` naming the problem)."""
+
+
+def as_float_matrix(X, name="X", copy=True):
+    """Return (float64 copy of X as 2-D array, column names, index or None); with
+    ``copy=False`` a float64 ``X`` is returned as is (a view), for a caller that only
+    reads it and makes its own copy (:func:`build_cox_data` gathers the rows into a new
+    array)."""
+    index = None
+    columns = None
+    if isinstance(X, pd.DataFrame):
+        index = X.index
+        if X.columns.has_duplicates:
+            dup = list(X.columns[X.columns.duplicated()].unique())
+            raise CoxInputError(f"{name} has duplicated column names {dup}")
+        columns = [str(c) for c in X.columns]
+        non_numeric = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])
+                       and not pd.api.types.is_bool_dtype(X[c])]
+        if non_numeric:
+            raise CoxInputError(f"{name} has non-numeric columns: {non_numeric}; encode them "
+                                "(e.g. pandas.get_dummies(..., drop_first=True)) first")
+        arr = X.to_numpy(dtype=np.float64, copy=copy)
+    elif isinstance(X, pd.Series):
+        index = X.index
+        columns = [str(X.name) if X.name is not None else "x0"]
+        arr = X.to_numpy(dtype=np.float64, copy=copy)[:, None]
+    else:
+        try:
+            arr = np.array(X, dtype=np.float64, copy=copy or None)
+        except (TypeError, ValueError) as exc:
+            raise CoxInputError(f"{name} must be numeric: {exc}") from None
+        if arr.ndim == 1:
+            arr = arr[:, None]
+    if arr.ndim != 2:
+        raise CoxInputError(f"{name} must be 2-D (n rows, d covariates); got shape {arr.shape}")
+    if columns is None:
+        columns = [f"x{j}" for j in range(arr.shape[1])]
+    return arr, columns, index
+
+
+def aligned(v, index, name):
+    """``v`` with its rows in the order of ``index`` when it is a pandas object with the
+    same labels in another order (pandas inputs are matched on the index, never paired by
+    position); unchanged when it is not pandas or already in that order."""
+    if not isinstance(v, (pd.Series, pd.DataFrame)) or v.index.equals(index):
+        return v
+    if len(v.index) != len(index):
+        return v                      # the length check names the problem
+    if v.index.has_duplicates or not v.index.isin(index).all():
+        missing = list(index[~index.isin(v.index)][:5])
+        raise CoxInputError(f"{name}'s index does not match X's index (labels of X missing "
+                            f"from {name}: {missing}); pandas inputs are matched on the "
+                            "index: give them the same labels, or pass arrays")
+    return v.reindex(index)
+
+
+def as_vector(v, n, name, *, dtype=np.float64):
+    if isinstance(v, (pd.Series, pd.Index)):
+        v = v.to_numpy()
+    try:
+        arr = np.array(v, dtype=dtype, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise CoxInputError(f"{name} must be numeric: {exc}") from None
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = arr.ravel()
+    if arr.ndim != 1:
+        raise CoxInputError(f"{name} must be 1-D; got shape {arr.shape}")
+    if arr.shape[0] != n:
+        raise CoxInputError(f"{name} has length {arr.shape[0]} but X has {n} rows")
+    return arr
+
+
+def bad_rows(mask):
+    rows = np.flatnonzero(mask)
+    shown = ", ".join(str(r) for r in rows[:10])
+    return f"{rows.size} row(s) (positions {shown}{', ...' if rows.size > 10 else ''})"
+
+
+def check_finite(arr, name):
+    if arr.ndim == 2 and all_finite(arr):
+        return
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        if arr.ndim == 2:
+            bad = bad.any(axis=1)
+        raise CoxInputError(f"{name} contains NaN or infinite values in {bad_rows(bad)}")
+
+
+def encode_strata(strata, n):
+    """Stratum codes 0..S-1 (sorted labels), the labels in code order (scalars, or tuples
+    for a DataFrame of several stratum columns) and the stratum column names (a DataFrame's
+    columns, a named Series' name); ``None`` for what is not known."""
+    if strata is None:
+        return np.zeros(n, dtype=np.intp), None, None
+    if isinstance(strata, pd.DataFrame):
+        if strata.isna().any(axis=None):
+            raise CoxInputError("strata contain missing values in "
+                                + bad_rows(strata.isna().any(axis=1).to_numpy()))
+        cols = list(strata.columns)
+        codes = strata.groupby(cols, sort=True).ngroup().to_numpy()
+        if codes.shape[0] != n:
+            raise CoxInputError(f"strata has length {codes.shape[0]} but X has {n} rows")
+        first = pd.Series(np.arange(n)).groupby(codes).first().to_numpy()
+        rows = strata.iloc[first].itertuples(index=False, name=None)
+        labels = tuple(r[0] if len(cols) == 1 else tuple(r) for r in rows)
+        return codes.astype(np.intp), labels, tuple(str(c) for c in cols)
+    values = pd.Series(np.asarray(strata).ravel() if not isinstance(strata, pd.Series)
+                       else strata.to_numpy())
+    if values.shape[0] != n:
+        raise CoxInputError(f"strata has length {values.shape[0]} but X has {n} rows")
+    if values.isna().any():
+        raise CoxInputError("strata contain missing values in "
+                            + bad_rows(values.isna().to_numpy()))
+    codes, uniques = pd.factorize(values, sort=True)
+    name = strata.name if isinstance(strata, pd.Series) and strata.name is not None else None
+    return codes.astype(np.intp), tuple(uniques), None if name is None else (str(name),)
+
+
+def encode_labels(labels, n, name):
+    """Unit codes 0..U-1 (sorted labels) and the sorted labels, from one label per row."""
+    values = labels.to_numpy() if isinstance(labels, (pd.Series, pd.Index)) \
+        else np.asarray(labels)
+    if values.ndim != 1 or values.shape[0] != n:
+        raise CoxInputError(f"{name} must have one label per row ({n}); got shape "
+                            f"{values.shape}")
+    missing = pd.isna(values)
+    if missing.any():
+        rows = np.flatnonzero(missing)
+        raise CoxInputError(f"{name} has missing labels in {rows.size} row(s) (positions "
+                            f"{', '.join(map(str, rows[:10]))})")
+    codes, uniques = pd.factorize(values, sort=True)
+    return codes.astype(np.intp), pd.Index(uniques, name=name)

@@ -1,0 +1,49 @@
+"""The third derivative of the Cox loss, for the exact refits' Halley start and the
+second-order flags."""
+from __future__ import annotations
+
+import numpy as np
+
+from coxinfluence.numerics.rows import matmul_reduce_rows
+
+
+def third_derivative(risk_sets, theta, block=4096):
+    """Third derivative ``T[a, b, c]`` (d, d, d) of the loss at ``theta`` (all rows).
+
+    Each term's ``log den`` has the third cumulant of ``x`` under the term's (Efron)
+    risk-set weights as its third derivative, so
+
+        T = sum_k m_k [M3_k - a_k (x) M2_k (three ways) + 2 a_k (x) a_k (x) a_k],
+
+    ``M2_k``, ``M3_k`` the term's second and third moments; the sums over terms of
+    ``m_k M3_k`` and ``m_k a_k (x) M2_k`` are rewritten as sums over rows (as
+    :meth:`RiskSets.row_coefficients` does for ``S1`` and ``S2``), O(n d^3) in blocks of rows.
+    The refits' warm start uses it
+    (:func:`coxinfluence.influence_functions.refits._warm_start`)."""
+    data = risk_sets.data
+    d = data.d
+    terms = risk_sets.terms()
+    theta = np.asarray(theta, dtype=np.float64).reshape(1, d)
+    eta, r, shift, den = risk_sets.risk(theta, terms)
+    m = np.broadcast_to(terms.mean_weight, den.shape)
+    a = risk_sets.term_means(r, den, terms.frac)[0]                     # (K, d)
+    coef = risk_sets.row_coefficients(r, den, terms)[0]                 # (n,)
+    # row weights of a_k (x) M2_k: r_j sum_{k holds j} m_k (1 - c_k [j event]) a_k / den_k
+    A = r[0][:, None] * risk_sets.sum_over_risk_sets((m / den)[:, :, None] * a[None],
+                                                terms.frac)[0]     # (n, d)
+    X = data.X
+    M3 = np.zeros((d, d * d))
+    P = np.zeros((d, d * d))
+    for s in range(0, data.n, block):
+        xs = X[s:s + block]
+        outer = (xs[:, :, None] * xs[:, None, :]).reshape(-1, d * d)
+        M3 += matmul_reduce_rows(coef[s:s + block, None] * xs, outer)
+        P += matmul_reduce_rows(A[s:s + block], outer)
+    ma = m[0][:, None] * a
+    A3 = np.zeros((d, d * d))
+    for s in range(0, a.shape[0], block):
+        ak = a[s:s + block]
+        A3 += matmul_reduce_rows(ma[s:s + block],
+                                  (ak[:, :, None] * ak[:, None, :]).reshape(-1, d * d))
+    M3, P, A3 = (v.reshape(d, d, d) for v in (M3, P, A3))
+    return (M3 - P - P.transpose(1, 0, 2) - P.transpose(1, 2, 0) + 2 * A3)

@@ -1,0 +1,135 @@
+"""The package's shape, kept true by tools (issue 23 item 5): the layers contract of
+pyproject.toml (import-linter), no import cycle between modules, no import of another
+layer's private names, no function or class shadowing a module, no module over 600 lines."""
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import coxinfluence
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "coxinfluence"
+MAX_LINES = 600
+
+
+def _modules():
+    """(dotted name, path) of every module of the package, JAX's subpackage included."""
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out.append((".".join(parts), path))
+    return out
+
+
+def _imports(name, path):
+    """Every ``from coxinfluence... import`` of a module (lazy ones included), resolved
+    to absolute module names: (module, imported names)."""
+    is_pkg = path.name == "__init__.py"
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                base = name.split(".") if is_pkg else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join(base + ([module] if module else []))
+            if module.split(".")[0] == "coxinfluence":
+                out.append((module, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            out += [(a.name, []) for a in node.names if a.name.split(".")[0] == "coxinfluence"]
+    return out
+
+
+def _layer(module):
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def test_layers_contract_is_kept():
+    exe = shutil.which("lint-imports")
+    if exe is None:
+        pytest.skip("import-linter is not installed (pip install -e '.[test]')")
+    run = subprocess.run([exe, "--config", str(ROOT / "pyproject.toml")], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+
+
+def test_no_import_cycle_between_modules():
+    names = {n for n, _ in _modules()}
+    graph = {}
+    for name, path in _modules():
+        deps = set()
+        for module, imported in _imports(name, path):
+            for target in [module] + [f"{module}.{i}" for i in imported]:
+                if target in names and target != name and not name.startswith(target + "."):
+                    deps.add(target)
+        graph[name] = deps
+    # Tarjan's strongly connected components: a component of two or more is a cycle
+    index, low, stack, on, cycles, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    # a package's __init__ re-exporting its own modules is not a cycle of code
+    cycles = [c for c in cycles
+              if not all(m == c[0] or m.startswith(c[0] + ".") for m in c)]
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_no_private_name_imported_across_layers():
+    bad = []
+    for name, path in _modules():
+        for module, imported in _imports(name, path):
+            private = [i for i in imported if i.startswith("_") and not i.startswith("__")]
+            if private and _layer(module) != _layer(name):
+                bad.append(f"{name} imports {private} from {module}")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_function_or_class_shadows_a_module():
+    pytest.importorskip("jax")
+    bad = []
+    for info in pkgutil.walk_packages(coxinfluence.__path__, "coxinfluence."):
+        module = importlib.import_module(info.name)
+        parent, _, attr = info.name.rpartition(".")
+        value = getattr(importlib.import_module(parent), attr, None)
+        if value is not module:
+            bad.append(f"{parent}.{attr} is {value!r}, not the module {info.name}")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_module_over_600_lines():
+    long = {name: n for name, path in _modules()
+            if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
