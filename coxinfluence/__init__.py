@@ -9,8 +9,10 @@ Conventions (docs/conventions.md): ``reid_influence`` and ``vif`` are on the pap
 approximating ``n (theta_hat - theta_hat_{-i})``; the leave-one-out change is
 ``theta_hat_{-i} - theta_hat``; R's ``resid(fit, "dfbeta") = IF_n / n``.
 """
-from coxinfluence.audit.run import InfluenceResult, influence
-from coxinfluence.data.cox_data import CoxData, CoxInputError
+from coxinfluence.audit.result import InfluenceResult
+from coxinfluence.audit.run import influence
+from coxinfluence.data.cox_data import CoxData
+from coxinfluence.data.inputs import CoxInputError
 from coxinfluence.influence_functions.refits import LeaveOneOutWarning, exact_loo, newton_loo
 from coxinfluence.influence_functions.reid import reid_influence, score_residuals
 from coxinfluence.influence_functions.vif import vif

@@ -1,4 +1,5 @@
-"""Flags (coxinfluence.audit.flags): the information split against its definition and R-free
+"""Flags (coxinfluence.influence_functions.stability): the information split against its definition
+and R-free
 literal sums, the third derivative against finite differences, the corrected changes
 against their defining formulas and exact refits, and the undefined units on designs
 built to have them."""
@@ -10,9 +11,9 @@ import pytest
 from scipy.linalg import eigh
 
 import coxinfluence as ci
-from coxinfluence.audit import flags
 from coxinfluence.data.deletion import Deletion
 from coxinfluence.data.units import resolve_units
+from coxinfluence.influence_functions import stability as flags
 
 
 def design(seed=0, n=70, d=3):

@@ -12,6 +12,7 @@ import coxinfluence as ci
 from coxinfluence.audit.verification import TOP, Verification, refit_cap, verify
 from coxinfluence.data.units import resolve_units
 from coxinfluence.demo import gbsg2_design
+from coxinfluence.influence_functions.cox_audit import CoxAudit
 from coxinfluence.influence_functions.refits import exact_refits
 
 
@@ -63,9 +64,8 @@ def test_stopping_rule_is_what_it_says(gbsg):
 
 def test_rule_not_met_within_the_cap_says_so_and_flags_contenders(gbsg):
     fit, auto, _ = gbsg
-    units = resolve_units(fit)
     ld = auto.ld_approx.to_numpy()
-    v = verify(fit, units, ld, np.zeros(fit.n, dtype=bool), min_refits=5, max_refits=8)
+    v = verify(CoxAudit(fit), ld, np.zeros(fit.n, dtype=bool), min_refits=5, max_refits=8)
     assert isinstance(v, Verification) and not v.rule_met
     assert v.refits.codes.size == 8 and not np.isfinite(v.threshold)
     order = np.argsort(-ld)

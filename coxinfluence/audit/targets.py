@@ -135,13 +135,13 @@ class Coefficients(Target):
     name = "coef"
 
     def columns(self, fit):
-        return list(fit.data.columns)
+        return list(fit.columns)
 
     def value(self, fit, theta):
         return np.asarray(theta, dtype=np.float64)
 
     def jacobian(self, fit):
-        return np.eye(fit.data.d)
+        return np.eye(len(fit.coef))
 
 
 class HazardRatios(Target):
@@ -150,7 +150,7 @@ class HazardRatios(Target):
     name = "hazard_ratio"
 
     def columns(self, fit):
-        return [f"HR {c}" for c in fit.data.columns]
+        return [f"HR {c}" for c in fit.columns]
 
     def value(self, fit, theta):
         return np.exp(np.asarray(theta, dtype=np.float64))
@@ -386,14 +386,13 @@ def resolve_target(target):
     if isinstance(target, str) and target.lower() in _ALIASES:
         return _ALIASES[target.lower()]()
     raise ValueError(f"unknown target {target!r}: use 'coef', 'hr', or a Target such as "
-                     "coxinfluence.audit.targets.RelativeRisk(X_new) / Survival(X_new, times)")
+                     "coxinfluence.targets.RelativeRisk(X_new) / Survival(X_new, times)")
 
 
 def target_change(fit, theta_change, target, units=None, *, include_data_effect=True):
     """Estimated target change ``g_{-g} - g`` (U, m) from coefficient changes (U, d) of the
     units ``units`` (default: rows): ``theta_change J_g' + [data effect]`` (module
     docstring)."""
-    units = row_units(fit.data) if units is None else units
     dtheta = np.asarray(theta_change, dtype=np.float64)
     out = dtheta @ target.jacobian(fit).T
     if include_data_effect:
@@ -407,6 +406,5 @@ def target_exact(fit, theta_loo, target, units=None):
     """Exact target change ``g(theta_{-g}; D_{-g}) - g(theta_hat; D)`` (U, m) from the
     refitted coefficients ``theta_loo`` (U, d) of the units ``units`` (default: rows,
     caller's order)."""
-    units = row_units(fit.data) if units is None else units
     base = target.value(fit, fit.coef[None, :])[0]
     return target.refit_values(fit, np.asarray(theta_loo, dtype=np.float64), units) - base

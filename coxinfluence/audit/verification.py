@@ -13,7 +13,8 @@ So ``auto`` refits, exactly (:func:`coxinfluence.influence_functions.refits.exac
 
     where ``SAFETY`` bounds ``LD_exact / LD_vif`` over units that are not flagged
     (measured: :data:`SAFETY`'s docstring);
-(b) every flagged unit (:mod:`coxinfluence.audit.flags`: deleting it leaves the model undefined,
+(b) every flagged unit (:mod:`coxinfluence.influence_functions.stability`: deleting it leaves the
+model undefined,
     or VIF is predicted to be off).
 
 At most ``max(60, 8% of the units)`` refits. When the rule is not met within them, the
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from coxinfluence.influence_functions.refits import Refits, exact_refits
+from coxinfluence.influence_functions.refits import Refits
 
 SAFETY = 1.5
 """Safety factor of the stopping rule: an upper bound on ``LD_exact / LD_vif`` for units
@@ -73,28 +74,29 @@ class Verification:
                 f"may belong in it (flag unverified_top)")
 
 
-def verify(fit, units, ld_approx, must_refit, *, refit=None, top=TOP, min_refits=MIN_REFITS,
+def verify(model, ld_approx, must_refit, *, refit=None, top=TOP, min_refits=MIN_REFITS,
            safety=SAFETY, max_refits=None, progress=None, executor=None) -> Verification:
     """Exact refits for ``auto`` (module docstring).
 
     ``ld_approx`` (U,): VIF likelihood displacements; ``must_refit`` (U,) bool: flagged
     units, refitted first (by decreasing ``ld_approx``, within the cap). ``refit(codes)``
-    returns a :class:`~coxinfluence.influence_functions.refits.Refits` (default
-    :func:`exact_refits`); the
-    displacement of a refit is ``2 [J(theta_{-g}) - J(theta_hat)]`` (``fit.objective``).
+    returns a :class:`~coxinfluence.influence_functions.refits.Refits` (default: the
+    model's refits, ``model.refit``); the displacement of a refit is
+    ``2 [J(theta_{-g}) - J(theta_hat)]`` (``model.objective``). ``model``: the seam
+    (:mod:`coxinfluence.influence_functions.seam`).
     """
-    U = units.n_units
+    U = len(model.unit_labels)
     cap = refit_cap(U) if max_refits is None else min(U, int(max_refits))
     if refit is None:
         def refit(codes):
-            return exact_refits(fit, units, codes, progress=progress, executor=executor)
+            return model.refit(codes, progress=progress, executor=executor)
     score = np.where(np.isfinite(ld_approx), ld_approx, np.inf)   # unknown: refit early
     order = np.argsort(-score, kind="stable")
     flagged_first = np.concatenate([order[must_refit[order]], order[~must_refit[order]]])
     refitted = np.zeros(U, dtype=bool)
     parts = []
     ld_exact = np.full(U, np.nan)
-    full = fit.objective(fit.coef[None, :])[0]
+    full = model.objective(model.coef[None, :])[0]
     n_flagged = int(must_refit.sum())
     want = min(cap, max(min_refits + n_flagged, min_refits))
     while True:
@@ -104,7 +106,7 @@ def verify(fit, units, ld_approx, must_refit, *, refit=None, top=TOP, min_refits
             parts.append(res)
             refitted[res.codes] = True
             ok = res.codes[res.ok]
-            ld_exact[ok] = 2.0 * (fit.objective(res.theta[res.ok]) - full)
+            ld_exact[ok] = 2.0 * (model.objective(res.theta[res.ok]) - full)
         finite = np.sort(ld_exact[np.isfinite(ld_exact)])[::-1]
         threshold = finite[top - 1] if finite.size >= top else np.nan
         rest = ~refitted
@@ -116,7 +118,7 @@ def verify(fit, units, ld_approx, must_refit, *, refit=None, top=TOP, min_refits
             met = False
             break
         want = min(cap, 2 * want)
-    refits = _concat(parts, fit.data.d)
+    refits = _concat(parts, model.coef.size)
     contender = np.zeros(U, dtype=bool)
     if not met:
         level = threshold if np.isfinite(threshold) else 0.0

@@ -23,6 +23,7 @@ import jax as _jax
 _jax.config.update("jax_enable_x64", True)
 
 from . import losses  # noqa: E402
+from .audit_model import AutodiffModel  # noqa: E402
 from .core import vif, weight_influence  # noqa: E402
 from .solvers import (  # noqa: E402
     CGSolver,
@@ -36,6 +37,7 @@ from .solvers import (  # noqa: E402
 )
 
 __all__ = [
+    "AutodiffModel",
     "vif",
     "weight_influence",
     "make_solver",

@@ -240,12 +240,14 @@ class Refits:
 
 
 def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_size=None,
-                 tol=None, max_iter=50, n_chunks=None) -> Refits:
+                 tol=None, max_iter=50, n_chunks=None, vif=None, third=None) -> Refits:
     """Refit ``fit`` without each of the units ``codes`` (unit codes of ``units``, a
     :class:`coxinfluence.data.units.Units`; default all): the engine of :func:`exact_loo`
     (parameters there), returning a :class:`Refits` with a status per unit instead of
     warning. A unit whose refit is undefined or failed is NaN, never an error for the
-    batch."""
+    batch. ``vif`` (U, d), every unit's ``VIF_n(g)``, and ``third``, the loss's third
+    derivative at ``fit.coef``, are the warm start's inputs when the caller has them
+    (an audit computes each once); else they are computed here."""
     data = fit.data
     U = units.n_units
     codes = np.arange(U) if codes is None else np.asarray(codes, dtype=int)
@@ -254,7 +256,7 @@ def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_
     show = (codes.size > 2000) if progress is None else bool(progress)
     from scipy.linalg import cho_factor
     chol = cho_factor(fit.information)
-    theta_start, J_start = _warm_start(fit, units, codes)
+    theta_start, J_start = _warm_start(fit, units, codes, vif, third)
     args = (fit.risk_sets, units.of_row, fit.coef, chol)
     m = codes.size
     theta = np.empty((m, data.d))
@@ -322,7 +324,7 @@ def _confirm_flat(fit, units, code, tol, max_iter, chol):
 _NEWTON_START_FLOATS = 2e7     # at most ~160 MB per (m, d, d) array of the warm start
 
 
-def _warm_start(fit, units, codes):
+def _warm_start(fit, units, codes, vif_units=None, third=None):
     """Starting points (m, d) and first inverse-Jacobian estimates (m, d, d) or None for
     the refits of the units ``codes``.
 
@@ -348,7 +350,9 @@ def _warm_start(fit, units, codes):
     )
     from coxinfluence.influence_functions.vif import vif_of_units
     U, d = units.n_units, fit.data.d
-    vif = np.asarray(vif_of_units(fit, units=units), dtype=np.float64)[codes]
+    if vif_units is None:
+        vif_units = vif_of_units(fit, units=units)
+    vif = np.asarray(vif_units, dtype=np.float64)[codes]
     theta_vif = fit.coef - vif / U
     bad = ~np.isfinite(theta_vif).all(axis=1)
     theta_vif[bad] = fit.coef
@@ -368,7 +372,8 @@ def _warm_start(fit, units, codes):
     J[:] = np.linalg.inv(fit.information)
     newton_only = idx
     if idx.size:
-        T = third_derivative(fit.risk_sets, fit.coef).reshape(d, d * d)
+        T = (third_derivative(fit.risk_sets, fit.coef) if third is None
+             else np.asarray(third)).reshape(d, d * d)
         D0 = -step[solved]
 
         def contract(D):                                 # T[D] (m, d, d)

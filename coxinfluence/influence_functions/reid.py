@@ -45,7 +45,12 @@ def reid_influence(fit, groups=None):
     O(n d^2 + d^3) to apply ``(H/n)^{-1}``.
     """
     fit = check_fit(fit, "reid_influence")
-    units = resolve_units(fit, groups)
+    return reid_of_units(fit, resolve_units(fit, groups))
+
+
+def reid_of_units(fit, units):
+    """:func:`reid_influence` for already resolved units (a
+    :class:`coxinfluence.data.units.Units`); a penalised fit's information included."""
     # the gradient of the loss moves by -w_i U_i when row i's weight drops by w_i
     delta = -fit.data.weights[:, None] * score_residuals_sorted(fit.risk_sets, fit.coef)
     return fit.paper_scale(units.collapse(delta), units, overwrite=True)

@@ -36,57 +36,15 @@ one-thread BLAS calls (:mod:`coxinfluence.numerics.rows`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
 from coxinfluence.data.cox_data import CoxData
 from coxinfluence.data.deletion import Deletion
+from coxinfluence.likelihood.terms import RiskSetState, Terms
 from coxinfluence.numerics.rows import ROW_BLOCK, csr_matvecs, matmul_reduce_rows, matmul_rows
 from coxinfluence.numerics.threads import for_row_blocks, n_threads
-
-
-@dataclass(frozen=True)
-class Terms:
-    """Efron terms for a batch: fraction ``c`` and weight ``m`` of each event term.
-
-    ``frac`` and ``mean_weight`` have shape (B, K) or (K,) (broadcast over B);
-    ``weights`` are the effective row weights (B, n) or (n,) (zero for deleted rows).
-    """
-
-    weights: np.ndarray
-    frac: np.ndarray
-    mean_weight: np.ndarray
-
-    def take(self, idx):
-        """The terms of the problems ``idx`` of a batch."""
-        def pick(a):
-            return a[idx] if a.ndim == 2 else a     # (K,) or (n,) are shared by the batch
-        return Terms(pick(self.weights), pick(self.frac), pick(self.mean_weight))
-
-
-@dataclass(frozen=True)
-class RiskSetState:
-    """Risk-set quantities at one ``theta`` (batch axis dropped), shared by the
-    influence functions. Scores are on the shifted scale ``exp(eta - shift)``;
-    ``den`` and ``term_mean`` are per Efron term (see :meth:`RiskSets.risk`,
-    :meth:`RiskSets.term_means`)."""
-
-    risk: np.ndarray         # (n,) w * score
-    den: np.ndarray          # (K,) S0 - c S0D
-    term_mean: np.ndarray    # (K, d) a_k
-    mean_weight: np.ndarray  # (K,) m_k
-    frac: np.ndarray         # (K,) c_k (the data's own array: read only)
-    weights: np.ndarray      # (n,) w (the data's own array: read only)
-    risk_sets: "RiskSets" = None   # the kernels it came from (their cached structures)
-
-    @property
-    def score(self):
-        """(n,) ``exp(eta - shift)``, as ``risk / w`` (within an ulp; not stored: one
-        (n,) array less for the VIF at 10^7 rows)."""
-        return self.risk / self.weights
-
 
 _PASS_MADDS = 1 << 19      # rows per block of the fit's pass over X: d^2 x rows madds
 
@@ -585,7 +543,20 @@ class RiskSets:
         return loss, grad, H
 
     def state(self, theta) -> RiskSetState:
-        """:class:`RiskSetState` at one coefficient vector, all rows present."""
+        """:class:`RiskSetState` at one coefficient vector, all rows present. The last
+        one is kept (its arrays read-only): the influence functions, flags and refits of
+        one audit all read the state at ``theta_hat``."""
+        key = np.asarray(theta, dtype=np.float64).tobytes()
+        cached = self._derived.get("state")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        state = self._state(theta)
+        for a in (state.risk, state.den, state.term_mean):
+            a.flags.writeable = False
+        self._derived["state"] = (key, state)
+        return state
+
+    def _state(self, theta):
         terms = self.terms()
         theta = np.asarray(theta, dtype=np.float64)[None, :]
         eta, r, shift, den = self.risk(theta, terms)

@@ -245,6 +245,10 @@ def curvature_score(fit, units=None, delta_vif=None, C=None, T=None):
     delta = _delta(fit, units, delta_vif)
     C = information_split(fit, units) if C is None else C
     T = third_derivative(fit) if T is None else T
+    return _curvature(fit, delta, C, T)
+
+
+def _curvature(fit, delta, C, T):
     H = np.asarray(fit.information, dtype=np.float64)
     r = -np.einsum("uij,uj->ui", C, delta) + 0.5 * np.einsum("iab,ua,ub->ui", T, delta, delta)
     num = np.sqrt(np.maximum(np.einsum("ui,ui->u", r, np.linalg.solve(H, r.T).T), 0.0))
@@ -285,10 +289,11 @@ def undefined_units(fit, units=None):
     return out
 
 
-def unstable_units(fit, units=None, delta_vif=None):
+def unstable_units(fit, units=None, delta_vif=None, C=None, T=None):
     """(U,) bool: VIF's change is predicted to be off by more than about 10% of the exact
-    change in the information norm: :func:`curvature_score` above ``UNSTABLE_CURVATURE``
-    or :func:`leverage` above ``UNSTABLE_LEVERAGE``.
+    change in the information norm: :func:`unstable_from_split` with the Cox model's
+    information split ``C`` (:func:`information_split`) and third derivative ``T``
+    (:func:`third_derivative`), each computed here unless given.
 
     Measured against exact refits of every unit of 41 real data sets
     (``paper_appendix/bench_flags.py``; details at ``UNSTABLE_CURVATURE``): recall 98% of
@@ -298,9 +303,28 @@ def unstable_units(fit, units=None, delta_vif=None):
     fit = check_fit(fit)
     units = _units(fit, units)
     delta = _delta(fit, units, delta_vif)
-    C = information_split(fit, units)
-    curv = curvature_score(fit, units, delta, C=C)
-    return (curv > UNSTABLE_CURVATURE) | (leverage(fit, units, C=C) > UNSTABLE_LEVERAGE)
+    C = information_split(fit, units) if C is None else C
+    T = third_derivative(fit) if T is None else T
+    return unstable_from_split(fit.information, C, T, delta)
+
+
+def unstable_from_split(H, C, T, delta):
+    """(U,) bool, the ``unstable`` rule for any model: :func:`curvature_score` above
+    ``UNSTABLE_CURVATURE`` or :func:`leverage` above ``UNSTABLE_LEVERAGE``, from the
+    information ``H`` (d, d), the units' parts of it ``C`` (U, d, d), the third derivative
+    ``T`` (d, d, d) and the first-order changes ``delta`` (U, d). A model without an exact
+    split (the autodiff losses) passes ``C_g = H - H_{-g}``, which is the split for a
+    decomposable loss."""
+    fit = _Information(np.asarray(H, dtype=np.float64))
+    curv = _curvature(fit, np.asarray(delta, dtype=np.float64), C, T)
+    return (curv > UNSTABLE_CURVATURE) | (_generalised_eig(fit, C)[0][:, -1] > UNSTABLE_LEVERAGE)
+
+
+class _Information:
+    """What the split's algebra reads of a fit: its information."""
+
+    def __init__(self, H):
+        self.information = H
 
 
 def flag_frame(fit, units=None, delta_vif=None):

@@ -1,0 +1,154 @@
+"""The Cox model behind the audit's seam (:mod:`coxinfluence.influence_functions.seam`).
+
+One :class:`CoxAudit` per ``ci.influence`` call holds what every part of the audit shares
+and computes each of it once: the units (rows, subjects or clusters), the risk-set state
+at ``theta_hat`` (kept by ``fit.risk_sets``), every unit's VIF, the information split and
+the third derivative (flags, and the exact refits' warm start), Reid's IF (LMAX).
+Ridge-penalised lifelines fits (``fit.penalty``) take their own closed forms and refits
+(:mod:`coxinfluence.influence_functions.penalized`).
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from coxinfluence.data.units import resolve_units
+from coxinfluence.influence_functions.penalized import penalized_refits, penalized_theta_change
+from coxinfluence.influence_functions.refits import exact_refits, newton_loo
+from coxinfluence.influence_functions.reid import reid_of_units
+from coxinfluence.influence_functions.stability import (
+    information_split,
+    third_derivative,
+    undefined_units,
+    unstable_units,
+)
+from coxinfluence.influence_functions.vif import vif_of_units
+from coxinfluence.models.cox import check_fit
+
+
+class CoxAudit:
+    """A fitted :class:`~coxinfluence.CoxFit` with its units of deletion (``groups``: one
+    label per row; default the fit's subjects, else rows), as the audit sees it."""
+
+    model_name = "Cox proportional hazards"
+
+    def __init__(self, fit, groups=None):
+        self.fit = fit
+        self.groups = groups
+        self.units = resolve_units(fit, groups)
+        if fit.penalty is not None and not self.units.is_rows:
+            raise NotImplementedError("subjects or clusters of a penalised (ridge) model are "
+                                      "not supported: the penalty's change per unit is not "
+                                      "implemented")
+
+    # ---------------------------------------------------------------- the model
+    @property
+    def coef(self):
+        return self.fit.coef
+
+    @property
+    def columns(self):
+        return self.fit.columns
+
+    @property
+    def information(self):
+        return self.fit.information
+
+    @property
+    def converged(self):
+        return bool(self.fit.converged)
+
+    @property
+    def unit_labels(self):
+        return self.units.labels
+
+    @property
+    def units_are_rows(self):
+        return bool(self.units.is_rows)
+
+    def objective(self, thetas):
+        return self.fit.objective(thetas)
+
+    # ------------------------------------------------------ shared, computed once
+    @cached_property
+    def vif(self):
+        """(U, d) ``VIF_n(g)`` of every unit (paper scale; the partial likelihood's part
+        for a penalised fit)."""
+        return np.asarray(vif_of_units(self.fit, units=self.units), dtype=np.float64)
+
+    @cached_property
+    def reid(self):
+        """(U, d) Reid's ``IF_n(g)`` of every unit (paper scale)."""
+        check_fit(self.fit, "reid_influence")
+        return np.asarray(reid_of_units(self.fit, self.units), dtype=np.float64)
+
+    @cached_property
+    def split(self):
+        """(U, d, d) the units' parts of the information (flags)."""
+        return information_split(self.fit, self.units)
+
+    @cached_property
+    def third(self):
+        """(d, d, d) the loss's third derivative at ``theta_hat`` (flags, refits)."""
+        return third_derivative(self.fit)
+
+    # ------------------------------------------------------------ the estimates
+    def change(self, method):
+        fit, n = self.fit, self.units.n_units
+        if fit.penalty is not None:
+            return penalized_theta_change(fit, method)[0]
+        # the public functions' warning for a fit without maximum, under their names
+        check_fit(fit, {"vif": "vif", "reid": "reid_influence", "newton": "newton_loo"}
+                  .get(method, method))
+        if method == "vif":
+            return -self.vif / n
+        if method == "reid":
+            return -self.reid / n
+        if method == "newton":
+            return np.asarray(newton_loo(fit, groups=self.groups), dtype=np.float64) - fit.coef
+        raise ValueError(f"unknown method {method!r}")
+
+    def refit(self, codes=None, *, progress=None, executor=None):
+        fit = check_fit(self.fit, "influence(method='exact')", refuse=True)
+        codes = np.arange(self.units.n_units) if codes is None else np.asarray(codes, int)
+        if fit.penalty is not None:
+            return penalized_refits(fit, codes)
+        # the warm start reuses this audit's VIF and third derivative
+        return exact_refits(fit, self.units, codes, progress=progress, executor=executor,
+                            vif=self.vif, third=self.third)
+
+    # ------------------------------------------------------------------ trust
+    def undefined(self):
+        if self.fit.penalty is not None:       # a ridge objective always has a maximum
+            return np.zeros(self.units.n_units, dtype=bool)
+        return np.asarray(undefined_units(self.fit, self.units), dtype=bool)
+
+    def unstable(self, delta_vif):
+        if self.fit.penalty is not None:       # no measured rule for penalised fits
+            return np.zeros(self.units.n_units, dtype=bool)
+        return unstable_units(self.fit, self.units, delta_vif, C=self.split, T=self.third)
+
+    def unit_scores(self):
+        return self.reid @ self.fit.information / self.units.n_units
+
+    def covariance(self, robust):
+        return self.fit.robust_covariance(self.groups) if robust else self.fit.var
+
+    def unit_frame(self, frame):
+        """Rows: ``frame``; subjects and clusters: the number of rows, the follow-up span
+        (first entry, last exit) and the number of events, indexed by the unit label."""
+        units = self.units
+        if units.is_rows:
+            return frame
+        data, code, U = units.data, units.of_row, units.n_units
+        start = np.zeros(data.n) if data.start is None else data.start
+        entry = np.full(U, np.inf)
+        np.minimum.at(entry, code, start)
+        exit_ = np.full(U, -np.inf)
+        np.maximum.at(exit_, code, data.time)
+        return pd.DataFrame({"rows": np.bincount(code, minlength=U),
+                             "entry": entry, "exit": exit_,
+                             "events": np.bincount(code, weights=data.event, minlength=U)},
+                            index=units.labels)
