@@ -361,7 +361,9 @@ def _warm_start(fit, units, codes, vif_units=None, third=None):
     # grad L_{-g}(theta_hat) = grad L - (grad L - grad L_{-g}) = gradient + H VIF_n(g) / U
     g_loo = matmul_rows(vif, fit.information / U, np.empty((codes.size, d)))
     g_loo += fit.gradient
-    H_loo = (hessians_by_deletion(fit, units, codes) if codes.size <= 64
+    # a few units: by deletion, one problem at a time (the kernels' one-problem path is
+    # faster than their batch: measured 3.4x on SUPPORT, equal on GBSG2)
+    H_loo = (hessians_by_deletion(fit, units, codes, batch=1) if codes.size <= 64
              else deleted_hessians(fit, units, codes))
     ok = ~bad & np.isfinite(H_loo).all(axis=(1, 2))
     step, solved = solve_batch(H_loo[ok], g_loo[ok])
