@@ -70,6 +70,12 @@ class CoxFit:
     ``solve(fit$var)``; with the penalty's Hessian for penalised fits), so ``var`` and
     the influence functions use the objective that was minimised. ``data`` is the
     validated, sorted :class:`CoxData`.
+
+    ``ctype`` is the baseline hazard of survival predictions (:mod:`coxinfluence.targets`),
+    as R's ``survfit(fit, ctype=)``: 1 = Breslow / Nelson-Aalen type (the events'
+    weight over the risk-set sum at each event time), 2 = with Efron's tie correction;
+    None (``fit_cox``) = R's default for the fit's ties (2 for Efron, 1 for Breslow).
+    The integrations set the library's own: lifelines and statsmodels use 1.
     """
 
     coef: np.ndarray
@@ -83,6 +89,7 @@ class CoxFit:
     tol: float = 1e-10
     max_iter: int = 50
     penalty: object = field(default=None, repr=False)   # has .value(thetas) and .strength
+    ctype: object = None            # survival baseline: 1, 2 or None (R's default; above)
 
     @property
     def n(self):

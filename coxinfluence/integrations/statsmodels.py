@@ -14,6 +14,12 @@ fit is built with ``at_risk_at_entry=True``, so the likelihood, every influence 
 and the exact refits are statsmodels' own: a row entering at an event time counts in that
 event's risk set (Rossi on the age scale, integer ages: 99 such rows).
 
+Survival targets use statsmodels' baseline hazard increments, ``d_g / S0_g`` at every
+event time (R's ``ctype = 1``, also for ``ties="efron"``: the fit's ``ctype``).
+statsmodels' ``predict(pred_type="surv")`` steps its cumulative hazard one event time
+late (``np.cumsum(h0) - h0`` in ``baseline_cumulative_hazard``), which we do not copy:
+our ``S(t | x)`` at ``t`` is its prediction at the first event time after ``t``.
+
 Not supported (a clear ``ValueError``): ``offset``.
 """
 from __future__ import annotations
@@ -46,6 +52,7 @@ def resolve_statsmodels(results, data=None) -> Resolved:
     params = np.asarray(results.params, dtype=np.float64)
     fit = fit_cox(X, time, status, start=start, strata=strata, ties=model.ties, init=params,
                   at_risk_at_entry=True)
+    fit.ctype = 1                  # statsmodels' baseline hazard: d_g / S0_g (module doc)
     check_agreement(fit, params, "statsmodels",
                     diagnose=lambda: _diagnose_mismatch(results, fit, start, time, status,
                                                         strata))
