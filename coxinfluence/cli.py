@@ -58,6 +58,26 @@ def build_parser(registry: dict[str, Subcommand] | None = None) -> argparse.Argu
     return parser
 
 
+def add_progress_argument(p: argparse.ArgumentParser) -> None:
+    """``--progress`` / ``--no-progress``, the same on every subcommand: show the progress
+    bars on stderr always or never; by default only when stderr is a terminal (a log file
+    or a pipe gets no carriage-return lines)."""
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="show progress bars on stderr (--progress) or never (--no-progress); "
+                        "default: only when stderr is a terminal, so logs and pipes get none")
+
+
+def show_progress(flag: bool | None) -> bool:
+    """Whether to show progress bars: ``flag`` when given, else whether stderr is a
+    terminal."""
+    if flag is not None:
+        return bool(flag)
+    try:
+        return bool(sys.stderr.isatty())
+    except (AttributeError, ValueError):        # closed or replaced by an object without it
+        return False
+
+
 def main(argv: list[str] | None = None, *, registry: dict[str, Subcommand] | None = None) -> int:
     """Entry point; returns the exit code."""
     parser = build_parser(registry)
@@ -99,7 +119,7 @@ def _asymptotics_arguments(p: argparse.ArgumentParser) -> None:
     design.add_argument("--tau", type=float, default=1.0, help="truncation time (default 1)")
     design.add_argument("--no-truncation", action="store_true",
                         help="drop the truncation time (negative control: breaks condition 3)")
-    p.add_argument("--progress", action="store_true", help="show a progress bar")
+    add_progress_argument(p)
 
 
 def _asymptotics_run(args: argparse.Namespace) -> int:
@@ -111,7 +131,7 @@ def _asymptotics_run(args: argparse.Namespace) -> int:
                        baseline_hazard=args.baseline_hazard, censor_rate=args.censor_rate,
                        tau=None if args.no_truncation else args.tau)
     kwargs = dict(design=design, seed=args.seed, include_loo=args.include_loo,
-                  progress=args.progress,
+                  progress=show_progress(args.progress),
                   leading_term=False if args.no_leading_term else None)
     if args.workers > 1:
         import multiprocessing
@@ -164,9 +184,10 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strata", nargs="+", default=None, help="stratum column(s)")
     p.add_argument("--weights", default=None, help="case-weight column")
     p.add_argument("--id", default=None,
-                   help="patient id column (default: row number); with --start or "
-                        "--subjects, repeated ids are one patient's rows and the audit is "
-                        "per patient")
+                   help="patient id column: patients are labelled by its values (default, "
+                        "without --id: by their data row number in the CSV, counted from 1 "
+                        "= the first row below the header); with --start or --subjects, "
+                        "repeated ids are one patient's rows and the audit is per patient")
     p.add_argument("--subjects", action="store_true",
                    help="rows sharing an --id are one patient (implied by --start)")
     p.add_argument("--cluster", default=None,
@@ -196,7 +217,7 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top", type=int, default=10, help="patients in the top table (default 10)")
     p.add_argument("--out", type=Path, default=Path("influence_report.html"),
                    help="HTML report path (default influence_report.html)")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    add_progress_argument(p)
 
 
 def _rows_text(labels):
@@ -342,8 +363,18 @@ def _per_stratum(target, fit):
         return target
     mean = target.X_new
     rows = pd.concat([mean] * len(labels), ignore_index=True)
-    rows.index = [f"mean, stratum {lab}" for lab in labels]
+    rows.index = [f"mean, stratum {_label_text(lab)}" for lab in labels]
     return T.Survival(rows, target.times, strata=list(labels))
+
+
+def _label_text(value) -> str:
+    """A stratum label as text: integer-valued numbers as integers (a 0/1 column read as
+    floats is "0", "1", not "0.0", "1.0")."""
+    import numbers
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) \
+            and float(value).is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def _audit_run(args: argparse.Namespace) -> int:
@@ -374,7 +405,7 @@ def _audit_run(args: argparse.Namespace) -> int:
         newdata = _read_newdata(args.newdata, list(X.columns),
                                 None if args.demo else args.strata, args.id)
     target = _audit_target(args.target, X, newdata)
-    show = not args.no_progress
+    show = show_progress(args.progress)
     steps = tqdm(total=4, desc="audit", unit="step", disable=not show)
     steps.set_postfix_str("fitting")
     with warnings.catch_warnings(record=True) as caught:
@@ -424,7 +455,9 @@ def _print_summary(res, reid_res, exact_res, target):
           f"target {target.name}")
     if not res.fit_ok:
         print("WARNING: the Cox fit did not converge; the numbers below are not meaningful")
-    kind = "* = exact refit" if res.refits is not None else f"{res.method} estimate"
+    approx = res.approx if res.approx is not None else res
+    kind = ("* = exact refit" if res.refits is not None
+            else f"{approx.method.upper()} quadratic-form estimate")
     print(f"Most influential {res.unit_name} (likelihood displacement, {kind}): "
           + ", ".join(f"{i} ({v:.4g}{'*' if ok else ''})" for i, v, ok in
                       zip(top.index, top["likelihood_displacement"], top["verified"])))
@@ -437,7 +470,6 @@ def _print_summary(res, reid_res, exact_res, target):
     counts = res.flags.sum()
     if counts.any():
         print("Flagged: " + ", ".join(f"{int(v)} {k}" for k, v in counts.items() if v))
-    approx = res.approx if res.approx is not None else res
     if reid_res is not approx:
         print(f"{approx.method.upper()} vs Reid: mean correlation "
               f"{approx.correlation(reid_res).mean():.6f}")
@@ -453,7 +485,12 @@ register(Subcommand(
     description="Fit a Cox model to DATA.csv (or --demo: lifelines' bundled GBSG2), compute "
                 "every patient's leave-one-out influence (by default VIF, verified by exact "
                 "refits where the audit is read), Reid's IF and (with --exact or for small n) "
-                "exact refits of every patient, and write one self-contained HTML report."))
+                "exact refits of every patient, and write one self-contained HTML report. "
+                "Patient labels (report and printed summary): the --id column's values; "
+                "without --id, the data row number in the CSV counted from 1 (the first row "
+                "below the header is 1); with --cluster, the cluster column's values; with "
+                "--demo, GBSG2's row position counted from 0 (0 to 685, as python -m "
+                "coxinfluence.demo prints them)."))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,12 +1,20 @@
 """The main job on the embedded default data (lifelines' bundled GBSG2, no download):
-fit a Cox model and print the five most influential patients by VIF beside Reid's IF
-and exact leave-one-out refits.
+fit a Cox model and print the five most influential patients, ranked and measured as
+``coxinfluence audit --demo`` ranks and measures them, beside the first-order estimates of
+VIF and Reid's IF.
 
     python -m coxinfluence.demo
 
-Influence of patient i is summarised by the approximate likelihood displacement
-``delta_i' I delta_i`` of the leave-one-out change ``delta_i = theta_hat_{-i} - theta_hat``
-(Cook's distance for Cox models), computed from each method's estimate of ``delta_i``.
+Influence of patient i is its likelihood displacement (:attr:`InfluenceResult.
+likelihood_displacement`, the same number as the audit report's "displacement"):
+
+    LD exact   2 [logL(theta_hat) - logL(theta_hat_{-i})], theta_hat_{-i} refitted without
+               the patient (:attr:`InfluenceResult.ld_exact`);
+    LD VIF     its quadratic-form estimate ``Delta_i' I Delta_i`` from the VIF change
+               ``Delta_i = -VIF_n(i) / n`` (no refit; :attr:`InfluenceResult.ld_approx`);
+    LD Reid    the same from Reid's IF (R's dfbeta).
+
+Patients are labelled by their row position in GBSG2, counted from 0.
 """
 from __future__ import annotations
 
@@ -36,31 +44,57 @@ def gbsg2_design():
     return X, df["time"].astype(float), df["cens"].astype(float)
 
 
-def displacement(delta, information):
-    return np.einsum("ij,jk,ik->i", delta, information, delta)
+COLUMNS = {
+    "LD exact": "likelihood displacement 2[logL(theta_hat) - logL(theta_hat_-i)], "
+                "by refitting without the patient",
+    "LD VIF": "its quadratic-form estimate Delta' I Delta from the VIF change (no refit)",
+    "LD Reid": "the same estimate from Reid's IF (R's dfbeta)",
+}
+
+
+def influence_results(progress=False):
+    """(fit, the audit's result, Reid's result) on GBSG2: the default ``method="auto"``
+    of ``ci.influence`` (VIF for every patient, exact refits where the audit is read), on
+    the frame ``coxinfluence audit --demo`` passes."""
+    X, time, event = gbsg2_design()
+    fit = ci.fit_cox(X, time, event)
+    frame = X.assign(time=time.to_numpy(), event=event.to_numpy())
+    res = ci.influence(fit, frame, progress=progress)
+    reid = ci.influence(fit, frame, method="reid")
+    return fit, res, reid
+
+
+def top_table(res, reid, k=5):
+    """The ``k`` most influential patients of ``res`` (``res.top(k)``, the audit's
+    ranking) with the displacement columns of :data:`COLUMNS`, then age, tsize, pnodes,
+    horTh, time and event."""
+    top = res.top(k)
+    idx = top.index
+    exact = res.ld_exact.loc[idx]
+    if not res.verified.loc[idx].all():          # never on GBSG2: the top 10 are refitted
+        raise RuntimeError("the demo's top patients were not all verified by refits")
+    table = pd.DataFrame({"LD exact": exact, "LD VIF": res.ld_approx.loc[idx],
+                          "LD Reid": reid.ld_approx.loc[idx]}, index=idx)
+    return pd.concat([table, top[["age", "tsize", "pnodes", "horTh", "time", "event"]]],
+                     axis=1)
 
 
 def main(argv=None):
+    fit, res, reid = influence_results()
     X, time, event = gbsg2_design()
-    fit = ci.fit_cox(X, time, event)
     n = fit.n
     print(f"Cox model on GBSG2 (lifelines' bundled copy): n = {n}, events = {int(event.sum())}, "
           f"Efron ties, converged in {fit.n_iter} Newton steps")
     print(fit.summary().round(4).to_string())
-    change = {
-        "VIF": -np.asarray(ci.vif(fit)) / n,
-        "Reid": -np.asarray(ci.reid_influence(fit)) / n,
-        "exact LOO": np.asarray(ci.exact_loo(fit, progress=False)) - fit.coef,
-    }
-    ld = pd.DataFrame({k: displacement(v, fit.information) for k, v in change.items()},
-                      index=X.index)
-    top = ld.sort_values("VIF", ascending=False).head(5)
-    show = pd.concat([top, X.loc[top.index, ["age", "tsize", "pnodes", "horTh"]],
-                      pd.DataFrame({"time": time, "event": event}).loc[top.index]], axis=1)
-    print("\nFive most influential patients (likelihood displacement of removing them):")
+    show = top_table(res, reid, 5)
+    print("\nFive most influential patients, as `coxinfluence audit --demo` ranks them "
+          "(patient: GBSG2 row from 0)")
+    for name, text in COLUMNS.items():
+        print(f"  {name:<9} {text}")
     print(show.round(4).to_string())
-    corr = np.corrcoef(ld["VIF"], ld["exact LOO"])[0, 1]
-    print(f"\nCorrelation of VIF and exact leave-one-out displacement over all {n} patients: "
+    exact = res.exact(progress=False)          # every patient refitted
+    corr = np.corrcoef(res.ld_approx, exact.ld_exact)[0, 1]
+    print(f"\nCorrelation of LD VIF and LD exact over all {n} patients (each refitted): "
           f"{corr:.5f}")
     return 0
 

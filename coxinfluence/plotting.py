@@ -1,7 +1,8 @@
 """Plots of leave-one-out influence (matplotlib; figures are returned, never shown).
 
 - :func:`index_plot`: one panel per column, the change ``g_{-i} - g`` of every patient
-  against its row number (R's ``plot(resid(fit, "dfbeta")[, j])``), the largest labelled.
+  against its label (R's ``plot(resid(fit, "dfbeta")[, j])``), the largest labelled
+  inside the axes, clear of each other.
 - :func:`scatter_vs`: one panel per column, an approximation against a reference (exact
   refits, or Reid's IF), with the identity line and the Pearson correlation.
 """
@@ -40,25 +41,132 @@ def _columns(result, columns):
     return cols
 
 
-def index_plot(result, columns=None, label_top=3):
-    """Index plot of ``result.loo_change`` (see module docstring); returns the Figure."""
+def index_plot(result, columns=None, label_top=3, max_tick_labels=30):
+    """Index plot of ``result.loo_change`` (see module docstring); returns the Figure.
+
+    The x axis is the unit's label: with at most ``max_tick_labels`` units, one tick per
+    unit labelled with it; else, when the labels are increasing integers (the CLI's row
+    numbers, a RangeIndex), the labels themselves; else the unit's position (1 to n).
+    The ``label_top`` largest changes of each panel are labelled inside the axes, clear
+    of each other."""
     cols = _columns(result, columns)
     fig, axes = _grid(len(cols))
-    labels = result.loo_change.index.astype(str)
+    index = result.loo_change.index
+    labels = [str(v) for v in index]
+    x, xlabel, few = _unit_axis(index, result.unit_name[:-1], max_tick_labels)
+    placed = []
     for ax, c in zip(axes, cols):
-        y = result.loo_change[c].to_numpy()
-        x = np.arange(y.size)
-        ax.vlines(x, 0, y, lw=0.6, color="#4a6fa5")
+        y = result.loo_change[c].to_numpy(dtype=np.float64)
+        ax.vlines(x, 0, y, lw=0.6 if x.size > 100 else 1.2, color="#4a6fa5")
         ax.axhline(0, color="0.4", lw=0.6)
-        for k in np.argsort(-np.nan_to_num(np.abs(y)))[:label_top]:
-            ax.annotate(labels[k], (x[k], y[k]), fontsize=7, color="#b03a2e",
-                        xytext=(2, 2), textcoords="offset points")
+        ax.margins(x=0.03, y=0.12)
+        anns = []
+        for k in np.argsort(-np.nan_to_num(np.abs(y)), kind="stable")[:label_top]:
+            if not np.isfinite(y[k]) or y[k] == 0:
+                continue
+            ann = ax.annotate(labels[k], (x[k], y[k]), xytext=(3, 0), textcoords="offset points",
+                              ha="left", va="center", fontsize=7, color="#b03a2e",
+                              clip_on=True, annotation_clip=True)
+            ann.set_in_layout(False)
+            anns.append(ann)
+        placed.append((ax, anns))
         ax.set_title(str(c), fontsize=9)
-        ax.set_xlabel("patient (row)", fontsize=8)
+        ax.set_xlabel(xlabel, fontsize=8)
         ax.set_ylabel(f"change ({result.method})", fontsize=8)
         ax.tick_params(labelsize=7)
-    fig.suptitle("Leave-one-out change per patient", fontsize=10)
+        _small_scale_ticks(ax.yaxis)
+        if few:
+            ax.set_xticks(x, labels, rotation=90 if max(map(len, labels)) > 2 else 0)
+            ax.tick_params(axis="x", labelsize=6 if len(labels) > 20 else 7)
+        else:
+            _unit_ticks(ax.xaxis)
+    fig.suptitle(f"Leave-one-out change per {result.unit_name[:-1]}", fontsize=10)
+    renderer = _freeze_layout(fig)
+    for ax, anns in placed:
+        _place_labels(ax, anns, renderer)
     return fig
+
+
+def _unit_axis(index, unit, max_tick_labels):
+    """(x positions, axis label, whether every unit gets a labelled tick)."""
+    n = len(index)
+    if n <= max_tick_labels:
+        return np.arange(n, dtype=np.float64), unit, True
+    values = np.asarray(index)
+    if np.issubdtype(values.dtype, np.number) and not np.issubdtype(values.dtype, np.bool_):
+        v = values.astype(np.float64)
+        if np.all(np.isfinite(v)) and np.all(v == np.round(v)) and np.all(np.diff(v) > 0):
+            name = index.name if index.name not in (None, unit) else None
+            return v, unit if name is None else f"{unit} ({name})", False
+    return (np.arange(1, n + 1, dtype=np.float64),
+            f"{unit}: position 1 to {n} (largest labelled)", False)
+
+
+def _small_scale_ticks(axis, nbins=5):
+    """At most ``nbins`` ticks, numbers below 0.01 or above 1000 as a multiple of a power
+    of ten written once at the axis' end (x10^-4), so tick labels stay short."""
+    from matplotlib.ticker import MaxNLocator, ScalarFormatter
+    fmt = ScalarFormatter(useMathText=True)
+    fmt.set_powerlimits((-2, 3))
+    axis.set_major_formatter(fmt)
+    axis.set_major_locator(MaxNLocator(nbins=nbins))
+    axis.get_offset_text().set_fontsize(7)
+
+
+def _unit_ticks(axis):
+    """Integer ticks written in full (unit labels and positions are never scaled)."""
+    from matplotlib.ticker import MaxNLocator, ScalarFormatter
+    fmt = ScalarFormatter(useOffset=False)
+    fmt.set_scientific(False)
+    axis.set_major_formatter(fmt)
+    axis.set_major_locator(MaxNLocator(nbins=5, integer=True, steps=[1, 2, 2.5, 5, 10]))
+
+
+def _freeze_layout(fig):
+    """Run the figure's layout once and keep it, so that positions measured now (the
+    labels' placement) hold when the figure is saved; returns the renderer."""
+    fig.canvas.draw()
+    fig.set_layout_engine("none")
+    get = getattr(fig.canvas, "get_renderer", None)
+    return get() if get is not None else fig._get_renderer()
+
+
+def _place_labels(ax, anns, renderer, pad=1.5):
+    """Move each annotation (largest first) to the first spot beside its point whose
+    text lies inside the axes and clear of the labels already placed: right, then left
+    of the point, then shifted up and down by whole text heights."""
+    from matplotlib.transforms import Bbox
+    frame = ax.get_window_extent(renderer)
+    inner = Bbox.from_extents(frame.x0 + pad, frame.y0 + pad, frame.x1 - pad, frame.y1 - pad)
+    step = 8.0                                   # points: a 7-point label and a gap
+    shifts = [0.0] + [s * k * step for k in range(1, 13) for s in (-1.0, 1.0)]
+    taken = []
+
+    def overlap(a, b):
+        w = min(a.x1, b.x1) - max(a.x0, b.x0) + pad
+        h = min(a.y1, b.y1) - max(a.y0, b.y0) + pad
+        return max(w, 0.0) * max(h, 0.0)
+
+    for ann in anns:
+        best = None
+        for dy in shifts:
+            for dx, ha in ((3.0, "left"), (-3.0, "right")):
+                ann.set_position((dx, dy))
+                ann.set_horizontalalignment(ha)
+                box = ann.get_window_extent(renderer)
+                outside = (max(inner.x0 - box.x0, 0) + max(box.x1 - inner.x1, 0)
+                           + max(inner.y0 - box.y0, 0) + max(box.y1 - inner.y1, 0))
+                cost = (outside * 1e6 + sum(overlap(box, t) for t in taken), abs(dy))
+                if best is None or cost < best[0]:
+                    best = (cost, dx, dy, ha, box)
+                if cost[0] == 0:
+                    break
+            if best[0][0] == 0:
+                break
+        _, dx, dy, ha, box = best
+        ann.set_position((dx, dy))
+        ann.set_horizontalalignment(ha)
+        taken.append(box)
 
 
 def scatter_vs(result, reference, columns=None):
@@ -78,5 +186,7 @@ def scatter_vs(result, reference, columns=None):
         ax.set_xlabel(reference.method, fontsize=8)
         ax.set_ylabel(result.method, fontsize=8)
         ax.tick_params(labelsize=7)
+        _small_scale_ticks(ax.xaxis, nbins=4)
+        _small_scale_ticks(ax.yaxis)
     fig.suptitle(f"{result.method} against {reference.method}", fontsize=10)
     return fig

@@ -45,7 +45,35 @@ def figure_to_data_uri(fig, dpi=100) -> str:
 
 
 def _table(df: pd.DataFrame, digits=4) -> str:
-    return df.to_html(float_format=lambda v: f"{v:.{digits}g}", border=0, na_rep="NA")
+    """``df`` as an HTML table: numbers to ``digits`` significant digits, a float column
+    whose values are all whole numbers (0/1 indicators, strata, days) as integers, NaN as
+    NA."""
+    def number(v):
+        return "NA" if pd.isna(v) else f"{v:.{digits}g}"
+
+    def whole(v):
+        return "NA" if pd.isna(v) else str(int(v))
+
+    def other(v):
+        return "NA" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
+
+    def formatter(col):
+        if _whole_numbers(col):
+            return whole
+        return number if pd.api.types.is_float_dtype(col) else other
+
+    formatters = [formatter(df.iloc[:, j]) for j in range(df.shape[1])]
+    return df.to_html(formatters=formatters, border=0, na_rep="NA")
+
+
+def _whole_numbers(col: pd.Series) -> bool:
+    """A float column whose finite values are all integers below 2^53 (and not all NaN)."""
+    if not pd.api.types.is_float_dtype(col):
+        return False
+    v = col.to_numpy(dtype=np.float64)
+    v = v[~np.isnan(v)]
+    return v.size > 0 and bool(np.all(np.isfinite(v)) and np.all(v == np.round(v))
+                               and np.all(np.abs(v) < 2.0 ** 53))
 
 
 def _img(uri, alt):
@@ -74,14 +102,17 @@ def _trust_section(result):
     """"What can be trusted": the fit's status, what was verified, the flags."""
     fit = result.fit
     out = ["<h2>What can be trusted</h2><ul>"]
+    approx = result.approx if result.approx is not None else result
     if not result.fit_ok:
         names = fit.diverging_columns()
         out.append("<li class='bad'><b>The model did not converge</b>"
                    + (f": the coefficients of {html.escape(', '.join(names))} diverge "
                       "(monotone likelihood)" if names else "")
-                   + ". Every influence number is measured against a maximum that does not "
-                   "exist; refit with a ridge penalty or without those covariates.</li>")
-    if result.verification is not None:
+                   + f". Every influence number is a first-order estimate "
+                   f"({html.escape(approx.method.upper())}) measured against a maximum that "
+                   "does not exist, and none was refitted (there is no maximum to refit "
+                   "against); refit with a ridge penalty or without those covariates.</li>")
+    elif result.verification is not None:
         out.append(f"<li>{html.escape(result.verification.describe(result.unit_name))}."
                    " Verified numbers (&#10003;) are exact refits; the others are VIF "
                    "estimates.</li>")
@@ -93,15 +124,24 @@ def _trust_section(result):
     elif result.method == "exact":
         out.append("<li>Every number is an exact refit.</li>")
     else:
-        out.append(f"<li>Every number is a first-order estimate ({html.escape(result.method)})"
-                   "; none was verified by a refit.</li>")
+        out.append(f"<li>Every number is a first-order estimate "
+                   f"({html.escape(result.method.upper())}); none was verified by a refit."
+                   "</li>")
     flags = result.flags
     counts = flags.sum()
+    if not result.fit_ok:
+        unstable = "unstable (every first-order estimate: the fit has no maximum)"
+    elif result.refits is not None:
+        unstable = ("unstable (the first-order estimate is predicted to be off by more "
+                    "than about 10%; refitted: \u2713 in the tables)")
+    else:
+        unstable = ("unstable (the first-order estimate is predicted to be off by more "
+                    f"than about 10%; method {html.escape(result.method)} does not refit "
+                    "them, the default method auto does)")
     text = {"undefined": "undefined (removing it leaves a covariate constant or collinear, "
                          "or a stratum or the data without events: the exact change does "
                          "not exist, shown as NA)",
-            "unstable": "unstable (the first-order estimate is predicted to be off by more "
-                        "than about 10%; refitted by the default method)",
+            "unstable": unstable,
             "refit_failed": "refit failed (NA)",
             "unverified_top": "may belong in the top 10 but was not refitted"}
     for col in flags.columns:
@@ -135,16 +175,40 @@ def _top_tables(result, top_k):
         main = main.drop(columns=["VIF"])
     elif result.refits is None:
         main = main.drop(columns=["exact", "verified"])
-    info = [c for c in ("rows", "entry", "exit", "events", "time", "event", "cens")
-            if c in result.frame.columns]
+    info, rest = _data_columns(result)
     main = pd.concat([main, result.frame.loc[idx, info]], axis=1)
     changes = result.loo_change.loc[idx]
     dfbetas = result.dfbetas.loc[idx]
-    covs = result.frame.loc[idx, [c for c in result.frame.columns if c not in info]]
+    covs = result.frame.loc[idx, rest]
     return [_table(main), "<h3>Changes</h3>", _wrap(_table(changes, 3)),
             f"<h3>dfbetas (change / {'robust ' if result.robust else ''}SE; minus R's "
             "sign)</h3>", _wrap(_table(dfbetas, 3)),
             "<h3>Their data</h3>", _wrap(_table(covs, 4))]
+
+
+def _data_columns(result):
+    """The frame's columns for the top table (the unit's rows, follow-up, time, event)
+    and for "Their data" (the rest), each once: a column that is not a covariate of the
+    model and holds the same values as one of the first (the data's own event column
+    "cens" beside the fit's "event", or its time column under another name) is left out."""
+    frame = result.frame
+    info = [c for c in ("rows", "entry", "exit", "events", "time", "event", "cens")
+            if c in frame.columns]
+    covariates = set(map(str, result.fit.columns))
+    kept = []
+    for c in info + [c for c in frame.columns if c not in info]:
+        if str(c) in covariates or not any(_same_values(frame[c], frame[k])
+                                            for k in kept if k in info):
+            kept.append(c)
+    return [c for c in info if c in kept], [c for c in kept if c not in info]
+
+
+def _same_values(a: pd.Series, b: pd.Series) -> bool:
+    """Numeric columns holding the same numbers in every row."""
+    numeric = pd.api.types.is_numeric_dtype
+    if not (numeric(a) and numeric(b)):
+        return False
+    return bool(np.array_equal(a.to_numpy(dtype=np.float64), b.to_numpy(dtype=np.float64)))
 
 
 def _wrap(table):
@@ -172,13 +236,13 @@ def build_report(result, *, reid=None, exact=None, title="Cox model influence au
                else fit.summary())
     parts.append("<h2>Model</h2>" + _table(summary))
     unit = result.unit_name
+    approx = result.approx if result.approx is not None else result
     parts.append(f"<h2>Top {top_k} influential {unit}</h2><p>Ranked by the likelihood "
                  "displacement 2[logL(&theta;&#770;) &minus; "
                  "logL(&theta;&#770;<sub>&minus;i</sub>)]: exact (by refit) where verified "
-                 "(&#10003;), else its quadratic-form estimate from VIF "
-                 f"({html.escape(result.method)}). {_target_wording(result)}</p>")
+                 "(&#10003;), else its quadratic-form estimate from "
+                 f"{html.escape(approx.method.upper())}. {_target_wording(result)}</p>")
     parts.extend(_top_tables(result, top_k))
-    approx = result.approx if result.approx is not None else result
     parts.append("<h2>Index plots</h2>" + _img(figure_to_data_uri(approx.plot_index()),
                                                 "index plots"))
     for other, name in ((reid, "Reid's influence function"), (exact, "exact leave-one-out refits")):

@@ -8,7 +8,7 @@ has them) this computes
 - the VIF change ``delta_vif = -ci.vif(fit)/U`` and the exact change ``ci.exact_loo(fit) -
   theta_hat`` (the ground truth), one-step Newton (``ci.newton_loo``) where
   ``U n d^2 <= --newton-budget``, and the leverage-corrected change
-  ``(H - C_g)^{-1} H delta_vif`` (:mod:`coxinfluence.audit.flags`);
+  ``(H - C_g)^{-1} H delta_vif`` (:mod:`coxinfluence.influence_functions.stability`);
 - the candidate predictors of "VIF is off": (i) ``leverage`` ``lambda_g``, the largest
   eigenvalue of ``H^{-1/2} C_g H^{-1/2}``; (ii) ``dis_lc``, ``||lc - vif||_H / ||lc||_H``;
   (iii) ``dis_newton``, ``||newton - vif||_H / ||newton||_H``; (iv) ``share``, the largest
@@ -56,8 +56,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import OUT, markdown_table, r_available, write_result  # noqa: E402
 
 import coxinfluence as ci  # noqa: E402
-from coxinfluence.audit import flags  # noqa: E402
 from coxinfluence.data.units import resolve_units  # noqa: E402
+from coxinfluence.influence_functions import stability as flags  # noqa: E402
 
 DATA = OUT / "flags_data"
 BAD = 0.10                       # "bad": VIF error above 10% of the exact change (H-norm)
@@ -487,7 +487,8 @@ def fmt_pct(num, den):
 
 
 def rule(r, curv=None, lev=None):
-    """The rule of :func:`coxinfluence.audit.flags.unstable_units` with thresholds ``curv`` and
+    """The rule of :func:`coxinfluence.influence_functions.stability.unstable_units` with
+    thresholds ``curv`` and
     ``lev`` (default: the module's constants)."""
     curv = flags.UNSTABLE_CURVATURE if curv is None else curv
     lev = flags.UNSTABLE_LEVERAGE if lev is None else lev

@@ -2,6 +2,7 @@
 paper_appendix/RESULTS.md.
 
     python paper_appendix/run_all.py [--quick] [--only table1,table2,...] [--results PATH]
+    python paper_appendix/run_all.py --only table4 --update     # one step, in place
 
 One script per result, each run in its own process (``sys.executable``, working directory
 paper_appendix/, ``MPLBACKEND=Agg``); its log goes to paper_appendix/out/logs/<step>.log
@@ -10,10 +11,23 @@ with the step's wall time. PNG and CSV files stay in paper_appendix/out/ (git-ig
 ``--quick`` (CI): smaller runs of the same scripts, each labelled in RESULTS.md. A failing
 step is reported in RESULTS.md with the tail of its log, the other steps still run, and
 the exit status is 1.
+
+Each step's section of RESULTS.md opens with a line
+``<!-- step: KEY script: SCRIPT commit: HASH -->`` and says "Ran at commit HASH"; the
+summary table has the same commit per step. HASH is ``git rev-parse --short HEAD`` when
+the run starts, with " + uncommitted changes" when the step's sources (its script, the
+paper_appendix/ modules it imports, the package, pyproject.toml) differ from it.
+``--update`` (with ``--only``) runs only those steps and replaces their sections, their
+summary rows and their Table 2 rows in the existing RESULTS.md, keeping every other
+section; the header lists the steps regenerated this way. tests/test_results_fresh.py
+fails when a step's script, or a paper_appendix/ module it imports, changed in a commit
+after its section's commit (run_all.py itself and the package do not count: rerun the
+step with ``--update``).
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime
 import os
 import platform
@@ -24,6 +38,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 OUT = HERE / "out"
 
 # key, title, script, full args, quick args, markdown source (out/ file or None = stdout)
@@ -108,19 +123,165 @@ def strip_md(text):
     return re.sub(r"^(#+) ", lambda m: "#" + m.group(1) + " ", text, flags=re.M)
 
 
-def source_commit():
+MARKER = re.compile(r"^<!-- step: (?P<key>\S+) script: (?P<script>\S+) "
+                    r"commit: (?P<commit>[^ ]+)(?P<dirty> \+ uncommitted changes)? -->$",
+                    re.M)
+UPDATED = "Regenerated alone since (`run_all.py --only STEP --update`): "
+
+
+def local_imports(script):
+    """The script and the paper_appendix/ modules it imports, directly or through one
+    another (file names, the script first): the sources of its step."""
+    seen, todo = [], [script]
+    while todo:
+        name = todo.pop(0)
+        if name in seen or not (HERE / name).is_file():
+            continue
+        seen.append(name)
+        for node in ast.walk(ast.parse((HERE / name).read_text(), name)):
+            if isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                mods = [node.module]
+            else:
+                continue
+            todo += [m.split(".")[0] + ".py" for m in mods]
+    return seen
+
+
+def git(*a):
+    return subprocess.run(["git", *a], cwd=HERE, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def source_commit(paths=None):
     """The commit the scripts run from (``git rev-parse --short HEAD``), with
-    ' + uncommitted changes' when tracked files other than RESULTS.md differ from it."""
-    def git(*a):
-        return subprocess.run(["git", *a], cwd=HERE, capture_output=True,
-                              text=True).stdout.strip()
+    ' + uncommitted changes' when tracked files (of ``paths``, else all but RESULTS.md)
+    differ from it."""
     try:
         commit = git("rev-parse", "--short", "HEAD") or "?"
-        dirty = [line for line in git("status", "--porcelain", "--untracked-files=no")
+        dirty = [line for line in git("status", "--porcelain", "--untracked-files=no",
+                                      *(["--", *map(str, paths)] if paths else []))
                  .splitlines() if not line.endswith("RESULTS.md")]
     except OSError:
         return "?"
-    return commit + (" + uncommitted changes" if dirty else "")
+    return commit + (" + uncommitted changes" if dirty and commit != "?" else "")
+
+
+def step_commit(script):
+    """source_commit of a step: its script, the modules it imports, the package."""
+    return source_commit([HERE / f for f in local_imports(script)]
+                         + [ROOT / "coxinfluence", ROOT / "pyproject.toml"])
+
+
+def t2_prefix(row):
+    """The start of a Table 2 row of PAPER_T2 (scenario and dataset up to its first
+    field), which names the row whatever the run printed."""
+    sc, ds = row[:2]
+    return f"| {sc} | {ds.split('{')[0]}"
+
+
+def run_one(step, quick, commit, today):
+    """Run one step: (summary row, section, Table 2 rows, ok)."""
+    key, title, script, full_args, quick_args, md_file = step
+    a = quick_args if quick else full_args
+    if md_file:
+        (OUT / md_file).unlink(missing_ok=True)
+    print(f"[run_all] {key}: python {script} {' '.join(a)}", flush=True)
+    rc, wall, stdout = run_step(key, script, a)
+    cmd = f"`python paper_appendix/{script} {' '.join(a)}`".replace(" `", "`")
+    status = "ok" if rc == 0 else f"FAILED (exit {rc})"
+    print(f"[run_all] {key}: {status}, {wall:.1f} s, commit {commit}", flush=True)
+    row = f"| {title} | {cmd} | {status} | {wall:.1f} | {commit} |"
+    if rc != 0:
+        tail = "\n".join(stdout.strip().splitlines()[-25:])
+        body = (f"**FAILED** (exit {rc}); last lines of out/logs/{key}.log:\n\n"
+                f"```\n{tail}\n```\n")
+    elif md_file and (OUT / md_file).exists():
+        body = strip_md((OUT / md_file).read_text())
+    else:
+        body = strip_md(stdout)
+    t2_rows = []
+    t2 = PAPER_T2.get(key, [])
+    for sc, ds, pbf, pvif, pr, pattern in (t2 if isinstance(t2, list) else [t2]):
+        m = re.search(pattern, stdout) if rc == 0 else None
+        if m:
+            vif_s, bf_s = float(m.group("vif")), float(m.group("bf"))
+            t2_rows.append(f"| {sc} | {ds.format(**m.groupdict())} | {pbf} | {pvif} | "
+                           f"{pr} | {bf_s:.1f} s | {vif_s:.1f} s | {bf_s / vif_s:.1f}x |")
+    section = (f"<!-- step: {key} script: {script} commit: {commit} -->\n## {title}\n\n"
+               f"Ran at commit {commit} on {today}: {cmd}, {wall:.1f} s\n\n{body}\n")
+    return row, section, t2_rows, rc == 0
+
+
+def parse_results(text):
+    """RESULTS.md as (header, {step key: section}); a section runs from its marker line
+    to the next marker."""
+    marks = list(MARKER.finditer(text))
+    if not marks:
+        return text, {}
+    sections = {m["key"]: text[m.start():nxt.start() if nxt else len(text)]
+                for m, nxt in zip(marks, [*marks[1:], None])}
+    return text[:marks[0].start()], sections
+
+
+def update_results(text, runs, updated):
+    """Replace the sections, summary rows and Table 2 rows of the steps in ``runs``
+    ({key: (row, section, t2_rows, ok)}) in the text of RESULTS.md; ``updated``: one
+    '`key` at commit on date' entry per step, for the header's list."""
+    header, sections = parse_results(text)
+    if not sections:
+        raise SystemExit("run_all: --update needs a RESULTS.md with step markers "
+                         "('<!-- step: ... -->'); run without --update first")
+    keys = [s[0] for s in STEPS]
+    lines = header.rstrip("\n").split("\n")
+    titles = {s[0]: s[1] for s in STEPS}
+    # the summary table: one row per step, in STEPS order
+    rows = [i for i, line in enumerate(lines) if line.startswith("| ")
+            and not line.startswith("| result |") and any(
+                line.startswith(f"| {t} |") for t in titles.values())]
+    if not rows:
+        raise SystemExit("run_all: no summary table in the RESULTS.md to update")
+    old = {k: next((lines[i] for i in rows if lines[i].startswith(f"| {titles[k]} |")),
+                   None) for k in keys}
+    new_rows = [runs[k][0] if k in runs else old[k] for k in keys]
+    lines[rows[0]:rows[-1] + 1] = [r for r in new_rows if r]
+    # Table 2's autodiff rows of the updated steps
+    for key, (_, _, t2_rows, _) in runs.items():
+        t2 = PAPER_T2.get(key, [])
+        for spec in (t2 if isinstance(t2, list) else [t2]):
+            at = [i for i, line in enumerate(lines) if line.startswith(t2_prefix(spec))]
+            fresh = [r for r in t2_rows if r.startswith(t2_prefix(spec))]
+            if at:                                  # a failed run leaves no row
+                lines[at[0]:at[0] + 1] = fresh
+            elif fresh:
+                table = [i for i, line in enumerate(lines)
+                         if line.startswith("| scenario | dataset |")]
+                if table:                           # after the table's last row
+                    end = table[0] + 2
+                    while end < len(lines) and lines[end].startswith("| "):
+                        end += 1
+                    lines[end:end] = fresh
+                else:
+                    print(f"[run_all] {key}: no Table 2 in the file; its row is not "
+                          "written", flush=True)
+    # the list of steps regenerated alone
+    entries = {}
+    at = next((i for i, line in enumerate(lines) if line.startswith(UPDATED)), None)
+    if at is not None:
+        for entry in lines[at][len(UPDATED):].rstrip(".").split("; "):
+            entries[entry.split("`")[1]] = entry
+    entries.update(updated)
+    listed = UPDATED + "; ".join(entries[k] for k in keys if k in entries) + "."
+    if at is not None:
+        lines[at] = listed
+    elif entries:
+        gen = next(i for i, line in enumerate(lines) if line.startswith("Generated "))
+        lines[gen + 1:gen + 1] = ["", listed]
+    sections.update({k: r[1] for k, r in runs.items()})
+    # as full_results writes them: each section ends with a blank line, one more between
+    return "\n".join(lines) + "\n\n" + "\n".join(
+        sections[k].rstrip("\n") + "\n\n" for k in keys if k in sections)
 
 
 def main(argv=None):
@@ -129,58 +290,67 @@ def main(argv=None):
     ap.add_argument("--only", default=None, help="comma-separated step keys")
     ap.add_argument("--results", default=str(HERE / "RESULTS.md"))
     ap.add_argument("--note", default=None, help="a line to print at the top of RESULTS.md")
+    ap.add_argument("--update", action="store_true",
+                    help="with --only: replace only those steps' sections (and summary "
+                         "rows) of the existing RESULTS.md")
     args = ap.parse_args(argv)
     keys = [s[0] for s in STEPS]
     only = args.only.split(",") if args.only else keys
     unknown = set(only) - set(keys)
     if unknown:
         ap.error(f"unknown step(s) {sorted(unknown)}; choose from {keys}")
+    if args.update:
+        if not args.only:
+            ap.error("--update needs --only STEP[,STEP...]")
+        if args.note:
+            ap.error("--note writes a new header; it does not go with --update")
+        if not Path(args.results).is_file():
+            ap.error(f"--update: {args.results} does not exist")
+        text = Path(args.results).read_text()
+        update_results(text, {}, {})     # fails now, before any run, if it cannot update
+        mode = re.search(r"\*\*Mode: (\w+)", text)
+        if mode and (mode.group(1) == "QUICK") != args.quick:
+            ap.error(f"--update: {args.results} is a {mode.group(1)} run; "
+                     f"{'add' if not args.quick else 'drop'} --quick to update it")
     (OUT / "logs").mkdir(parents=True, exist_ok=True)
-    commit = source_commit()       # at the start: a commit made during the run is not it
+    # read at the start: a commit made during the run is not the one that ran
+    commit = source_commit()
+    commits = {s[0]: step_commit(s[2]) for s in STEPS if s[0] in only}
+    now = datetime.datetime.now().isoformat(timespec="seconds")
     t_start, t_epoch = time.perf_counter(), time.time()
-    summary, sections, failed, t2_rows = [], [], [], []
-    for key, title, script, full_args, quick_args, md_file in STEPS:
-        if key not in only:
-            continue
-        a = quick_args if args.quick else full_args
-        if md_file:
-            (OUT / md_file).unlink(missing_ok=True)
-        print(f"[run_all] {key}: python {script} {' '.join(a)}", flush=True)
-        rc, wall, stdout = run_step(key, script, a)
-        cmd = f"`python paper_appendix/{script} {' '.join(a)}`".replace(" `", "`")
-        status = "ok" if rc == 0 else f"FAILED (exit {rc})"
-        print(f"[run_all] {key}: {status}, {wall:.1f} s", flush=True)
-        summary.append(f"| {title} | {cmd} | {status} | {wall:.1f} |")
-        body = ""
-        if rc != 0:
-            failed.append(key)
-            tail = "\n".join(stdout.strip().splitlines()[-25:])
-            body = (f"**FAILED** (exit {rc}); last lines of out/logs/{key}.log:\n\n"
-                    f"```\n{tail}\n```\n")
-        elif md_file and (OUT / md_file).exists():
-            body = strip_md((OUT / md_file).read_text())
-        else:
-            body = strip_md(stdout)
-        t2 = PAPER_T2.get(key, [])
-        for sc, ds, pbf, pvif, pr, pattern in (t2 if isinstance(t2, list) else [t2]):
-            m = re.search(pattern, stdout) if rc == 0 else None
-            if m:
-                vif_s, bf_s = float(m.group("vif")), float(m.group("bf"))
-                t2_rows.append(f"| {sc} | {ds.format(**m.groupdict())} | {pbf} | {pvif} | "
-                               f"{pr} | {bf_s:.1f} s | {vif_s:.1f} s | {bf_s / vif_s:.1f}x |")
-        sections.append(f"## {title}\n\n{cmd}, {wall:.1f} s\n\n{body}\n")
+    runs, failed = {}, []
+    for step in STEPS:
+        if step[0] in only:
+            runs[step[0]] = run_one(step, args.quick, commits[step[0]], now[:10])
+            if not runs[step[0]][3]:
+                failed.append(step[0])
     wall = time.perf_counter() - t_start
+    if args.update:
+        updated = {k: f"`{k}` at {commits[k]} on {now[:10]}" for k in runs}
+        text = update_results(Path(args.results).read_text(), runs, updated)
+    else:
+        text = full_results(runs, args, wall, commit, now, t_epoch)
+    Path(args.results).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.results).write_text(text)
+    print(f"[run_all] wrote {args.results}; total {wall:.1f} s; failed: {failed or 'none'}")
+    return 1 if failed else 0
+
+
+def full_results(runs, args, wall, commit, now, t_epoch):
+    """The text of a new RESULTS.md holding the steps of ``runs``."""
     mode = "QUICK (CI smoke run: smaller sizes, see each command)" if args.quick else "FULL"
+    t2_rows = [r for run in runs.values() for r in run[2]]
     head = ["# Paper results on coxinfluence\n",
             f"**Mode: {mode}. Wall time of `python paper_appendix/run_all.py"
             f"{' --quick' if args.quick else ''}`: {wall:.0f} s ({wall / 60:.1f} min).**\n",
             *([f"**{args.note}**\n"] if args.note else []),
-            f"Generated {datetime.datetime.now().isoformat(timespec='seconds')} on "
+            f"Generated {now} on "
             f"{platform.machine()} ({os.cpu_count()} cores, shared), Python "
             f"{platform.python_version()}, commit {commit}. Every number below is printed by "
             "the script named in its section (logs in paper_appendix/out/logs/, figures and "
             "CSVs in paper_appendix/out/, not committed); the 'paper' columns quote the paper.\n",
-            "| result | command | status | wall s |", "|---|---|---|---|", *summary, ""]
+            "| result | command | status | wall s | commit |", "|---|---|---|---|---|",
+            *(run[0] for run in runs.values()), ""]
     if t2_rows:
         head += ["## Table 2 (autodiff rows): runtimes from the Table 1 runs above\n",
                  "| scenario | dataset | paper brute force | paper VIF | paper ratio | "
@@ -188,11 +358,7 @@ def main(argv=None):
                  *t2_rows, ""]
     pngs = sorted(p.name for p in OUT.glob("*.png") if p.stat().st_mtime >= t_epoch)
     head += ["Figures written to paper_appendix/out/: " + (", ".join(pngs) or "none") + ".\n"]
-    text = "\n".join(head) + "\n" + "\n".join(sections)
-    Path(args.results).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.results).write_text(text)
-    print(f"[run_all] wrote {args.results}; total {wall:.1f} s; failed: {failed or 'none'}")
-    return 1 if failed else 0
+    return "\n".join(head) + "\n" + "\n".join(run[1] for run in runs.values())
 
 
 if __name__ == "__main__":

@@ -66,15 +66,17 @@ def test_lifelines_strata_weights_equal_r(gbsg, ref):
 
 
 def test_lifelines_stratified_survival_target_equals_r_refits(gbsg, ref):
-    """S(t|x) of new patients in their own strata (read from the frame's tgrade column):
-    exact leave-one-out changes equal R's survfit after R's weighted, stratified refits."""
+    """S(t|x) of new patients in their own strata (read from the frame's tgrade column),
+    on R's baseline (``ctype=2``, R's default for Efron; lifelines' own is ``ctype=1``,
+    test_lifelines_survival_follows_lifelines_own_baseline): exact leave-one-out changes
+    equal R's survfit after R's weighted, stratified refits."""
     from coxinfluence.audit.targets import Survival
     df = gbsg[COVS + ["time", "cens", "tgrade", "w"]]
     cph = CoxPHFitter().fit(df, "time", "cens", strata=["tgrade"], weights_col="w", robust=True)
     newp = pd.DataFrame({"age": [45, 60, 70], "tsize": [20, 35, 50], "pnodes": [1, 5, 15],
                          "progrec": [100, 20, 5], "estrec": [80, 10, 200], "horTh": [1, 0, 0],
                          "tgrade": ["III", "I", "II"]})
-    tgt = Survival(newp, [365.0, 1000.0, 1800.0])
+    tgt = Survival(newp, [365.0, 1000.0, 1800.0], ctype=2)
     res = ci.influence(cph, df, method="exact", target=tgt)
     base = r_matrix(ref, "efron_strata_weights", "surv").ravel()
     np.testing.assert_allclose(res.loo_change.to_numpy()[:25] + base,
@@ -83,7 +85,7 @@ def test_lifelines_stratified_survival_target_equals_r_refits(gbsg, ref):
     # explicit labels give the same; a frame without tgrade and no labels is refused
     same = ci.influence(cph, df, method="exact",
                         target=Survival(newp.drop(columns="tgrade"), [365.0, 1000.0, 1800.0],
-                                        strata=["III", "I", "II"]))
+                                        strata=["III", "I", "II"], ctype=2))
     np.testing.assert_allclose(same.loo_change.to_numpy(), res.loo_change.to_numpy(), atol=0)
     with pytest.raises(ValueError, match="stratified"):
         ci.influence(cph, df, target=Survival(newp.drop(columns="tgrade"), [365.0]))

@@ -90,44 +90,95 @@ def test_readme_set_up_commands_are_what_ci_runs():
     assert commands[1] in ci_script
 
 
+def _demo_table(out):
+    """The demo's printed top table: (column names, patient labels, numbers)."""
+    table = out.split("Five most influential patients")[1].split("Correlation of")[0]
+    header = next(line for line in table.splitlines() if "LD Reid" in line and "event" in line)
+    names = re.split(r"\s{2,}", header.strip())
+    rows = [line.split() for line in table.splitlines() if re.match(r"^\d+\s", line)]
+    return names, [int(r[0]) for r in rows], np.array([[float(v) for v in r[1:]]
+                                                       for r in rows])
+
+
 def test_demo_prints_top_five(capsys, gbsg_design):
-    """The printed table's numbers against oracles: the five largest VIF displacements
-    (VIF by deletion, over all patients), Reid's by the weight derivative, exact by
-    refits of the deleted data; covariates, time and event from the raw GBSG2 rows; the
-    closing correlation from the same oracles (exact_loo for the rows not refitted here,
-    checked against refits above and in test_core_vif.py)."""
+    """The printed table's numbers against oracles: the five largest exact likelihood
+    displacements 2[logL(theta_hat) - logL(theta_hat_-i)] over all patients (refits by
+    ci.exact_loo, logL by ci.cox_loss; the five by refits of the deleted data), VIF's and
+    Reid's quadratic forms by VIF's definition (deletion) and the weight derivative;
+    covariates, time and event from the raw GBSG2 rows; the closing correlation of VIF's
+    quadratic form with the exact displacement over all patients."""
     assert demo.main() == 0
     out = capsys.readouterr().out
     X, Xa, t, e = gbsg_design
     n = len(t)
     fit = ci.fit_cox(X, t, e)
     info = ci.cox_hessian(fit.coef, Xa, t, e)
-    ld_vif = displacement(-vif_rows(fit.coef, Xa, t, e, range(n)) / n, info)
-    top = np.argsort(-ld_vif, kind="stable")[:5]
+    full = ci.cox_loss(fit.coef, Xa, t, e)
+    loo = np.asarray(ci.exact_loo(fit, progress=False))
+    ld_all = np.array([2 * (ci.cox_loss(th, Xa, t, e) - full) for th in loo])
+    top = np.argsort(-ld_all, kind="stable")[:5]
 
-    table = out.split("Five most influential patients")[1].split("Correlation of")[0]
-    header = next(line for line in table.splitlines() if "VIF" in line)
-    names = re.split(r"\s{2,}", header.strip())
-    assert names == ["VIF", "Reid", "exact LOO", "age", "tsize", "pnodes", "horTh", "time",
+    names, labels, got = _demo_table(out)
+    assert names == ["LD exact", "LD VIF", "LD Reid", "age", "tsize", "pnodes", "horTh", "time",
                      "event"]
-    rows = [line.split() for line in table.splitlines() if re.match(r"^\d+\s", line)]
-    got = np.array([[float(v) for v in r[1:]] for r in rows])
-    assert [int(r[0]) for r in rows] == list(X.index[top])
+    assert labels == list(X.index[top])
+    ld_exact = np.array([2 * (ci.cox_loss(th, Xa, t, e) - full)
+                         for th in refit_rows(Xa, t, e, top)])
+    ld_vif = displacement(-vif_rows(fit.coef, Xa, t, e, top) / n, info)
     ld_reid = displacement(-reid_rows(fit.coef, Xa, t, e, top) / n, info)
-    ld_exact = displacement(refit_rows(Xa, t, e, top) - fit.coef, info)
     raw = load_gbsg2().iloc[top]
-    expected = np.column_stack([ld_vif[top], ld_reid, ld_exact, raw["age"], raw["tsize"],
+    expected = np.column_stack([ld_exact, ld_vif, ld_reid, raw["age"], raw["tsize"],
                                 raw["pnodes"], (raw["horTh"] == "yes").astype(float),
                                 raw["time"], raw["cens"]])
     np.testing.assert_allclose(got, expected, rtol=0, atol=5.01e-5)   # printed to 4 decimals
     # removing the top patient (an outlier in pnodes) moves the fit far more than either
-    # linear approximation predicts: measured 4.94 against 2.02 (VIF), 1.91 (Reid)
-    assert ld_exact[0] > 2.2 * ld_vif[top[0]]
+    # linear approximation predicts: measured 5.61 against 2.02 (VIF), 1.91 (Reid)
+    assert labels[0] == 115 and ld_exact[0] > 2.5 * ld_vif[0]
+    # every column is named in the legend above the table
+    for name in ("LD exact", "LD VIF", "LD Reid"):
+        assert re.search(rf"^  {name} +\S", out, re.M), name
+    assert "2[logL(theta_hat) - logL(theta_hat_-i)]" in out
 
-    ld_all = displacement(np.asarray(ci.exact_loo(fit, progress=False)) - fit.coef, info)
-    np.testing.assert_allclose(ld_all[top], ld_exact, rtol=1e-7)
-    corr = float(re.search(r"over all (\d+) patients: ([\d.]+)", out).group(2))
-    assert corr == pytest.approx(np.corrcoef(ld_vif, ld_all)[0, 1], abs=5.01e-6)
+    ld_vif_all = displacement(-vif_rows(fit.coef, Xa, t, e, range(n)) / n, info)
+    corr = float(re.search(r"over all (\d+) patients \(each refitted\): ([\d.]+)", out).group(2))
+    assert corr == pytest.approx(np.corrcoef(ld_vif_all, ld_all)[0, 1], abs=5.01e-6)
+
+
+def test_demo_is_the_audit(tmp_path, capsys, gbsg_design):
+    """One definition in both demos (issue 24 item 3): ``python -m coxinfluence.demo``
+    prints the patients, in the order and with the numbers, of ``ci.influence`` on the
+    same GBSG2 model (its ``top(5)``, ``ld_exact``, ``ld_approx``) and of ``coxinfluence
+    audit --demo`` (its printed top five and its report's top table)."""
+    from test_cli_audit import report_tables
+
+    from coxinfluence import cli
+    assert demo.main() == 0
+    _, labels, got = _demo_table(capsys.readouterr().out)
+    X, _, t, e = gbsg_design
+    fit = ci.fit_cox(X, t, e)
+    res = ci.influence(fit, X.assign(time=t, event=e))
+    reid = ci.influence(fit, method="reid")
+    top = res.top(5)
+    assert labels == list(top.index)
+    assert res.verified.loc[top.index].all()
+    np.testing.assert_allclose(got[:, 0], top["likelihood_displacement"], rtol=0, atol=5.01e-5)
+    np.testing.assert_allclose(got[:, 0], res.ld_exact.loc[top.index], rtol=0, atol=5.01e-5)
+    np.testing.assert_allclose(got[:, 1], res.ld_approx.loc[top.index], rtol=0, atol=5.01e-5)
+    np.testing.assert_allclose(got[:, 2], reid.ld_approx.loc[top.index], rtol=0, atol=5.01e-5)
+
+    out = tmp_path / "demo.html"
+    assert cli.main(["audit", "--demo", "--out", str(out), "--no-progress",
+                     "--exact-max-n", "0"]) == 0
+    printed = capsys.readouterr().out
+    line = next(ln for ln in printed.splitlines() if ln.startswith("Most influential"))
+    shown = re.findall(r"(\d+) \(([\d.]+)\*\)", line)
+    assert [int(i) for i, _ in shown] == labels
+    np.testing.assert_allclose([float(v) for _, v in shown], got[:, 0], rtol=5.01e-4)
+    report = report_tables(out)["Top 10 influential patients"].iloc[:5]
+    assert [int(i) for i in report.index] == labels
+    for col, j in (("displacement", 0), ("exact", 0), ("VIF", 1)):
+        np.testing.assert_allclose(report[col].astype(float), got[:, j], rtol=5.01e-4,
+                                   err_msg=col)
 
 
 def test_public_namespace():

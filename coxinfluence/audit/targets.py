@@ -17,14 +17,17 @@ Targets (each a :class:`Target`, one column per entry of g):
 - :class:`RelativeRisk` of new patients: ``g = exp(theta' x)`` (the paper's target),
   ``J = exp(theta' x) x'``.
 - :class:`Survival` ``S(t | x) = exp(-Lambda_0(t) exp(theta' x))`` at chosen times, with
-  the Breslow baseline cumulative hazard (with Efron's tie correction when the model
-  uses Efron ties, as R's ``survfit.coxph`` does by default):
+  the Breslow baseline cumulative hazard, with or without Efron's tie correction as R's
+  ``survfit.coxph(ctype=)``: ``ctype = 2`` corrects (R's default for Efron ties),
+  ``ctype = 1`` does not (R's default for Breslow ties; lifelines' and statsmodels'
+  baseline whatever the ties). The fitted model's own is used (``CoxFit.ctype``, set by the
+  integrations; None = R's default), unless ``Survival(..., ctype=)`` chooses:
 
       Lambda_0(t; theta, D) = sum_{terms k: t_k <= t} m_k / den_k(theta, D),
       den_k = S0_k - c_k S0D_k,
 
-  (``m_k``, ``c_k``, ``den_k`` as in :mod:`coxinfluence.likelihood.risk_sets`; Breslow: ``c_k =
-  0``, so
+  (``m_k``, ``c_k``, ``den_k`` as in :mod:`coxinfluence.likelihood.risk_sets`, Efron's fractions
+  ``c_k = r / d_g`` for ``ctype = 2``; ``ctype = 1``: ``c_k = 0``, so
   ``Lambda_0 = sum_{t_g <= t} (sum of event weights) / S0_g``). ``Lambda_0`` depends on
   the data ``D`` directly, not only through ``theta``, so the leave-one-out change is
 
@@ -55,7 +58,8 @@ import pandas as pd
 from coxinfluence.data.units import row_units
 
 __all__ = ["Target", "Coefficients", "HazardRatios", "LinearPredictor", "RelativeRisk",
-           "Survival", "resolve_target", "target_change", "target_exact", "baseline_cumhaz"]
+           "Survival", "resolve_target", "target_change", "target_exact", "baseline_cumhaz",
+           "baseline_ctype"]
 
 
 def _new_patients(X_new, fit, transform=None):
@@ -230,13 +234,50 @@ def _stratum_codes(fit, strata, m, what="new patients"):
     return np.array([lookup[g] for g in given], dtype=np.intp)
 
 
-def _hazard_terms(fit, theta, deleted=None):
+def baseline_ctype(fit, ctype=None):
+    """The baseline hazard of survival targets (module docstring): ``ctype`` when given,
+    else the fit's own (``CoxFit.ctype``), else R's default for the fit's ties (2 for
+    Efron, 1 for Breslow)."""
+    c = getattr(fit, "ctype", None) if ctype is None else ctype
+    if c is None:
+        c = 2 if fit.data.ties == "efron" else 1
+    if c not in (1, 2):
+        raise ValueError(f"ctype must be 1 (Breslow / Nelson-Aalen type) or 2 (Efron's tie "
+                         f"correction), as R's survfit; got {c!r}")
+    return int(c)
+
+
+def _baseline_terms(fit, deleted, ctype):
+    """The fit's Efron terms (rows of ``deleted`` removed) with the tie fractions of the
+    baseline ``ctype``: none for 1, Efron's ``r / d_g`` (``d_g`` the group's events left)
+    for 2, whatever the fit's ties."""
+    from coxinfluence.likelihood.risk_sets import Terms
+    data = fit.data
+    terms = fit.risk_sets.terms(deleted)
+    if (ctype == 2) == (data.ties == "efron"):
+        return terms                       # the fit's own fractions are the baseline's
+    if ctype == 1:
+        return Terms(terms.weights, np.zeros_like(terms.frac), terms.mean_weight)
+    tg, rank = data.term_group, data.term_rank
+    if deleted is None:
+        return Terms(terms.weights, rank / data.group_n_events[tg], terms.mean_weight)
+    P = deleted.presence
+    B, G = P.shape[0], data.n_groups
+    flat = (np.arange(B)[:, None] * G + tg[None, :]).ravel()
+    d_term = np.bincount(flat, weights=P[:, data.event_rows].ravel(),
+                         minlength=B * G).reshape(B, G)[:, tg]
+    frac = np.where(rank[None, :] < d_term, rank[None, :] / np.maximum(d_term, 1.0), 0.0)
+    return Terms(terms.weights, frac, terms.mean_weight)
+
+
+def _hazard_terms(fit, theta, deleted=None, ctype=None):
     """Per-term baseline hazard increments ``m_k / den_k`` on the shifted scale, the shift,
-    and (``deleted`` None only) the term means ``a_k``. theta (B, d); ``deleted`` a
+    and (``deleted`` None only) the term means ``a_k``, for the baseline ``ctype``
+    (:func:`baseline_ctype`). theta (B, d); ``deleted`` a
     :class:`~coxinfluence.data.deletion.Deletion` of sorted rows or None."""
     rs = fit.risk_sets
     theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
-    terms = rs.terms(deleted)
+    terms = _baseline_terms(fit, deleted, baseline_ctype(fit, ctype))
     _, r, shift, den = rs.risk(theta, terms)
     m = np.broadcast_to(terms.mean_weight, den.shape)
     inc = m / den
@@ -257,13 +298,14 @@ def _cum_mask(fit, times):
     return (same[:, None, :] & before[None, :, :]).astype(np.float64)
 
 
-def baseline_cumhaz(fit, times, theta=None, stratum=None):
+def baseline_cumhaz(fit, times, theta=None, stratum=None, ctype=None):
     """Breslow/Efron baseline cumulative hazard ``Lambda_0(t)`` at ``times`` (covariates 0),
-    as R's ``basehaz(fit, centered = FALSE)`` / ``survfit`` (module docstring); for a
-    stratified model, of the stratum labelled ``stratum``."""
+    as R's ``basehaz(fit, centered = FALSE)`` / ``survfit`` (module docstring; ``ctype`` as
+    there, default the fit's own); for a stratified model, of the stratum labelled
+    ``stratum``."""
     codes = _stratum_codes(fit, None if stratum is None else [stratum], 1, "baseline hazard")
     theta = fit.coef if theta is None else theta
-    inc, shift, _ = _hazard_terms(fit, theta)
+    inc, shift, _ = _hazard_terms(fit, theta, ctype=ctype)
     return (_cum_mask(fit, times)[codes[0]] @ inc[0]) * np.exp(-shift[0, 0])
 
 
@@ -273,13 +315,20 @@ class Survival(Target):
     model, each new patient's stratum label (one label for all, or one per patient;
     tuples for several stratum columns), choosing its baseline hazard; by default read
     from the stratum column(s) of ``X_new`` when it is a DataFrame that has them (the
-    model's strata given as a DataFrame or a named Series, e.g. lifelines' ``strata``)."""
+    model's strata given as a DataFrame or a named Series, e.g. lifelines' ``strata``).
+    ``ctype``: the baseline hazard, 1 (no tie correction) or 2 (Efron's), as R's
+    ``survfit(ctype=)``; default the fitted model's own (:func:`baseline_ctype`: lifelines
+    and statsmodels models 1, a ``fit_cox`` fit R's default for its ties)."""
 
     name = "survival"
+    ctype = None
 
-    def __init__(self, X_new, times, strata=None):
+    def __init__(self, X_new, times, strata=None, ctype=None):
         self.X_new = X_new
         self.strata = strata
+        if ctype not in (None, 1, 2):
+            raise ValueError(f"ctype must be None (the model's), 1 or 2; got {ctype!r}")
+        self.ctype = ctype
         t = np.atleast_1d(np.asarray(times, dtype=np.float64))
         if t.ndim != 1 or t.size == 0 or not np.isfinite(t).all() or (t < 0).any():
             raise ValueError(f"times must be finite non-negative numbers; got {times!r}")
@@ -308,7 +357,7 @@ class Survival(Target):
         X = self._X(fit)[0]
         codes = self._codes(fit, X)
         theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
-        inc, shift, _ = _hazard_terms(fit, theta, deleted)
+        inc, shift, _ = _hazard_terms(fit, theta, deleted, self.ctype)
         cum = np.einsum("bk,stk->bst", inc, _cum_mask(fit, self.times))[:, codes]  # (B, P, T)
         lin = theta @ X.T - shift                                     # (B, P), shifted
         H = np.exp(lin)[:, :, None] * cum
@@ -325,7 +374,7 @@ class Survival(Target):
         coefficients' part) it gives R's ``std.err`` of ``S(t|x)``."""
         X = self._X(fit)[0]
         codes = self._codes(fit, X)
-        inc, shift, _ = _hazard_terms(fit, fit.coef)
+        inc, shift, _ = _hazard_terms(fit, fit.coef, ctype=self.ctype)
         m = fit.risk_sets.terms().mean_weight
         per_term = inc[0] ** 2 / np.broadcast_to(m, inc[0].shape)        # m / den^2
         cum = np.einsum("k,stk->st", per_term, _cum_mask(fit, self.times))[codes]  # (P, T)
@@ -336,7 +385,7 @@ class Survival(Target):
     def jacobian(self, fit):
         X = self._X(fit)[0]
         mask = _cum_mask(fit, self.times)[self._codes(fit, X)]       # (P, T, K)
-        inc, shift, a = _hazard_terms(fit, fit.coef)
+        inc, shift, a = _hazard_terms(fit, fit.coef, ctype=self.ctype)
         cum = mask @ inc[0]                                          # (P, T)
         cum_a = mask @ (inc[0][:, None] * a[0])                      # (P, T, d)
         e = np.exp(X @ fit.coef - shift[0, 0])                       # (P,)
@@ -386,7 +435,7 @@ def resolve_target(target):
     if isinstance(target, str) and target.lower() in _ALIASES:
         return _ALIASES[target.lower()]()
     raise ValueError(f"unknown target {target!r}: use 'coef', 'hr', or a Target such as "
-                     "coxinfluence.targets.RelativeRisk(X_new) / Survival(X_new, times)")
+                     "coxinfluence.audit.targets.RelativeRisk(X_new) / Survival(X_new, times)")
 
 
 def target_change(fit, theta_change, target, units=None, *, include_data_effect=True):

@@ -137,7 +137,15 @@ class CoxData:
                               self.weights[keep], self.strata[keep],
                               order=np.arange(int(keep.sum())), ties=self.ties,
                               columns=[self.columns[c] for c in cols], presorted=True,
-                              start=None if self.start is None else self.start[keep])
+                              start=None if self.start is None else self.start[keep],
+                              at_risk_at_entry=self.at_risk_at_entry)
+
+    @property
+    def at_risk_at_entry(self):
+        """Rows are at risk at their entry time (``[start, time]``, statsmodels' and
+        Stata's convention) rather than on ``(start, time]`` (R's, lifelines'; the
+        default): :class:`EntryStructure`."""
+        return self.entry is not None and self.entry.at_risk_at_entry
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,15 +160,26 @@ class EntryStructure:
     block start when none). ``row_exit_group[j]`` is the first group (in sorted order) that
     row j is no longer at risk for (``t_g <= start_j``), or ``G`` (the number of groups)
     when row j stays at risk to the end of its stratum.
+
+    With ``at_risk_at_entry`` (statsmodels' ``PHReg``, after Stata) a row is also at risk
+    at its entry time: the risk set is ``{j: start_j <= t_g <= time_j}``, and every ``>=``
+    on ``start`` above becomes ``>`` (late rows have ``start > t_g``, a row exits at the
+    first group with ``t_g < start_j``). Every consumer (loss, VIF, Reid, deleted
+    Hessians, refits, targets) reads the risk sets from these arrays only.
     """
 
     order: np.ndarray
     group_late_end: np.ndarray
     row_exit_group: np.ndarray
+    at_risk_at_entry: bool = False
 
 
-def _entry_structure(time, start, strata_codes, group_start, stratum_start):
+def _entry_structure(time, start, strata_codes, group_start, stratum_start,
+                     at_risk_at_entry=False):
     n = time.size
+    # (start, time]: late rows have start >= t_g, a row exits at the first t_g <= start;
+    # [start, time] (at_risk_at_entry): start > t_g and t_g < start
+    late_side, exit_side = ("left", "right") if at_risk_at_entry else ("right", "left")
     order = np.lexsort((-start, strata_codes))
     group_time = time[group_start]
     group_stratum = strata_codes[group_start]
@@ -174,13 +193,13 @@ def _entry_structure(time, start, strata_codes, group_start, stratum_start):
         g0, g1 = g_bounds[s], g_bounds[s + 1]
         starts_desc = start[order[r0:r1]]                  # descending
         # rows with start >= t_g: a prefix of the start-descending block
-        late = np.searchsorted(-starts_desc, -group_time[g0:g1], side="right")
+        late = np.searchsorted(-starts_desc, -group_time[g0:g1], side=late_side)
         group_late_end[g0:g1] = r0 + late
         # first group with t_g <= start_j (group times descending within the stratum)
-        ex = g0 + np.searchsorted(-group_time[g0:g1], -start[r0:r1], side="left")
+        ex = g0 + np.searchsorted(-group_time[g0:g1], -start[r0:r1], side=exit_side)
         # at risk until the stratum's last group: the sentinel G (a zero column)
         row_exit_group[r0:r1] = np.where(ex == g1, group_start.size, ex)
-    return EntryStructure(order, group_late_end, row_exit_group)
+    return EntryStructure(order, group_late_end, row_exit_group, bool(at_risk_at_entry))
 
 
 def _sort_order(time, event, strata_codes):
@@ -241,9 +260,10 @@ def _sorted_centred(X, order, block=1 << 14):
 
 def build_cox_data(X, time, event, weights, strata_codes, *, order=None, ties="efron",
                    columns=None, index=None, presorted=False, strata_labels=None,
-                   strata_names=None, start=None):
+                   strata_names=None, start=None, at_risk_at_entry=False):
     """Sort validated arrays and precompute the tie-group and Efron-term structure
-    (and, with ``start``, the delayed-entry structure :class:`EntryStructure`)."""
+    (and, with ``start``, the delayed-entry structure :class:`EntryStructure`, rows at
+    risk at their entry time too with ``at_risk_at_entry``)."""
     n = X.shape[0]
     if not presorted:
         # stratum ascending, time descending; events before censored within a tie is
@@ -281,7 +301,8 @@ def build_cox_data(X, time, event, weights, strata_codes, *, order=None, ties="e
     else:
         term_frac = np.zeros(event_rows.size)
     entry = None if start is None else _entry_structure(time, start, stratum_of_row,
-                                                        group_start, stratum_start)
+                                                        group_start, stratum_start,
+                                                        at_risk_at_entry)
     # Centre the covariates, as R's coxph does: the partial likelihood, its derivatives
     # and every influence function are invariant to adding a constant to a column, and
     # the information X'WX - sum a a' cancels catastrophically when a column's offset is
@@ -302,11 +323,14 @@ def build_cox_data(X, time, event, weights, strata_codes, *, order=None, ties="e
 
 
 def make_cox_data(X, time, event, *, start=None, id=None, weights=None, strata=None,
-                  ties="efron", check_identifiable=True):
+                  ties="efron", check_identifiable=True, at_risk_at_entry=False):
     """Validate caller input and return a sorted :class:`CoxData`.
 
     ``start`` (optional) makes each row at risk on ``(start, time]`` (R's
-    ``Surv(start, stop, event)``): delayed entry, time-varying covariates. ``id``
+    ``Surv(start, stop, event)``): delayed entry, time-varying covariates. With
+    ``at_risk_at_entry=True`` a row is at risk on ``[start, time]`` instead, at its entry
+    time too (statsmodels' ``PHReg``, Stata's convention; ``start == time`` is then
+    allowed: at risk at that one time). ``id``
     (optional) names the subject of each row; one subject's rows must not be at risk
     twice at one time within a stratum (overlapping intervals are an error).
 
@@ -346,9 +370,13 @@ def make_cox_data(X, time, event, *, start=None, id=None, weights=None, strata=N
     if start is not None:
         st = as_vector(start, n, "start")
         check_finite(st, "start")
-        if (st >= t).any():
-            raise CoxInputError(f"start must be before time (rows at risk on (start, time]); "
-                                f"start >= time in {bad_rows(st >= t)}")
+        bad = (st > t) if at_risk_at_entry else (st >= t)
+        if bad.any():
+            raise CoxInputError(
+                f"start must be before time (rows at risk on (start, time]); start >= time in "
+                f"{bad_rows(bad)}" if not at_risk_at_entry else
+                f"start must not be after time (rows at risk on [start, time]); start > time "
+                f"in {bad_rows(bad)}")
     elif (t < 0).any():
         raise CoxInputError(f"time must be non-negative; negative in {bad_rows(t < 0)}")
     not_binary = (e != 0) & (e != 1)
@@ -364,7 +392,8 @@ def make_cox_data(X, time, event, *, start=None, id=None, weights=None, strata=N
     if n <= d:
         raise CoxInputError(f"fewer rows ({n}) than covariates plus one ({d + 1})")
     data = build_cox_data(Xa, t, e, w, codes, ties=ties, columns=columns, index=index,
-                          strata_labels=labels, strata_names=names, start=st)
+                          strata_labels=labels, strata_names=names, start=st,
+                          at_risk_at_entry=at_risk_at_entry)
     if id is not None:
         codes_id, id_labels = encode_labels(id, n, "id")
         data = dataclasses.replace(data, ids=codes_id[data.order], id_labels=id_labels)
@@ -378,13 +407,15 @@ def units_with_overlap(data, unit_of_row, n_units):
     """(n_units,) bool: the unit has two rows whose at-risk intervals ``(start, time]``
     overlap within a stratum (without ``start``, every row is at risk from the origin).
     Sorted by start within (unit, stratum), a row overlaps when it starts before the
-    latest end time of the rows before it."""
+    latest end time of the rows before it (or at it, when rows are at risk at their
+    entry time: ``data.at_risk_at_entry``)."""
     start = np.full(data.n, -np.inf) if data.start is None else data.start
     order = np.lexsort((start, data.strata, unit_of_row))
     u, s = unit_of_row[order], data.strata[order]
     same = (u[1:] == u[:-1]) & (s[1:] == s[:-1])
     run_end = pd.Series(data.time[order]).groupby(np.cumsum(np.r_[True, ~same])).cummax()
-    overlap = same & (start[order][1:] < run_end.to_numpy()[:-1])
+    before = np.less_equal if data.at_risk_at_entry else np.less
+    overlap = same & before(start[order][1:], run_end.to_numpy()[:-1])
     out = np.zeros(n_units, dtype=bool)
     out[u[1:][overlap]] = True
     return out

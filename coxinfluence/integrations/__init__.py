@@ -31,19 +31,34 @@ class Resolved:
     robust: bool = False             # the library reports robust (sandwich) standard errors
 
 
-def check_agreement(fit, params, source):
+def agreement_tolerance(fit):
+    """How far a library's coefficients may be from our refit: 1e-3 standard errors plus
+    1e-6 absolute (:func:`check_agreement`)."""
+    return 1e-3 * fit.se + 1e-6
+
+
+def check_agreement(fit, params, source, diagnose=None):
     """Raise if ``params`` (the library's coefficients) differ from our refit by more than
-    1e-3 standard errors (plus 1e-6 absolute): the data passed are not the training data,
-    or the library's fit had not converged."""
+    1e-3 standard errors (plus 1e-6 absolute), or our refit did not converge.
+
+    The message names the causes: ``diagnose`` (a callable returning a sentence; the
+    integration checks what it can, e.g. statsmodels, whose data are read from the model
+    itself), else the one for a library that does not keep its data (lifelines): the
+    DataFrame passed is not the training data."""
     params = np.asarray(params, dtype=np.float64)
     gap = np.abs(params - fit.coef)
-    tol = 1e-3 * fit.se + 1e-6
+    tol = agreement_tolerance(fit)
     if not fit.converged or (gap > tol).any():
         worst = int(np.argmax(gap / tol))
+        where = ("the data read from the model" if diagnose is not None
+                 else "the data given")
+        why = (diagnose() if diagnose is not None else
+               "the DataFrame passed is not the one the model was fitted on (pass the exact "
+               "training DataFrame), or the model's fit had not converged")
         raise ValueError(
-            f"the {source} model's coefficients do not match a refit on the data given "
-            f"(coefficient {fit.columns[worst]!r}: {params[worst]:.6g} vs {fit.coef[worst]:.6g}); "
-            "pass the exact training DataFrame the model was fitted on")
+            f"the {source} model's coefficients do not match our refit of {where} "
+            f"(coefficient {fit.columns[worst]!r}: {params[worst]:.6g} vs {fit.coef[worst]:.6g}"
+            f"{'' if fit.converged else '; our refit did not converge'}): {why}")
 
 
 def attach_columns(frame: pd.DataFrame, data, n) -> pd.DataFrame:

@@ -16,6 +16,17 @@ deleting a patient changes it too). Not supported (a clear ``ValueError``):
 ``l1_ratio > 0`` (lifelines smooths |beta| with a sharpness that grows with its iteration
 count, so the fitted objective is not a fixed function), non-semiparametric baselines.
 
+Survival targets follow lifelines' own baseline hazard, ``baseline_cumulative_hazard_``:
+the events' weight over the risk-set sum at each event time, without Efron's tie
+correction (R's ``survfit(ctype = 1)``; R's default for an Efron fit is ``ctype = 2``), so
+``S(t | x)`` and its exact leave-one-out changes are ``predict_survival_function``'s and
+lifelines' refits' (the fit's ``ctype = 1``). Two things of lifelines' are not copied:
+between training durations ``predict_survival_function`` interpolates the cumulative
+hazard linearly (ours is the step function, equal at the durations), and with
+``entry_col`` its baseline hazard counts every row with a later duration as at risk,
+before its entry too (ours keeps the risk sets of the partial likelihood,
+``(entry, duration]``).
+
 Units: ``entry_col`` (delayed entry) becomes ``start=``; a ``cluster_col`` makes the
 clusters the units of deletion and the model robust (lifelines then reports sandwich
 standard errors); a ``CoxTimeVaryingFitter``'s ``id_col`` names the subjects (its rows are
@@ -93,6 +104,7 @@ def resolve_lifelines(cph, data) -> Resolved:
         fit = penalized_fit(cox_data, init, penalty, "efron")
     else:
         fit = fit_cox(X, time, ev, start=start, weights=w, strata=st, ties="efron", init=init)
+    fit.ctype = 1                       # lifelines' baseline hazard (module docstring)
     check_agreement(fit, cph.params_.to_numpy(), "lifelines")
     frame = X.copy()
     if entry:
@@ -136,6 +148,7 @@ def resolve_lifelines_time_varying(ctv, data) -> Resolved:
     st = data[strata] if strata else None
     fit = fit_cox(X, stop, ev, start=start, id=data[ctv.id_col], weights=w, strata=st,
                   ties="efron", init=ctv.params_.to_numpy(dtype=np.float64))
+    fit.ctype = 1                       # lifelines' baseline_cumulative_hazard_: no tie correction
     check_agreement(fit, ctv.params_.to_numpy(), "lifelines")
     frame = X.copy()
     for c in [ctv.start_col, ctv.stop_col, ctv.event_col, ctv.id_col] + strata + _as_list(weights):

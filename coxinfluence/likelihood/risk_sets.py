@@ -375,11 +375,13 @@ class RiskSets:
             np.cumsum(S1[start:stop], axis=0, out=S1[start:stop])
         tg = data.term_group
         a = np.empty((tg.size, data.d))
+        # the fractions given (a survival target's baseline may be Efron's on a Breslow fit)
+        corrected = data.ties == "efron" or bool(np.any(frac))
 
         def terms(w, k0, k1):                    # terms [k0, k1): disjoint rows of a
             g = tg[k0:k1]
             np.take(S1, g, axis=0, out=a[k0:k1])
-            if data.ties == "efron":
+            if corrected:
                 a[k0:k1] -= frac[k0:k1, None] * np.take(S1D, g, axis=0)
             a[k0:k1] /= den[k0:k1, None]
         for_row_blocks(terms, tg.size, ROW_BLOCK)

@@ -74,6 +74,12 @@ class CoxFit:
     ``solve(fit$var)``; with the penalty's Hessian for penalised fits), so ``var`` and
     the influence functions use the objective that was minimised. ``data`` is the
     validated, sorted :class:`CoxData`.
+
+    ``ctype`` is the baseline hazard of survival predictions (:mod:`coxinfluence.audit.targets`),
+    as R's ``survfit(fit, ctype=)``: 1 = Breslow / Nelson-Aalen type (the events'
+    weight over the risk-set sum at each event time), 2 = with Efron's tie correction;
+    None (``fit_cox``) = R's default for the fit's ties (2 for Efron, 1 for Breslow).
+    The integrations set the library's own: lifelines and statsmodels use 1.
     """
 
     coef: np.ndarray
@@ -87,6 +93,7 @@ class CoxFit:
     tol: float = 1e-10
     max_iter: int = 50
     penalty: object = field(default=None, repr=False)   # has .value(thetas) and .strength
+    ctype: object = None            # survival baseline: 1, 2 or None (R's default; above)
 
     @property
     def n(self):
@@ -268,7 +275,7 @@ def subsample_start(data, min_rows=None, sample=None):
 
 
 def fit_cox(X, time, event, *, start=None, id=None, weights=None, strata=None, ties="efron",
-            tol=1e-10, max_iter=50, init=None) -> CoxFit:
+            tol=1e-10, max_iter=50, init=None, at_risk_at_entry=False) -> CoxFit:
     """Fit a Cox proportional hazards model by Newton-Raphson with step halving.
 
     Parameters
@@ -279,6 +286,9 @@ def fit_cox(X, time, event, *, start=None, id=None, weights=None, strata=None, t
     start : (n,) optional entry times: row i is at risk on ``(start_i, time_i]``, as R's
         ``Surv(start, stop, event)`` (delayed entry, time-varying covariates); None means
         from the origin.
+    at_risk_at_entry : with ``start``, a row is also at risk at its entry time, on
+        ``[start, time]`` (statsmodels' ``PHReg(entry=...)``, Stata's convention; the
+        statsmodels integration sets it). Default False: R's and lifelines' ``(start, time]``.
     id : (n,) optional subject labels: rows of one subject (several intervals) are one
         unit of the influence functions (deleted together; results per subject, indexed
         by the sorted labels). Intervals of one subject must not overlap within a stratum.
@@ -300,7 +310,7 @@ def fit_cox(X, time, event, *, start=None, id=None, weights=None, strata=None, t
     CoxFit
     """
     data = make_cox_data(X, time, event, start=start, id=id, weights=weights, strata=strata,
-                         ties=ties)
+                         ties=ties, at_risk_at_entry=at_risk_at_entry)
     theta0 = subsample_start(data) if init is None else np.asarray(init, dtype=np.float64)
     if theta0.shape != (data.d,):
         raise CoxInputError(f"init must have {data.d} entries; got shape {theta0.shape}")
