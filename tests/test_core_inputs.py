@@ -35,7 +35,7 @@ def test_bad_values_raise_naming_the_problem(mutate, match):
 def test_error_names_offending_rows():
     X, t, e, w, s = good()
     X[7, 0] = np.nan
-    with pytest.raises(ci.CoxInputError, match=r"positions 7"):
+    with pytest.raises(ci.CoxInputError, match=r"position\(s\) 7, counted from 0"):
         ci.fit_cox(X, t, e)
 
 

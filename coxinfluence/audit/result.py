@@ -55,6 +55,26 @@ class InfluenceResult:
         return (f"InfluenceResult(method={self.method!r}, target={self.target.name!r}, "
                 f"{self.unit_name}={n}, columns={m}{extra}, source={self.source!r})")
 
+    def _repr_html_(self):
+        """Jupyter: what the result is, the verification sentence (what is exact, what is
+        flagged) and the top table."""
+        import html
+        n_flag = int(self.flagged.sum())
+        if self.verification is not None:
+            trust = self.verification.describe(self.unit_name)
+        elif self.method == "exact":
+            trust = f"every {self.unit_name[:-1]} refitted exactly"
+        else:
+            trust = (f"first-order estimates ({self.method}); none refitted (method='auto' "
+                     "verifies the top ones by exact refits)")
+        if not self.fit_ok:
+            trust = "the fit did not converge to a maximum: no number can be trusted"
+        top = self.top(min(10, len(self.loo_change)))
+        head = (f"<p><b>Influence of {html.escape(self.units_text)}</b> on "
+                f"{html.escape(self.target.name)} (method {html.escape(self.method)}, "
+                f"{html.escape(self.source)}): {html.escape(trust)}; {n_flag} flagged.</p>")
+        return head + top.to_html(float_format=lambda v: f"{v:.4g}")
+
     @property
     def unit_name(self) -> str:
         """What a result row is: "patients" (rows or subjects) or "clusters"."""
@@ -233,10 +253,12 @@ class InfluenceResult:
         return self._exact
 
     # ------------------------------------------------------------------------ plots
-    def plot_index(self, columns=None, label_top=3):
-        """Index plot: the change of each column against the patient's row number."""
+    def plot_index(self, columns=None, label_top=3, max_tick_labels=30):
+        """Index plot: the change of each column against the unit's label
+        (:func:`coxinfluence.plotting.index_plot`)."""
         from coxinfluence.plotting import index_plot
-        return index_plot(self, columns=columns, label_top=label_top)
+        return index_plot(self, columns=columns, label_top=label_top,
+                          max_tick_labels=max_tick_labels)
 
     def plot_vs_exact(self, exact=None, columns=None):
         """Scatter of this method's changes against exact refits, with the correlation."""

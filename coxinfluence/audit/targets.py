@@ -55,6 +55,7 @@ from collections.abc import Hashable
 import numpy as np
 import pandas as pd
 
+from coxinfluence.data.inputs import show_labels
 from coxinfluence.data.units import row_units
 
 __all__ = ["Target", "Coefficients", "HazardRatios", "LinearPredictor", "RelativeRisk",
@@ -93,7 +94,7 @@ def _new_patients(X_new, fit, transform=None):
     bad = ~np.isfinite(arr).all(axis=1)
     if bad.any():
         raise ValueError(f"new patients contain NaN or infinite values in {int(bad.sum())} "
-                         f"row(s): {[labels[k] for k in np.flatnonzero(bad)][:10]}")
+                         f"row(s): {show_labels([labels[k] for k in np.flatnonzero(bad)])}")
     return arr, labels
 
 

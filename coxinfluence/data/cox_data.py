@@ -34,6 +34,7 @@ from coxinfluence.data.inputs import (
     check_finite,
     encode_labels,
     encode_strata,
+    show_labels,
 )
 from coxinfluence.data.rank import check_design
 from coxinfluence.numerics.rows import ROW_BLOCK
@@ -354,7 +355,7 @@ def make_cox_data(X, time, event, *, start=None, id=None, weights=None, strata=N
                       if isinstance(v, (pd.Series, pd.DataFrame))), None)
     if index is not None:
         if index.has_duplicates:
-            dup = list(index[index.duplicated()].unique()[:10])
+            dup = show_labels(index[index.duplicated()].unique())
             raise CoxInputError(f"duplicate index labels {dup}: results are keyed by the "
                                 "index, so each row needs its own label (reset_index() first)")
         inputs = {k: aligned(v, index, k) for k, v in inputs.items()}
@@ -362,40 +363,40 @@ def make_cox_data(X, time, event, *, start=None, id=None, weights=None, strata=N
     t = as_vector(time, n, "time")
     e = as_vector(event, n, "event")
     w = np.ones(n) if weights is None else as_vector(weights, n, "weights")
-    check_finite(Xa, "X")
-    check_finite(t, "time")
-    check_finite(e, "event")
-    check_finite(w, "weights")
+    check_finite(Xa, "X", index)
+    check_finite(t, "time", index)
+    check_finite(e, "event", index)
+    check_finite(w, "weights", index)
     st = None
     if start is not None:
         st = as_vector(start, n, "start")
-        check_finite(st, "start")
+        check_finite(st, "start", index)
         bad = (st > t) if at_risk_at_entry else (st >= t)
         if bad.any():
             raise CoxInputError(
                 f"start must be before time (rows at risk on (start, time]); start >= time in "
-                f"{bad_rows(bad)}" if not at_risk_at_entry else
+                f"{bad_rows(bad, index)}" if not at_risk_at_entry else
                 f"start must not be after time (rows at risk on [start, time]); start > time "
-                f"in {bad_rows(bad)}")
+                f"in {bad_rows(bad, index)}")
     elif (t < 0).any():
-        raise CoxInputError(f"time must be non-negative; negative in {bad_rows(t < 0)}")
+        raise CoxInputError(f"time must be non-negative; negative in {bad_rows(t < 0, index)}")
     not_binary = (e != 0) & (e != 1)
     if not_binary.any():
         raise CoxInputError(f"event must be 0/1 (1 = event, 0 = censored); other values in "
-                            f"{bad_rows(not_binary)}")
+                            f"{bad_rows(not_binary, index)}")
     if (w <= 0).any():
         raise CoxInputError(f"weights must be positive (as in R's coxph); non-positive in "
-                            f"{bad_rows(w <= 0)}. To remove rows, drop them")
+                            f"{bad_rows(w <= 0, index)}. To remove rows, drop them")
     if e.sum() == 0:
         raise CoxInputError("no events: every row is censored, the partial likelihood is empty")
-    codes, labels, names = encode_strata(strata, n)
+    codes, labels, names = encode_strata(strata, n, index)
     if n <= d:
         raise CoxInputError(f"fewer rows ({n}) than covariates plus one ({d + 1})")
     data = build_cox_data(Xa, t, e, w, codes, ties=ties, columns=columns, index=index,
                           strata_labels=labels, strata_names=names, start=st,
                           at_risk_at_entry=at_risk_at_entry)
     if id is not None:
-        codes_id, id_labels = encode_labels(id, n, "id")
+        codes_id, id_labels = encode_labels(id, n, "id", index)
         data = dataclasses.replace(data, ids=codes_id[data.order], id_labels=id_labels)
         _check_no_overlap(data)
     if check_identifiable:
@@ -425,11 +426,11 @@ def _check_no_overlap(data):
     """Raise if a subject has two rows at risk at one time in one stratum."""
     bad = units_with_overlap(data, data.ids, len(data.id_labels))
     if bad.any():
-        labels = sorted((data.id_labels[c] for c in np.flatnonzero(bad)), key=str)
+        labels = data.id_labels[np.flatnonzero(bad)]             # sorted labels
         hint = (" (without start=, every row is at risk from time 0: give start= for "
                 "several intervals of one subject, or groups= to the influence functions "
                 "for clusters)" if data.start is None else "")
-        raise CoxInputError(f"subject(s) {labels[:10]}{' ...' if len(labels) > 10 else ''} "
+        raise CoxInputError(f"subject(s) {show_labels(labels)} "
                             f"have overlapping intervals in one stratum (at risk twice at "
                             f"one time){hint}")
 

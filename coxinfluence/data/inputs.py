@@ -58,7 +58,7 @@ def aligned(v, index, name):
     if len(v.index) != len(index):
         return v                      # the length check names the problem
     if v.index.has_duplicates or not v.index.isin(index).all():
-        missing = list(index[~index.isin(v.index)][:5])
+        missing = show_labels(index[~index.isin(v.index)], limit=5)
         raise CoxInputError(f"{name}'s index does not match X's index (labels of X missing "
                             f"from {name}: {missing}); pandas inputs are matched on the "
                             "index: give them the same labels, or pass arrays")
@@ -81,23 +81,35 @@ def as_vector(v, n, name, *, dtype=np.float64):
     return arr
 
 
-def bad_rows(mask):
+def show_labels(values, limit=10):
+    """``values`` as a message shows them: plain Python scalars (``3``, ``'a'``; never
+    ``np.int64(3)``), at most ``limit``, then "..."."""
+    values = list(values)
+    shown = [repr(v.item() if isinstance(v, np.generic) else v) for v in values[:limit]]
+    return ", ".join(shown) + (", ..." if len(values) > limit else "")
+
+
+def bad_rows(mask, index=None):
+    """The rows ``mask`` (caller's order) as every message of the package names rows: by
+    the pandas index label when the caller gave pandas (``index``), else by position
+    counted from 0, and said so."""
     rows = np.flatnonzero(mask)
-    shown = ", ".join(str(r) for r in rows[:10])
-    return f"{rows.size} row(s) (positions {shown}{', ...' if rows.size > 10 else ''})"
+    if index is not None:
+        return f"{rows.size} row(s) (index label(s) {show_labels(index[rows])})"
+    return f"{rows.size} row(s) (position(s) {show_labels(rows)}, counted from 0)"
 
 
-def check_finite(arr, name):
+def check_finite(arr, name, index=None):
     if arr.ndim == 2 and all_finite(arr):
         return
     bad = ~np.isfinite(arr)
     if bad.any():
         if arr.ndim == 2:
             bad = bad.any(axis=1)
-        raise CoxInputError(f"{name} contains NaN or infinite values in {bad_rows(bad)}")
+        raise CoxInputError(f"{name} contains NaN or infinite values in {bad_rows(bad, index)}")
 
 
-def encode_strata(strata, n):
+def encode_strata(strata, n, index=None):
     """Stratum codes 0..S-1 (sorted labels), the labels in code order (scalars, or tuples
     for a DataFrame of several stratum columns) and the stratum column names (a DataFrame's
     columns, a named Series' name); ``None`` for what is not known."""
@@ -106,7 +118,7 @@ def encode_strata(strata, n):
     if isinstance(strata, pd.DataFrame):
         if strata.isna().any(axis=None):
             raise CoxInputError("strata contain missing values in "
-                                + bad_rows(strata.isna().any(axis=1).to_numpy()))
+                                + bad_rows(strata.isna().any(axis=1).to_numpy(), index))
         cols = list(strata.columns)
         codes = strata.groupby(cols, sort=True).ngroup().to_numpy()
         if codes.shape[0] != n:
@@ -121,13 +133,13 @@ def encode_strata(strata, n):
         raise CoxInputError(f"strata has length {values.shape[0]} but X has {n} rows")
     if values.isna().any():
         raise CoxInputError("strata contain missing values in "
-                            + bad_rows(values.isna().to_numpy()))
+                            + bad_rows(values.isna().to_numpy(), index))
     codes, uniques = pd.factorize(values, sort=True)
     name = strata.name if isinstance(strata, pd.Series) and strata.name is not None else None
     return codes.astype(np.intp), tuple(uniques), None if name is None else (str(name),)
 
 
-def encode_labels(labels, n, name):
+def encode_labels(labels, n, name, index=None):
     """Unit codes 0..U-1 (sorted labels) and the sorted labels, from one label per row."""
     values = labels.to_numpy() if isinstance(labels, (pd.Series, pd.Index)) \
         else np.asarray(labels)
@@ -136,8 +148,6 @@ def encode_labels(labels, n, name):
                             f"{values.shape}")
     missing = pd.isna(values)
     if missing.any():
-        rows = np.flatnonzero(missing)
-        raise CoxInputError(f"{name} has missing labels in {rows.size} row(s) (positions "
-                            f"{', '.join(map(str, rows[:10]))})")
+        raise CoxInputError(f"{name} has missing labels in {bad_rows(missing, index)}")
     codes, uniques = pd.factorize(values, sort=True)
     return codes.astype(np.intp), pd.Index(uniques, name=name)

@@ -63,7 +63,7 @@ class Units:
 
     def describe(self, codes):
         """Labels of the units ``codes`` (for messages)."""
-        return [self.labels[c] for c in np.asarray(codes, dtype=int)]
+        return list(self.labels[np.asarray(codes, dtype=int)])      # Python scalars
 
     @cached_property
     def shares_risk_sets(self):

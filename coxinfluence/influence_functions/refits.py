@@ -253,7 +253,8 @@ def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_
     codes = np.arange(U) if codes is None else np.asarray(codes, dtype=int)
     tol = gradient_tolerance(data, fit.tol if tol is None else tol)
     batch_size = batch_size or _default_batch(data, per_row_floats=4 * data.n)
-    show = (codes.size > 2000) if progress is None else bool(progress)
+    # default: a bar for long runs, and only on a terminal (never carriage returns in logs)
+    show = (None if codes.size > 2000 else False) if progress is None else bool(progress)
     from scipy.linalg import cho_factor
     chol = cho_factor(fit.information)
     theta_start, J_start = _warm_start(fit, units, codes, vif, third)
@@ -495,9 +496,11 @@ def newton_loo(fit, *, groups=None, method="auto"):
 
 
 def _progress(show, total, desc):
-    if show:
+    """A progress bar: shown (True), not (False), or only when stderr is a terminal
+    (None: tqdm's ``disable=None``)."""
+    if show is not False:
         from tqdm.auto import tqdm
-        return tqdm(total=total, desc=desc, unit="row")
+        return tqdm(total=total, desc=desc, unit="row", disable=None if show is None else False)
 
     class _Null:
         def update(self, _):

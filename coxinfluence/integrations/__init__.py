@@ -16,6 +16,7 @@ from typing import Callable, Optional
 import numpy as np
 import pandas as pd
 
+from coxinfluence.data.inputs import show_labels
 from coxinfluence.models.cox import CoxFit
 
 __all__ = ["Resolved", "resolve", "check_agreement"]
@@ -73,7 +74,7 @@ def attach_columns(frame: pd.DataFrame, data, n) -> pd.DataFrame:
         raise ValueError("data has duplicate index labels; results are keyed by the index")
     if not data.index.equals(frame.index):
         if not (data.index.isin(frame.index).all() and frame.index.isin(data.index).all()):
-            missing = list(frame.index[~frame.index.isin(data.index)][:5])
+            missing = show_labels(frame.index[~frame.index.isin(data.index)], limit=5)
             raise ValueError(f"data's index does not match the model's rows (labels missing "
                              f"from data: {missing}); pandas inputs are matched on the index")
         data = data.reindex(frame.index)

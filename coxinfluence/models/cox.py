@@ -206,6 +206,21 @@ class CoxFit:
                              "robust se" if robust else "se(coef)": se, "z": z,
                              "p": 2 * stats.norm.sf(np.abs(z))}, index=self.columns)
 
+    @property
+    def params(self) -> pd.Series:
+        """The coefficients named by their covariates (``coef`` is the bare array), as
+        lifelines' ``params_`` and statsmodels' ``params``."""
+        return pd.Series(self.coef, index=pd.Index(self.columns, name="covariate"),
+                         name="coef")
+
+    def _repr_html_(self):
+        """Jupyter: the fit's line and its coefficient table (:meth:`summary`)."""
+        import html
+        head = (f"<p><b>Cox model</b>: n = {self.n}, events = {int(self.data.event.sum())}, "
+                f"ties = {html.escape(self.ties)}, log-likelihood = {self.loglik:.6g}, "
+                f"{'converged' if self.converged else '<b>not converged</b>'}</p>")
+        return head + self.summary().to_html(float_format=lambda v: f"{v:.4g}")
+
     def __repr__(self):
         coefs = ", ".join(f"{c}={v:.4g}" for c, v in zip(self.columns, self.coef))
         return (f"CoxFit(n={self.n}, events={int(self.data.event.sum())}, ties={self.ties!r}, "
