@@ -83,7 +83,7 @@ def _img(uri, alt):
 def _target_wording(result):
     """What the changes are, in words, for the report."""
     unit = result.unit_name[:-1]
-    removal = "" if result.units.is_rows else " (all of its rows)"
+    removal = "" if result.model.units_are_rows else " (all of its rows)"
     name = result.target.name
     if name == "coef":
         what = "&theta;&#770;<sub>&minus;i</sub> &minus; &theta;&#770;: the coefficients"

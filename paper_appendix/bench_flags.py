@@ -53,6 +53,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import flag_estimates  # noqa: E402
 from _common import OUT, markdown_table, r_available, write_result  # noqa: E402
 
 import coxinfluence as ci  # noqa: E402
@@ -425,14 +426,14 @@ def analyse(case, newton_budget):
         times["newton"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     C = flags.information_split(fit, units)
-    lc = flags.leverage_corrected(fit, units, dv, C=C)
+    lc = flag_estimates.leverage_corrected(fit, units, dv, C=C)
     lev = flags.leverage(fit, units, C=C)
     undefined = flags.undefined_units(fit, units)
     times["flags"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     T = flags.third_derivative(fit)
     curv = flags.curvature_score(fit, units, dv, C=C, T=T)
-    so2 = flags.second_order(fit, units, dv, C=C, T=T)
+    so2 = flag_estimates.second_order(fit, units, dv, C=C, T=T)
     times["curv"] = time.perf_counter() - t0
     api = flags.unstable_units(fit, units, dv)
     t0 = time.perf_counter()

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 import coxinfluence as ci
+from coxinfluence.influence_functions.vif import _group_sums
 
 
 def _drop(a, i):
@@ -129,3 +130,48 @@ def r_coxph(tmp_path, X, t, e, *, w=None, s=None, ties="efron"):
     cs = pd.read_csv(tmp_path / "r_coef.csv")
     dfb = pd.read_csv(tmp_path / "r_dfbeta.csv").to_numpy()
     return cs["coef"].to_numpy(), cs["se"].to_numpy(), dfb
+
+
+def own_group_change(data, state):
+    """The VIF's part 2 for every event row (sorted order), (n, d) with zeros for censored
+    rows, by expanding every (event, remaining rank) pair: the reference of the package's
+    O(K d) ``_own_group_change_fast`` (O(sum_g d_g^2 d) time and memory)."""
+    X, w = data.X, data.weights
+    out = np.zeros_like(X)
+    ev = data.event_rows
+    if ev.size == 0:
+        return out
+    u = state.risk
+    n_ev = data.group_n_events
+    S0, S1, S0D, S1D, full = _group_sums(data, state)
+
+    g = data.term_group                       # group of each event row (event_rows order)
+    d_i = n_ev[g]
+    ui, xi = u[ev], X[ev]
+    # expanded pairs (event i, remaining rank r' = 0..d_g-2)
+    reps = d_i - 1
+    pair_event = np.repeat(np.arange(ev.size), reps)
+    start = np.cumsum(reps) - reps
+    r_prime = np.arange(pair_event.size) - np.repeat(start, reps)
+    gp = g[pair_event]
+    if data.ties == "efron":
+        c = r_prime / np.maximum(d_i[pair_event] - 1, 1)
+    else:
+        c = np.zeros(pair_event.size)
+    up, xp = ui[pair_event], xi[pair_event]
+    num = S1[gp] - up[:, None] * xp - c[:, None] * (S1D[gp] - up[:, None] * xp)
+    den = S0[gp] - up - c * (S0D[gp] - up)
+    a_new = num / den[:, None]
+    m_new = (data.group_event_weight[g] - w[ev]) / np.maximum(d_i - 1, 1)
+    remaining = np.zeros((ev.size, data.d))
+    np.add.at(remaining, pair_event, a_new)
+    out[ev] = -w[ev, None] * xi + full[g] - m_new[:, None] * remaining
+    return out
+
+
+def deleted_gradients(fit, units, codes=None):
+    """Gradients ``grad L_{-g}(fit.coef)`` (m, d) for the units ``codes`` (default all): the
+    deleted-data gradient the closed forms give (``grad L`` less the VIF's gradient
+    differences), as one-step Newton uses it."""
+    from coxinfluence.influence_functions import deleted_hessians as dh
+    return dh._deleted_gradients(fit, units, dh._codes(units, codes), dh._FullData(fit))

@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from oracles import deleted_gradients
 from test_subjects import fit_of, subjects
 from test_vif_fast import simulate
 
@@ -20,7 +21,6 @@ import coxinfluence as ci
 from coxinfluence.data.units import resolve_units
 from coxinfluence.influence_functions.deleted_hessians import (
     _Moments,
-    deleted_gradients,
     deleted_hessians,
     efron_square_fraction_sum,
     hessian_series_length,

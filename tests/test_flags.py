@@ -3,7 +3,9 @@ and R-free
 literal sums, the third derivative against finite differences, the corrected changes
 against their defining formulas and exact refits, and the undefined units on designs
 built to have them."""
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -11,6 +13,10 @@ import pytest
 from scipy.linalg import eigh
 
 import coxinfluence as ci
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper_appendix"))
+import flag_estimates  # noqa: E402  (research estimates measured by bench_flags.py)
+
 from coxinfluence.data.deletion import Deletion
 from coxinfluence.data.units import resolve_units
 from coxinfluence.influence_functions import stability as flags
@@ -151,7 +157,7 @@ def test_corrections_equal_their_defining_formulas(name, kw, groups):
     C = flags.information_split(fit, units)
     delta = -np.asarray(ci.vif(fit, groups=groups), dtype=float) / units.n_units
     # the default delta is VIF's change of the same units
-    lc = flags.leverage_corrected(fit, units)
+    lc = flag_estimates.leverage_corrected(fit, units)
     ref = np.stack([np.linalg.solve(H - C[g], H @ delta[g]) for g in range(units.n_units)])
     assert np.abs(lc - ref).max() <= 1e-10 * np.abs(ref).max()
     lam = flags.leverage(fit, units)
@@ -159,7 +165,7 @@ def test_corrections_equal_their_defining_formulas(name, kw, groups):
     assert np.allclose(lam, ref, rtol=1e-10, atol=1e-14)
     # second order: many fixed-point steps solve (H - C_g) D + T[D, D]/2 = H delta_g
     T = flags.third_derivative(fit)
-    D = flags.second_order(fit, units, delta, iters=60)
+    D = flag_estimates.second_order(fit, units, delta, iters=60)
     res = (np.einsum("gij,gj->gi", H[None] - C, D) + 0.5 * np.einsum("iab,ga,gb->gi", T, D, D)
            - delta @ H)
     assert np.abs(res).max() <= 1e-10 * np.abs(delta @ H).max()
@@ -196,8 +202,8 @@ def test_corrections_are_closer_to_exact_than_vif_on_a_rare_dummy():
     H = fit.information
     delta = -np.asarray(ci.vif(fit)) / fit.n
     exact = np.asarray(ci.exact_loo(fit)) - fit.coef
-    lc = flags.leverage_corrected(fit, delta_vif=delta)
-    so = flags.second_order(fit, delta_vif=delta)
+    lc = flag_estimates.leverage_corrected(fit, delta_vif=delta)
+    so = flag_estimates.second_order(fit, delta_vif=delta)
     scale = hnorm(H, exact)
     err_vif = hnorm(H, delta - exact) / scale
     err_lc = hnorm(H, lc - exact) / scale

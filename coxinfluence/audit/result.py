@@ -77,7 +77,11 @@ class InfluenceResult:
 
     @property
     def unit_name(self) -> str:
-        """What a result row is: "patients" (rows or subjects) or "clusters"."""
+        """What a result row is: "patients" (rows or subjects) or "clusters"; a model
+        behind the seam may name its own (``unit_name``, e.g. "objects")."""
+        own = getattr(self.model, "unit_name", None)
+        if own:
+            return own
         groups = None if self._resolved is None else self._resolved.groups
         return "patients" if groups is None else "clusters"
 
@@ -85,7 +89,7 @@ class InfluenceResult:
     def units_text(self) -> str:
         """E.g. "103 patients (172 rows)", or "686 patients" when a patient is a row."""
         U, n = len(self.loo_change), self.fit.n
-        return f"{U} {self.unit_name}" + ("" if U == n and self.units.is_rows
+        return f"{U} {self.unit_name}" + ("" if U == n and self.model.units_are_rows
                                           else f" ({n} rows)")
 
     @property

@@ -79,6 +79,7 @@ class AutodiffModel:
         return self
 
     units_are_rows = True
+    unit_name = "objects"
 
     def objective(self, thetas):
         thetas = jnp.asarray(np.atleast_2d(thetas), dtype=jnp.float64)

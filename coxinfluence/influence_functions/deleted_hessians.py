@@ -124,14 +124,6 @@ def deleted_hessians(fit, units, codes=None, *, method="auto"):
     return _deleted_hessians(fit, units, _codes(units, codes), method, _FullData(fit))
 
 
-def deleted_gradients(fit, units, codes=None):
-    """Gradients ``grad L_{-g}(fit.coef)`` (m, d) for the units ``codes`` (default all):
-    ``grad L`` less the VIF's closed-form gradient differences
-    (:mod:`coxinfluence.influence_functions.vif`); units with two rows in one risk set by
-    deletion."""
-    return _deleted_gradients(fit, units, _codes(units, codes), _FullData(fit))
-
-
 def one_step_newton(fit, units, codes=None, *, method="auto"):
     """``theta_hat - H_{-g}^{-1} grad L_{-g}(theta_hat)`` for the units ``codes`` (default
     all), both in closed form: (theta (m, d), ok (m,)); ``ok`` is False (and theta NaN)

@@ -4,7 +4,8 @@
 (default 1e-10): warm-started at the closed-form Halley estimate (:func:`_warm_start`:
 the deleted-data gradient and Hessian at ``theta_hat`` and the full-data third
 derivative), then quasi-Newton steps (:func:`_loo_chunk`) whose gradients come from
-:class:`coxinfluence.likelihood.risk_sets.DeletionGradients` (the deletions of ``batch_size`` refits
+:class:`coxinfluence.likelihood.deletion_gradients.DeletionGradients` (the deletions of
+``batch_size`` refits
 at once, on the already-sorted rows: no refit re-sorts or re-validates, no loop over
 rows), then Newton-Raphson for the few that need it. About two gradient evaluations per
 refit (the start's and the check after one step): SUPPORT (n = 5678) 2.1, METABRIC 2.5.
@@ -59,7 +60,8 @@ def _loo_chunk(risk_sets, of_row, coef, hess_chol, codes, theta_start, J_start, 
     from ``theta_start`` (m, d), with ``J_start`` (m, d, d) the first inverse-Jacobian
     estimates (``H_{-g}^{-1}``; None: the full-data ``H^{-1}`` for all); returns (theta (m, d),
     converged (m,), flat (m,): :func:`_flat_at_refit`). The gradients
-    (:class:`~coxinfluence.likelihood.risk_sets.DeletionGradients`) run their products as one-thread
+    (:class:`~coxinfluence.likelihood.deletion_gradients.DeletionGradients`) run their products as
+    one-thread
     BLAS calls and the Newton fallback with ``blas=False``, so the bits do not depend on
     where the chunk runs.
 

@@ -38,6 +38,7 @@ class AuditModel(Protocol):
     converged: bool             # whether ``coef`` is a maximum the refits can return to
     unit_labels: pd.Index       # one label per unit of deletion (rows, subjects, clusters)
     units_are_rows: bool        # each unit is one training row
+    # optional: ``unit_name`` (what the report calls a unit; default "patients")
 
     def objective(self, thetas) -> np.ndarray:
         """(m,) the full-data objective at each row of ``thetas`` (m, d): the likelihood
@@ -47,8 +48,9 @@ class AuditModel(Protocol):
         """(U, d) first-order estimates of ``theta_hat_{-g} - theta_hat`` by ``method`` in
         :data:`APPROXIMATIONS` (NaN where the deletion has no estimate)."""
 
-    def refit(self, codes, *, progress=None, executor=None):
-        """Exact refits without each unit ``codes`` (positions in ``unit_labels``): a
+    def refit(self, codes=None, *, progress=None, executor=None):
+        """Exact refits without each unit ``codes`` (positions in ``unit_labels``; None:
+        every unit): a
         :class:`coxinfluence.influence_functions.refits.Refits` (``theta``, and a status
         per unit: "ok", "undefined" (no maximum without the unit), "refit_failed")."""
 

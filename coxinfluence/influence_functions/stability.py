@@ -30,10 +30,11 @@ third central moments of the risk sets (:func:`third_derivative`, O(n d^3)).
 - :func:`leverage` ``lambda_g``, the largest eigenvalue of ``H^{-1/2} C_g H^{-1/2}``: the
   unit's largest share of the information in any direction (1: the deletion leaves a
   direction without information).
-- :func:`leverage_corrected` ``(H - C_g)^{-1} H delta_g``: VIF with the full information
+- ``leverage_corrected`` ``(H - C_g)^{-1} H delta_g``: VIF with the full information
   replaced by the other units' part (one-step Newton uses ``H_{-g}``; this keeps the
-  risk-set means of the full fit).
-- :func:`second_order`: the change solving ``(H - C_g) D + T[D, D]/2 = H delta_g``, the
+  risk-set means of the full fit), in ``paper_appendix/flag_estimates.py`` (measured, not
+  shown to users).
+- ``second_order`` (there too): the change solving ``(H - C_g) D + T[D, D]/2 = H delta_g``, the
   deleted problem's score expanded to second order. Closer to the refit than VIF for most
   units, but the expansion breaks down for the most extreme ones (measured errors up to
   13 times the exact change), which are flagged: an estimate for ranking, never shown
@@ -199,39 +200,6 @@ def leverage(fit, units=None, C=None):
     units = _units(fit, units)
     C = information_split(fit, units) if C is None else C
     return _generalised_eig(fit, C)[0][:, -1]
-
-
-def leverage_corrected(fit, units=None, delta_vif=None, C=None):
-    """(U, d) ``(H - C_g)^{-1} H delta_g``, ``delta_g`` VIF's change (``delta_vif``,
-    default ``-vif(fit)/U`` per unit): VIF with the full information replaced by the other
-    units' part. NaN where ``H - C_g`` is singular (``1 - lambda_g <= SINGULAR``)."""
-    fit = check_fit(fit)
-    units = _units(fit, units)
-    delta = _delta(fit, units, delta_vif)
-    C = information_split(fit, units) if C is None else C
-    H = np.asarray(fit.information, dtype=np.float64)
-    return _solve_split(fit, C, delta @ H)
-
-
-def second_order(fit, units=None, delta_vif=None, C=None, T=None, iters=1):
-    """(U, d) the change ``D`` solving ``(H - C_g) D + T[D, D]/2 = H delta_g`` by
-    ``iters`` fixed-point steps from :func:`leverage_corrected`: the deleted problem's
-    score expanded to second order at ``theta_hat`` (``T``: :func:`third_derivative` of
-    the full data, ``T[D, D]_i = sum_ab T_iab D_a D_b``), its Hessian approximated by
-    ``H - C_g``. NaN where ``H - C_g`` is singular."""
-    fit = check_fit(fit)
-    units = _units(fit, units)
-    delta = _delta(fit, units, delta_vif)
-    C = information_split(fit, units) if C is None else C
-    T = third_derivative(fit) if T is None else T
-    H = np.asarray(fit.information, dtype=np.float64)
-    eig = _generalised_eig(fit, C)
-    Hd = delta @ H
-    D = _solve_split(fit, C, Hd, eig)
-    for _ in range(iters):
-        D0 = np.where(np.isfinite(D), D, delta)
-        D = _solve_split(fit, C, Hd - 0.5 * np.einsum("iab,ua,ub->ui", T, D0, D0), eig)
-    return D
 
 
 def curvature_score(fit, units=None, delta_vif=None, C=None, T=None):

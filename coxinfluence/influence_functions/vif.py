@@ -43,7 +43,8 @@ O((n + K) d + G log G) memory, exact to rounding
 (:mod:`coxinfluence.influence_functions.vif_entry`).
 
 Part 2 has an O(K d) form, ``_own_group_change_fast``, used by the series method; the
-pairwise ``_own_group_change`` (O(sum_g d_g^2 d) time and memory) stays as its reference.
+pairwise reference (O(sum_g d_g^2 d) time and memory) is ``tests/oracles.py``'s
+``own_group_change``.
 """
 from __future__ import annotations
 
@@ -75,44 +76,10 @@ def _group_sums(data, state):
     return S0, S1, S0D, S1D, full
 
 
-def _own_group_change(data, state):
-    """Part 2 for every event row (sorted order), (n, d) with zeros for censored rows."""
-    X, w = data.X, data.weights
-    out = np.zeros_like(X)
-    ev = data.event_rows
-    if ev.size == 0:
-        return out
-    u = state.risk
-    n_ev = data.group_n_events
-    S0, S1, S0D, S1D, full = _group_sums(data, state)
-
-    g = data.term_group                       # group of each event row (event_rows order)
-    d_i = n_ev[g]
-    ui, xi = u[ev], X[ev]
-    # expanded pairs (event i, remaining rank r' = 0..d_g-2)
-    reps = d_i - 1
-    pair_event = np.repeat(np.arange(ev.size), reps)
-    start = np.cumsum(reps) - reps
-    r_prime = np.arange(pair_event.size) - np.repeat(start, reps)
-    gp = g[pair_event]
-    if data.ties == "efron":
-        c = r_prime / np.maximum(d_i[pair_event] - 1, 1)
-    else:
-        c = np.zeros(pair_event.size)
-    up, xp = ui[pair_event], xi[pair_event]
-    num = S1[gp] - up[:, None] * xp - c[:, None] * (S1D[gp] - up[:, None] * xp)
-    den = S0[gp] - up - c * (S0D[gp] - up)
-    a_new = num / den[:, None]
-    m_new = (data.group_event_weight[g] - w[ev]) / np.maximum(d_i - 1, 1)
-    remaining = np.zeros((ev.size, data.d))
-    np.add.at(remaining, pair_event, a_new)
-    out[ev] = -w[ev, None] * xi + full[g] - m_new[:, None] * remaining
-    return out
-
-
 def _own_group_change_fast(data, state, out=None, block=1 << 16):
     """Part 2 (module docstring) for every event row in O(K d): same value as
-    ``_own_group_change`` (which expands all (event, remaining rank) pairs, O(sum_g d_g^2 d)).
+    ``tests/oracles.py``'s ``own_group_change`` (which expands all (event, remaining rank)
+    pairs, O(sum_g d_g^2 d)).
 
     With ``A = S1 - u_i x_i``, ``C = S0 - u_i`` (the risk set without i), ``B = S1D - u_i x_i``,
     ``D = S0D - u_i`` (the other events of the group), ``N = d_g - 1``, ``a0 = A / C``:
@@ -165,7 +132,8 @@ def _vif_delta_direct(data, state, block_rows=None, own_group=None, rows=None):
     """``grad L(all) - grad L(-i)`` for every sorted row by direct summation of part 1,
     O(n K d) time, memory bounded by ``block_rows`` rows; part 2 by ``own_group``
     (default the O(K d) ``_own_group_change_fast``; the tests pass the pairwise
-    reference ``_own_group_change``, whose memory grows with the squared tie sizes).
+    reference ``tests/oracles.py::own_group_change``, whose memory grows with the squared tie
+    sizes).
     ``rows`` (sorted-row indices): only those rows, (len(rows), d), in O(len(rows) K d)
     (the benchmark's check of a subsample of a large data set)."""
     X = data.X
