@@ -22,13 +22,13 @@ from coxinfluence.data.units import resolve_units
 from coxinfluence.influence_functions.deleted_hessians import (
     _Moments,
     deleted_hessians,
-    efron_square_fraction_sum,
     hessian_series_length,
     hessians_by_deletion,
     one_step_newton,
     part1_direct,
     part1_series,
 )
+from coxinfluence.likelihood.efron import efron_square_fraction_sum
 
 TOL = 1e-10
 

@@ -22,14 +22,14 @@ from coxinfluence.influence_functions.vif import (
     _vif_delta_series,
 )
 from coxinfluence.influence_functions.vif_series import (
-    efron_fraction_sum,
     part1_series,
     prefix_plan,
     prefix_sums_of_columns,
     segmented_prefix_sums,
-    series_length,
 )
+from coxinfluence.likelihood.efron import efron_fraction_sum
 from coxinfluence.likelihood.risk_sets import RiskSets
+from coxinfluence.numerics.series import series_length
 
 
 def simulate(n, d=3, seed=0, n_times=None, beta_scale=0.5, strata=None, weights=False,

@@ -57,6 +57,11 @@ import pandas as pd
 
 from coxinfluence.data.inputs import show_labels
 from coxinfluence.data.units import row_units
+from coxinfluence.likelihood.baseline_hazard import (
+    baseline_ctype,
+    cumulative_mask,
+    hazard_increments,
+)
 
 __all__ = ["Target", "Coefficients", "HazardRatios", "LinearPredictor", "RelativeRisk",
            "Survival", "resolve_target", "target_change", "target_exact", "baseline_cumhaz",
@@ -235,70 +240,6 @@ def _stratum_codes(fit, strata, m, what="new patients"):
     return np.array([lookup[g] for g in given], dtype=np.intp)
 
 
-def baseline_ctype(fit, ctype=None):
-    """The baseline hazard of survival targets (module docstring): ``ctype`` when given,
-    else the fit's own (``CoxFit.ctype``), else R's default for the fit's ties (2 for
-    Efron, 1 for Breslow)."""
-    c = getattr(fit, "ctype", None) if ctype is None else ctype
-    if c is None:
-        c = 2 if fit.data.ties == "efron" else 1
-    if c not in (1, 2):
-        raise ValueError(f"ctype must be 1 (Breslow / Nelson-Aalen type) or 2 (Efron's tie "
-                         f"correction), as R's survfit; got {c!r}")
-    return int(c)
-
-
-def _baseline_terms(fit, deleted, ctype):
-    """The fit's Efron terms (rows of ``deleted`` removed) with the tie fractions of the
-    baseline ``ctype``: none for 1, Efron's ``r / d_g`` (``d_g`` the group's events left)
-    for 2, whatever the fit's ties."""
-    from coxinfluence.likelihood.risk_sets import Terms
-    data = fit.data
-    terms = fit.risk_sets.terms(deleted)
-    if (ctype == 2) == (data.ties == "efron"):
-        return terms                       # the fit's own fractions are the baseline's
-    if ctype == 1:
-        return Terms(terms.weights, np.zeros_like(terms.frac), terms.mean_weight)
-    tg, rank = data.term_group, data.term_rank
-    if deleted is None:
-        return Terms(terms.weights, rank / data.group_n_events[tg], terms.mean_weight)
-    P = deleted.presence
-    B, G = P.shape[0], data.n_groups
-    flat = (np.arange(B)[:, None] * G + tg[None, :]).ravel()
-    d_term = np.bincount(flat, weights=P[:, data.event_rows].ravel(),
-                         minlength=B * G).reshape(B, G)[:, tg]
-    frac = np.where(rank[None, :] < d_term, rank[None, :] / np.maximum(d_term, 1.0), 0.0)
-    return Terms(terms.weights, frac, terms.mean_weight)
-
-
-def _hazard_terms(fit, theta, deleted=None, ctype=None):
-    """Per-term baseline hazard increments ``m_k / den_k`` on the shifted scale, the shift,
-    and (``deleted`` None only) the term means ``a_k``, for the baseline ``ctype``
-    (:func:`baseline_ctype`). theta (B, d); ``deleted`` a
-    :class:`~coxinfluence.data.deletion.Deletion` of sorted rows or None."""
-    rs = fit.risk_sets
-    theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
-    terms = _baseline_terms(fit, deleted, baseline_ctype(fit, ctype))
-    _, r, shift, den = rs.risk(theta, terms)
-    m = np.broadcast_to(terms.mean_weight, den.shape)
-    inc = m / den
-    # the data's covariates are centred: on the caller's scale eta (hence the shift) is
-    # larger by theta' X_center, and the term means by X_center
-    centre = fit.data.X_center
-    a = rs.term_means(r, den, terms.frac) + centre if deleted is None else None
-    return inc, shift + (theta @ centre)[:, None], a
-
-
-def _cum_mask(fit, times):
-    """(S, T, K): term k enters Lambda_0 of stratum s at time t (t_k <= t, k in s)."""
-    ev = fit.data.event_rows
-    t_terms, s_terms = fit.data.time[ev], fit.data.strata[ev]
-    before = t_terms[None, :] <= np.asarray(times, dtype=np.float64)[:, None]      # (T, K)
-    n_strata = int(fit.data.strata.max()) + 1
-    same = s_terms[None, :] == np.arange(n_strata)[:, None]                         # (S, K)
-    return (same[:, None, :] & before[None, :, :]).astype(np.float64)
-
-
 def baseline_cumhaz(fit, times, theta=None, stratum=None, ctype=None):
     """Breslow/Efron baseline cumulative hazard ``Lambda_0(t)`` at ``times`` (covariates 0),
     as R's ``basehaz(fit, centered = FALSE)`` / ``survfit`` (module docstring; ``ctype`` as
@@ -306,8 +247,8 @@ def baseline_cumhaz(fit, times, theta=None, stratum=None, ctype=None):
     ``stratum``."""
     codes = _stratum_codes(fit, None if stratum is None else [stratum], 1, "baseline hazard")
     theta = fit.coef if theta is None else theta
-    inc, shift, _ = _hazard_terms(fit, theta, ctype=ctype)
-    return (_cum_mask(fit, times)[codes[0]] @ inc[0]) * np.exp(-shift[0, 0])
+    inc, shift, _ = hazard_increments(fit, theta, ctype=ctype)
+    return (cumulative_mask(fit, times)[codes[0]] @ inc[0]) * np.exp(-shift[0, 0])
 
 
 class Survival(Target):
@@ -358,8 +299,8 @@ class Survival(Target):
         X = self._X(fit)[0]
         codes = self._codes(fit, X)
         theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
-        inc, shift, _ = _hazard_terms(fit, theta, deleted, self.ctype)
-        cum = np.einsum("bk,stk->bst", inc, _cum_mask(fit, self.times))[:, codes]  # (B, P, T)
+        inc, shift, _ = hazard_increments(fit, theta, deleted, self.ctype)
+        cum = np.einsum("bk,stk->bst", inc, cumulative_mask(fit, self.times))[:, codes]  # (B, P, T)
         lin = theta @ X.T - shift                                     # (B, P), shifted
         H = np.exp(lin)[:, :, None] * cum
         return np.exp(-H).reshape(theta.shape[0], -1)
@@ -375,18 +316,18 @@ class Survival(Target):
         coefficients' part) it gives R's ``std.err`` of ``S(t|x)``."""
         X = self._X(fit)[0]
         codes = self._codes(fit, X)
-        inc, shift, _ = _hazard_terms(fit, fit.coef, ctype=self.ctype)
+        inc, shift, _ = hazard_increments(fit, fit.coef, ctype=self.ctype)
         m = fit.risk_sets.terms().mean_weight
         per_term = inc[0] ** 2 / np.broadcast_to(m, inc[0].shape)        # m / den^2
-        cum = np.einsum("k,stk->st", per_term, _cum_mask(fit, self.times))[codes]  # (P, T)
+        cum = np.einsum("k,stk->st", per_term, cumulative_mask(fit, self.times))[codes]  # (P, T)
         risk2 = np.exp(2 * (X @ fit.coef - shift[0, 0]))
         S = self._surv(fit, fit.coef)[0].reshape(cum.shape)
         return (S ** 2 * risk2[:, None] * cum).reshape(-1)
 
     def jacobian(self, fit):
         X = self._X(fit)[0]
-        mask = _cum_mask(fit, self.times)[self._codes(fit, X)]       # (P, T, K)
-        inc, shift, a = _hazard_terms(fit, fit.coef, ctype=self.ctype)
+        mask = cumulative_mask(fit, self.times)[self._codes(fit, X)]       # (P, T, K)
+        inc, shift, a = hazard_increments(fit, fit.coef, ctype=self.ctype)
         cum = mask @ inc[0]                                          # (P, T)
         cum_a = mask @ (inc[0][:, None] * a[0])                      # (P, T, d)
         e = np.exp(X @ fit.coef - shift[0, 0])                       # (P,)
@@ -436,7 +377,7 @@ def resolve_target(target):
     if isinstance(target, str) and target.lower() in _ALIASES:
         return _ALIASES[target.lower()]()
     raise ValueError(f"unknown target {target!r}: use 'coef', 'hr', or a Target such as "
-                     "coxinfluence.audit.targets.RelativeRisk(X_new) / Survival(X_new, times)")
+                     "coxinfluence.targets.RelativeRisk(X_new) / Survival(X_new, times)")
 
 
 def target_change(fit, theta_change, target, units=None, *, include_data_effect=True):

@@ -94,18 +94,15 @@ import numpy as np
 
 from coxinfluence.influence_functions.vif_series import (
     _GATHER_BLOCK,
-    _RHO_CANDIDATES,
     _reversed_ranks,
     _Segments,
     _SortedTerms,
-    efron_fraction_sum,
-    efron_fractions,
-    fraction_moment_series,
     prefix_plan,
     segmented_prefix_sums,
 )
+from coxinfluence.likelihood.efron import efron_fraction_sum, efron_square_fraction_sum
+from coxinfluence.numerics.series import RHO_CANDIDATES, ROUNDING
 
-_ROUNDING = 2.0 ** -53
 _METHODS = ("auto", "series", "direct")
 
 
@@ -308,7 +305,7 @@ def _pair_terms(mom, rows, k, xc):
 
 # ------------------------------------------------------------------ part 1
 
-def hessian_series_length(rho, tol=_ROUNDING):
+def hessian_series_length(rho, tol=ROUNDING):
     """Smallest P with ``(P + 1) rho^P / (1 - rho)^2 <= tol``: the tail of
     ``sum_p (p+1) r^p`` for ``r <= rho`` below double rounding (relative to its sum >= 1)."""
     P = 1
@@ -327,7 +324,7 @@ def _choose_split(terms, rho):
         return rho, terms.split(rho)
     n, K = terms.data.n, terms.den.size
     best = None
-    for r in _RHO_CANDIDATES:
+    for r in RHO_CANDIDATES:
         ks = terms.split(r)
         cost = 6.0 * (ks - terms.lo).sum() + hessian_series_length(r) * (3.0 * n + 2.0 * K)
         if best is None or cost < best[0]:
@@ -495,43 +492,3 @@ def own_group_change(mom):
     return out
 
 
-_SQ_DIRECT_MAX = 32        # tie sizes up to this: sum the squared fractions one by one
-_SQ_SERIES_X = 0.5         # above: the power series up to here, the trigamma form beyond
-_SQ_SERIES_Q = 64          # 65 * 0.5^64 / 0.25 < 2^-53
-
-
-def efron_square_fraction_sum(N, x):
-    """``h(N, x) = sum_{r=0}^{N-1} c_r^2 / (1 - c_r x)^2`` with ``c_r = r / N`` (the
-    derivative in x of :func:`coxinfluence.influence_functions.vif_series.efron_fraction_sum`), for
-    integer
-    ``N >= 0`` and ``0 <= x <= 1``.
-
-    ``N <= 32``: the sum itself. Otherwise, for ``x <= 1/2`` the power series
-    ``h = sum_{q >= 0} (q+1) x^q M_{q+2}(N)``, ``M_q(N) = sum_r c_r^q``, truncated after 64
-    terms (relative error below ``65 * 2^-64 / (1/4) < 2^-53``); for ``x > 1/2``, with
-    ``y_r = 1 / (1 - c_r x)``, ``z = N / x``, ``h = (sum y^2 - 2 sum y + N) / x^2`` where
-    ``sum y = z [psi(z+1) - psi(z-N+1)]`` and ``sum y^2 = z^2 [psi'(z-N+1) - psi'(z+1)]``
-    (a few hundred ulps at most there).
-    """
-    from scipy.special import digamma, polygamma
-    N = np.asarray(N, dtype=np.int64)
-    x = np.asarray(x, dtype=np.float64)
-    h = np.zeros(x.shape)
-    small = np.flatnonzero((N > 0) & (N <= _SQ_DIRECT_MAX))
-    if small.size:
-        pair, c = efron_fractions(N[small])
-        h[small] = np.bincount(pair, weights=(c / (1.0 - c * x[small][pair])) ** 2,
-                               minlength=small.size)
-    big = N > _SQ_DIRECT_MAX
-    series = np.flatnonzero(big & (x <= _SQ_SERIES_X))
-    if series.size:     # M[q] = (q + 1) sum_r c_r^(q + 2)
-        h[series] = fraction_moment_series(N[series], x[series], _SQ_SERIES_Q, 2,
-                                           weight=lambda q: q + 1)
-    closed = np.flatnonzero(big & (x > _SQ_SERIES_X))
-    if closed.size:
-        Nc, xc = N[closed].astype(np.float64), x[closed]
-        z = Nc / xc
-        sy = z * (digamma(z + 1.0) - digamma(z - Nc + 1.0))
-        sy2 = z * z * (polygamma(1, z - Nc + 1.0) - polygamma(1, z + 1.0))
-        h[closed] = (sy2 - 2.0 * sy + Nc) / xc ** 2
-    return h

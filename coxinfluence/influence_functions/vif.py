@@ -52,7 +52,8 @@ import numpy as np
 
 from coxinfluence.data.units import resolve_units
 from coxinfluence.influence_functions.vif_entry import part1_entry
-from coxinfluence.influence_functions.vif_series import efron_fraction_sum, part1_series
+from coxinfluence.influence_functions.vif_series import part1_series
+from coxinfluence.likelihood.efron import efron_fraction_sum
 from coxinfluence.models.cox import check_fit
 from coxinfluence.numerics.threads import for_row_blocks
 

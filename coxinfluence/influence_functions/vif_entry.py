@@ -71,11 +71,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from coxinfluence.influence_functions.vif_series import (
-    _ROUNDING,
-    prefix_plan,
-    segmented_prefix_sums,
-)
+from coxinfluence.influence_functions.vif_series import prefix_plan, segmented_prefix_sums
+from coxinfluence.numerics.series import ROUNDING
 
 _CLASS_SPAN = 25            # candidate classes per bin: j_min .. j_min + 24
 _SAMPLE = 2048              # rows per bin for the operation count
@@ -93,7 +90,7 @@ def series_lengths(r):
     """Smallest ``P >= 1`` with ``r^P <= 2^-53``, elementwise for ``0 <= r < 1``."""
     r = np.asarray(r, dtype=np.float64)
     with np.errstate(divide="ignore"):
-        P = np.ceil(np.log(_ROUNDING) / np.log(r) - 1e-12)
+        P = np.ceil(np.log(ROUNDING) / np.log(r) - 1e-12)
     return np.maximum(1, np.where(r > 0, P, 1)).astype(np.int64)
 
 

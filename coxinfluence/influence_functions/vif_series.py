@@ -52,17 +52,11 @@ from functools import cached_property
 
 import numpy as np
 
+from coxinfluence.numerics.series import RHO_CANDIDATES, series_length
 from coxinfluence.numerics.threads import for_row_blocks, n_threads
 
-_RHO_CANDIDATES = tuple(2.0 ** -b for b in (2, 4, 6, 8, 11, 14, 18))
-_ROUNDING = 2.0 ** -53       # the series is truncated once rho^P is below this
 _LOG_SPAN = 250.0 * np.log(10.0)   # f^P <= 1e250 for the segment growth factor f
 _STRATUM_KEY = 1500.0        # |log den| < 745 for any positive double: strata keys never mix
-
-
-def series_length(rho, tol=_ROUNDING):
-    """Smallest P with ``rho^P <= tol`` (P = 14 for rho = 1/16, 27 for 1/4, 3 for 2^-18)."""
-    return max(1, int(np.ceil(np.log(tol) / np.log(rho) - 1e-12)))
 
 
 def _reversed_ranks(data):
@@ -178,7 +172,7 @@ def part1_series(data, state, rho=None, n_terms=None, pair_block=1 << 16, out=No
     P-term series in ``u_i / den_k`` elsewhere.
 
     ``rho`` defaults to the cheapest of ``2^-2, 2^-4, 2^-6, 2^-8, 2^-11, 2^-14, 2^-18`` by
-    an operation count (``_RHO_CANDIDATES``); ``n_terms`` (P) to the smallest P with
+    an operation count (``RHO_CANDIDATES``); ``n_terms`` (P) to the smallest P with
     ``rho^P <= 2^-53``.
     The truncation error of row i is at most ``rho^P sum_k m_k |x_i - a_k| / (den_k - u_i)``
     over its series terms. ``out``: an (n, d) array to add the sums into (the caller's
@@ -265,7 +259,7 @@ class _SortedTerms:
         sample = None if stride == 1 else np.arange(0, n, stride)
         lo = self.lo if sample is None else self.lo[sample]
         best = None
-        for r in _RHO_CANDIDATES:
+        for r in RHO_CANDIDATES:
             pairs = stride * float((self.split(r, sample) - lo).sum())
             cost = 6.0 * pairs + series_length(r) * (3.0 * n + 2.0 * K)
             if best is None or cost < best[0]:
@@ -382,71 +376,3 @@ class _Segments:
             yield prefix_sums_of_columns(columns, plan, sums)
 
 
-_EFRON_DIRECT_MAX = 32      # x > 1/4 and tie sizes up to this: sum the fractions one by one
-_EFRON_SERIES_X = 0.25      # the power series in x up to here (_RHO_CANDIDATES[0])
-
-
-def efron_fractions(Ns):
-    """The Efron fractions ``c_r = r / N``, ``r = 0..N-1``, of every tie size in ``Ns``,
-    concatenated: (pair, c) with ``pair`` the position in ``Ns`` of each fraction."""
-    pair = np.repeat(np.arange(Ns.size), Ns)
-    return pair, (np.arange(pair.size) - np.repeat(np.cumsum(Ns) - Ns, Ns)) / Ns[pair]
-
-
-def fraction_moment_series(N, x, Q, power, weight=None):
-    """``sum_{q < Q} w_q x^q M_{q+power}(N)`` by Horner's rule, ``M_k(N) = sum_r c_r^k``
-    over the Efron fractions of tie size N (:func:`efron_fractions`; one moment table per
-    distinct N), ``w_q = weight(q)`` (default 1): the power-series branch of
-    :func:`efron_fraction_sum` and of its derivative."""
-    Nu, inv = np.unique(N, return_inverse=True)
-    pair, c = efron_fractions(Nu)
-    M = np.empty((Q, Nu.size))
-    cq = c.copy()
-    for _ in range(power - 1):
-        cq *= c
-    for q in range(Q):
-        M[q] = np.bincount(pair, weights=cq, minlength=Nu.size)
-        if weight is not None:
-            M[q] *= weight(q)
-        cq *= c
-    acc = M[-1, inv].copy()
-    for q in range(Q - 2, -1, -1):
-        acc = acc * x + M[q, inv]
-    return acc
-
-
-def efron_fraction_sum(N, x):
-    """``f(N, x) = sum_{r=0}^{N-1} c_r / (1 - c_r x)`` with ``c_r = r / N``, for integer
-    ``N >= 0`` and ``0 <= x <= 1`` (arrays of the same shape), to rounding.
-
-    For ``x <= 1/4`` the power series ``f = sum_{q >= 0} x^q M_{q+1}(N)``,
-    ``M_q(N) = sum_r c_r^q`` (positive terms, ``M_{q+1} <= M_1 <= f``), truncated after
-    the smallest Q with ``x_max^Q <= 2^-53`` over a class of x (Q = 27 up to 1/4, 5 up to
-    2^-11, 3 up to 2^-18: large risk sets give small x, and few terms), relative error
-    <= ``x^Q / (1 - x)``. For ``x > 1/4``: ``N <= 32``, the sum itself; otherwise the
-    closed form ``f = (z [psi(z + 1) - psi(z - N + 1)] - N) / x`` with ``z = N / x``
-    (``sum_r 1/(1 - c_r x) = z sum_r 1/(z - r)``), which loses at most a few hundred ulps
-    there (``psi`` differences of relative size >= ln(4/3) / ln(4N)).
-    """
-    from scipy.special import digamma
-    N = np.asarray(N, dtype=np.int64)
-    x = np.asarray(x, dtype=np.float64)
-    f = np.zeros(x.shape)
-    live = N > 1                                    # f(0, x) = f(1, x) = 0
-    upper = _EFRON_SERIES_X
-    for rho in _RHO_CANDIDATES[1:] + (-1.0,):       # classes (rho, upper] of x, then [0, ..]
-        cls = np.flatnonzero(live & (x <= upper) & (x > rho))
-        if cls.size:                                # M[q] = sum_r c_r^(q + 1)
-            f[cls] = fraction_moment_series(N[cls], x[cls], series_length(upper), 1)
-        upper = rho
-    small = np.flatnonzero(live & (N <= _EFRON_DIRECT_MAX) & (x > _EFRON_SERIES_X))
-    if small.size:
-        pair, c = efron_fractions(N[small])
-        f[small] = np.bincount(pair, weights=c / (1.0 - c * x[small][pair]),
-                               minlength=small.size)
-    closed = np.flatnonzero(live & (N > _EFRON_DIRECT_MAX) & (x > _EFRON_SERIES_X))
-    if closed.size:
-        Nc, xc = N[closed].astype(np.float64), x[closed]
-        z = Nc / xc
-        f[closed] = (z * (digamma(z + 1.0) - digamma(z - Nc + 1.0)) - Nc) / xc
-    return f

@@ -1,0 +1,77 @@
+"""The Breslow / Efron baseline hazard of a fitted Cox model and its pieces per Efron term
+(the survival targets' formula, :mod:`coxinfluence.audit.targets`):
+
+    Lambda_0(t; theta, D) = sum_{terms k: t_k <= t} m_k / den_k(theta, D),
+
+with R's ``survfit`` choice of tie fractions (``ctype``): 1, none (Breslow / Nelson-Aalen
+type, lifelines' and statsmodels' baseline); 2, Efron's ``r / d_g`` (R's default for
+Efron fits). ``fit`` is a ``CoxFit`` (its data, risk sets and ``ctype``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from coxinfluence.likelihood.terms import Terms
+
+
+def baseline_ctype(fit, ctype=None):
+    """The baseline hazard of survival targets (module docstring): ``ctype`` when given,
+    else the fit's own (``CoxFit.ctype``), else R's default for the fit's ties (2 for
+    Efron, 1 for Breslow)."""
+    c = getattr(fit, "ctype", None) if ctype is None else ctype
+    if c is None:
+        c = 2 if fit.data.ties == "efron" else 1
+    if c not in (1, 2):
+        raise ValueError(f"ctype must be 1 (Breslow / Nelson-Aalen type) or 2 (Efron's tie "
+                         f"correction), as R's survfit; got {c!r}")
+    return int(c)
+
+
+def baseline_terms(fit, deleted, ctype):
+    """The fit's Efron terms (rows of ``deleted`` removed) with the tie fractions of the
+    baseline ``ctype``: none for 1, Efron's ``r / d_g`` (``d_g`` the group's events left)
+    for 2, whatever the fit's ties."""
+    data = fit.data
+    terms = fit.risk_sets.terms(deleted)
+    if (ctype == 2) == (data.ties == "efron"):
+        return terms                       # the fit's own fractions are the baseline's
+    if ctype == 1:
+        return Terms(terms.weights, np.zeros_like(terms.frac), terms.mean_weight)
+    tg, rank = data.term_group, data.term_rank
+    if deleted is None:
+        return Terms(terms.weights, rank / data.group_n_events[tg], terms.mean_weight)
+    P = deleted.presence
+    B, G = P.shape[0], data.n_groups
+    flat = (np.arange(B)[:, None] * G + tg[None, :]).ravel()
+    d_term = np.bincount(flat, weights=P[:, data.event_rows].ravel(),
+                         minlength=B * G).reshape(B, G)[:, tg]
+    frac = np.where(rank[None, :] < d_term, rank[None, :] / np.maximum(d_term, 1.0), 0.0)
+    return Terms(terms.weights, frac, terms.mean_weight)
+
+
+def hazard_increments(fit, theta, deleted=None, ctype=None):
+    """Per-term baseline hazard increments ``m_k / den_k`` on the shifted scale, the shift,
+    and (``deleted`` None only) the term means ``a_k``, for the baseline ``ctype``
+    (:func:`baseline_ctype`). theta (B, d); ``deleted`` a
+    :class:`~coxinfluence.data.deletion.Deletion` of sorted rows or None."""
+    rs = fit.risk_sets
+    theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
+    terms = baseline_terms(fit, deleted, baseline_ctype(fit, ctype))
+    _, r, shift, den = rs.risk(theta, terms)
+    m = np.broadcast_to(terms.mean_weight, den.shape)
+    inc = m / den
+    # the data's covariates are centred: on the caller's scale eta (hence the shift) is
+    # larger by theta' X_center, and the term means by X_center
+    centre = fit.data.X_center
+    a = rs.term_means(r, den, terms.frac) + centre if deleted is None else None
+    return inc, shift + (theta @ centre)[:, None], a
+
+
+def cumulative_mask(fit, times):
+    """(S, T, K): term k enters Lambda_0 of stratum s at time t (t_k <= t, k in s)."""
+    ev = fit.data.event_rows
+    t_terms, s_terms = fit.data.time[ev], fit.data.strata[ev]
+    before = t_terms[None, :] <= np.asarray(times, dtype=np.float64)[:, None]      # (T, K)
+    n_strata = int(fit.data.strata.max()) + 1
+    same = s_terms[None, :] == np.arange(n_strata)[:, None]                         # (S, K)
+    return (same[:, None, :] & before[None, :, :]).astype(np.float64)
