@@ -144,8 +144,8 @@ def _compute_auto(model, resolved, target, frame, *, progress, executor,
     if codes.size:
         exact_change = target_exact(model.fit, loo, target, getattr(model, "units", None))
         change[codes] = exact_change[codes]
-    objective_loo = np.full(len(model.unit_labels), np.nan)
-    objective_loo[codes[refits.ok]] = model.objective(refits.theta[refits.ok])
+    # the full-data objective at the refits, from the displacements verify() computed
+    objective_loo = ver.ld_exact / 2.0 + model.objective(model.coef[None, :])[0]
     return _result(model, resolved, "auto", target, frame, change, dtheta,
                    objective_loo=objective_loo, refits=refits, verification=ver,
                    approx=approx, include_data_effect=include_data_effect)

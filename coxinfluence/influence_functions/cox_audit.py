@@ -117,7 +117,8 @@ class CoxAudit:
             return penalized_refits(fit, codes)
         # the warm start reuses this audit's VIF and third derivative
         return exact_refits(fit, self.units, codes, progress=progress, executor=executor,
-                            vif=self.vif, third=self.third)
+                            vif=self.vif, third=self.third,
+                            split=self.__dict__.get("split"))   # the flags' split, if made
 
     # ------------------------------------------------------------------ trust
     def undefined(self):

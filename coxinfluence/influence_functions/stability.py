@@ -218,7 +218,10 @@ def curvature_score(fit, units=None, delta_vif=None, C=None, T=None):
 
 def _curvature(fit, delta, C, T):
     H = np.asarray(fit.information, dtype=np.float64)
-    r = -np.einsum("uij,uj->ui", C, delta) + 0.5 * np.einsum("iab,ua,ub->ui", T, delta, delta)
+    d = H.shape[0]
+    # r_g = -C_g delta_g + T[delta_g, delta_g]/2, as two matrix products (BLAS)
+    dd = (delta[:, :, None] * delta[:, None, :]).reshape(-1, d * d)
+    r = 0.5 * (dd @ np.asarray(T).reshape(d, d * d).T) - np.matmul(C, delta[:, :, None])[:, :, 0]
     num = np.sqrt(np.maximum(np.einsum("ui,ui->u", r, np.linalg.solve(H, r.T).T), 0.0))
     den = _norm_H(H, delta)
     with np.errstate(divide="ignore", invalid="ignore"):
