@@ -137,17 +137,32 @@ def test_update_replaces_only_the_steps_section_row_and_table2_row():
             assert secs[key].rstrip("\n") == runs[key][1].rstrip("\n")
         else:
             assert secs[key] == old_secs[key], key
-    removed = [line for line in old_header.splitlines() if line not in header.splitlines()]
-    added = [line for line in header.splitlines() if line not in old_header.splitlines()]
-    assert sorted(added) == sorted([row3, rowk, t2, run_all.UPDATED
-                                    + "`table3` at abc1234 on 2030-01-01."])
+    def lines(h):
+        return [line for line in h.splitlines() if not line.startswith(run_all.UPDATED)]
+
+    removed = [line for line in lines(old_header) if line not in lines(header)]
+    added = [line for line in lines(header) if line not in lines(old_header)]
+    assert sorted(added) == sorted([row3, rowk, t2])
     assert len(removed) == 3 and all(line.startswith(("| Table 3:", "| Table 1 (Node",
                                                       "| Node embedding | Karate |"))
                                      for line in removed)
+    assert "`table3` at abc1234 on 2030-01-01" in updated_list(header)
     # a second update of another step keeps the first in the header's list
     again = run_all.update_results(new, {}, {"table4": "`table4` at def5678 on 2030-01-02"})
-    assert (run_all.UPDATED + "`table3` at abc1234 on 2030-01-01; `table4` at def5678 on "
-            "2030-01-02.") in again
+    listed = updated_list(run_all.parse_results(again)[0])
+    assert "`table3` at abc1234 on 2030-01-01" in listed
+    assert "`table4` at def5678 on 2030-01-02" in listed
+    assert listed.index("`table3`") < listed.index("`table4`")       # in STEPS' order
+    for entry in updated_list(old_header).split("; ") if updated_list(old_header) else []:
+        if not entry.startswith(("`table3`", "`table4`")):
+            assert entry in listed                                  # earlier entries kept
+
+
+def updated_list(header):
+    """The header's list of steps regenerated alone ('' when there is none)."""
+    line = [x for x in header.splitlines() if x.startswith(run_all.UPDATED)]
+    assert len(line) <= 1
+    return line[0][len(run_all.UPDATED):].rstrip(".") if line else ""
 
 
 def test_update_one_step_in_place(tmp_path, shared_data_dir):
@@ -172,7 +187,7 @@ def test_update_one_step_in_place(tmp_path, shared_data_dir):
     if head:
         assert stamp["commit"] == head
     assert "Test sample 0 (row" in new[1]["table3"]
-    assert run_all.UPDATED + f"`table3` at {stamp['commit']}" in new[0]
+    assert f"`table3` at {stamp['commit']}" in updated_list(new[0])
 
 
 def test_update_refusals(tmp_path):
