@@ -16,6 +16,7 @@ from coxinfluence.data.inputs import CoxInputError
 from coxinfluence.influence_functions.refits import LeaveOneOutWarning, exact_loo, newton_loo
 from coxinfluence.influence_functions.reid import reid_influence, score_residuals
 from coxinfluence.influence_functions.vif import vif
+from coxinfluence.models.aft import AFTFit, fit_aft
 from coxinfluence.models.cox import (
     ConvergenceWarning,
     CoxFit,
@@ -34,7 +35,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CoxData", "CoxFit", "CoxInputError", "ConvergenceWarning", "LeaveOneOutWarning",
     "NotConvergedError",
-    "fit_cox", "cox_loss", "cox_gradient", "cox_hessian",
+    "fit_cox", "cox_loss", "cox_gradient", "cox_hessian", "fit_aft", "AFTFit",
     "reid_influence", "score_residuals", "vif", "exact_loo", "newton_loo",
     "influence", "InfluenceResult", "targets", "datasets", "metrics",
 ]

@@ -1,0 +1,347 @@
+"""The parametric AFT model (R's ``survreg``) behind the audit's seam
+(:mod:`coxinfluence.influence_functions.seam`).
+
+The loss is the negative log-likelihood of :mod:`coxinfluence.likelihood.aft`, a sum of
+one term per row, ``L(theta) = sum_i w_i l_i(theta)`` (``l_i`` minus row i's
+log-likelihood contribution). Deleting unit g (its rows ``i in g``) removes its terms:
+``L_{-g} = L - L_g``, ``L_g = sum_{i in g} w_i l_i``. Hence, with ``U`` units and ``H``
+the information at ``theta_hat``:
+
+- **VIF = IF exactly.** The VIF's gradient difference ``grad L(theta_hat) - grad
+  L_{-g}(theta_hat)`` is ``grad L_g(theta_hat)`` exactly, and Reid's IF, the derivative in
+  the unit's case weights times minus those weights, is the same vector: both give
+  ``VIF_n(g) = IF_n(g) = -U H^{-1} grad L_g(theta_hat)`` and the change
+  ``theta_hat_{-g} - theta_hat ~ H^{-1} grad L_g(theta_hat)`` (Section 3.5 of the paper,
+  "M-Estimation": for a decomposable loss the VIF is the classical IF). R's
+  ``residuals(fit, "dfbeta")`` of row i is ``-H^{-1} grad l_i``, per unit of case weight, so
+  ``change(i) = -w_i dfbeta_R(i)``.
+- **The information split** is exact: ``C_g = sum_{i in g} w_i grad^2 l_i`` sums to ``H``,
+  and ``H_{-g} = H - C_g`` is the deleted problem's Hessian (one-step Newton; the refits'
+  start; the ``unstable`` rule through
+  :func:`coxinfluence.influence_functions.stability.unstable_from_split`).
+- **The third derivative** ``T`` is in closed form
+  (:meth:`coxinfluence.likelihood.aft.AFTLikelihood.third_derivative`).
+
+Exact refits delete the unit's rows (a presence mask, :class:`~coxinfluence.data.deletion.
+Deletion`) and minimise the batch by Newton-Raphson with step halving from a Halley start
+(the one-step Newton change corrected by ``T``), to ``max |gradient| <= 1e-10``.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from coxinfluence.data.deletion import Deletion
+from coxinfluence.data.inputs import encode_labels
+from coxinfluence.data.rank import (
+    identifiable_columns,
+    rows_whose_deletion_breaks_rank,
+    units_whose_deletion_breaks_rank,
+)
+from coxinfluence.influence_functions.refits import Refits
+from coxinfluence.influence_functions.stability import unstable_from_split
+from coxinfluence.likelihood.aft import RIGHT
+from coxinfluence.models.aft import (
+    AFTFit,
+    AFTNotConvergedError,
+    aft_gradient_tolerance,
+    design_view,
+    polish,
+)
+from coxinfluence.numerics.newton import newton
+
+__all__ = ["AFTAudit"]
+
+#: presence masks of at most this many floats per batch of refits
+_BATCH_FLOATS = 2_000_000
+
+
+class AFTAudit:
+    """A fitted :class:`~coxinfluence.models.aft.AFTFit` with its units of deletion
+    (``groups``: one label per row, e.g. a cluster; default the rows), as the audit sees
+    it (module docstring)."""
+
+    def __init__(self, fit, groups=None):
+        if not isinstance(fit, AFTFit):
+            raise TypeError(f"expected an AFTFit from coxinfluence.fit_aft; got "
+                            f"{type(fit).__name__}")
+        self.fit = fit
+        self.groups = groups
+        n = fit.n
+        if groups is None:
+            self.unit_of = np.arange(n)
+            self._labels = fit.index if fit.index is not None else pd.RangeIndex(n)
+        else:
+            self.unit_of, self._labels = encode_labels(groups, n, "groups", fit.index)
+
+    # ---------------------------------------------------------------- the model
+    @property
+    def model_name(self):
+        return self.fit.model_name
+
+    @property
+    def coef(self):
+        return self.fit.coef
+
+    @property
+    def columns(self):
+        return list(self.fit.columns)
+
+    @property
+    def information(self):
+        return self.fit.information
+
+    @property
+    def converged(self):
+        return bool(self.fit.converged)
+
+    @property
+    def unit_labels(self):
+        return self._labels
+
+    @property
+    def units_are_rows(self):
+        return self.groups is None
+
+    @property
+    def n_units(self):
+        return len(self._labels)
+
+    def objective(self, thetas):
+        return self.fit.objective(thetas)
+
+    def _collapse(self, values):
+        """Per-row values (n, ...) -> per-unit sums (U, ...)."""
+        if self.units_are_rows:
+            return values
+        out = np.zeros((self.n_units,) + values.shape[1:])
+        np.add.at(out, self.unit_of, values)
+        return out
+
+    # ------------------------------------------------------ shared, computed once
+    @cached_property
+    def unit_gradients(self):
+        """(U, d) ``grad L_g(theta_hat) = sum_{i in g} w_i grad l_i``, which is
+        ``grad L - grad L_{-g}`` at ``theta_hat`` exactly."""
+        fit = self.fit
+        return self._collapse(fit.data.weights[:, None] * fit.row_scores())
+
+    @cached_property
+    def vif(self):
+        """(U, d) ``VIF_n(g) = -U H^{-1} grad L_g(theta_hat)`` (paper scale); equal to
+        Reid's ``IF_n(g)`` (module docstring)."""
+        return -self.n_units * np.linalg.solve(self.information, self.unit_gradients.T).T
+
+    @property
+    def reid(self):
+        """(U, d) Reid's ``IF_n(g)``: the same array as :attr:`vif` (a decomposable loss)."""
+        return self.vif
+
+    @cached_property
+    def split(self):
+        """(U, d, d) ``C_g = sum_{i in g} w_i grad^2 l_i``, summing to the information."""
+        fit = self.fit
+        return self._collapse(fit.data.weights[:, None, None]
+                              * fit.likelihood.row_hessians(fit.coef))
+
+    @cached_property
+    def third(self):
+        """(d, d, d) the loss's third derivative at ``theta_hat``."""
+        return self.fit.likelihood.third_derivative(self.fit.coef)
+
+    def _unit_hessians(self, codes):
+        """(m, d, d) ``C_g`` of the units ``codes``: from :attr:`split` when computed, else
+        from their rows only."""
+        if "split" in self.__dict__:
+            return self.split[codes]
+        fit = self.fit
+        rows = np.flatnonzero(np.isin(self.unit_of, codes))
+        parts = fit.data.weights[rows, None, None] * fit.likelihood.row_hessians(fit.coef,
+                                                                                 rows)
+        pos = np.searchsorted(np.sort(codes), self.unit_of[rows])
+        out = np.zeros((codes.size,) + parts.shape[1:])
+        np.add.at(out, pos, parts)
+        return out[np.argsort(np.argsort(codes))]
+
+    # ------------------------------------------------------------ the estimates
+    def change(self, method):
+        """(U, d) ``theta_hat_{-g} - theta_hat``: "vif" and "reid" ``H^{-1} grad L_g``
+        (identical), "newton" ``-(H - C_g)^{-1} grad L_{-g}(theta_hat)``."""
+        if method in ("vif", "reid"):
+            return -self.vif / self.n_units
+        if method == "newton":
+            return self._newton_change(np.arange(self.n_units), self.split)
+        raise ValueError(f"unknown method {method!r}")
+
+    def _newton_change(self, codes, C):
+        g = self.fit.gradient[None, :] - self.unit_gradients[codes]
+        step, ok = _solve_any(self.information[None] - C, g)
+        return -step
+
+    # ------------------------------------------------------------------ refits
+    def refit(self, codes=None, *, progress=None, executor=None):
+        """Exact refits without each unit of ``codes`` (default all): batched Newton with
+        step halving from the Halley start, to ``max |gradient| <= 1e-10`` (or the
+        gradient's rounding floor). Status "undefined" where :meth:`undefined` says the
+        deleted problem has no maximum (covariates that lose their rank are refitted
+        without them: those coefficients NaN), "refit_failed" where Newton did not
+        converge. ``progress`` and ``executor`` are accepted for the seam and unused."""
+        fit = self.fit
+        if not fit.converged:
+            raise AFTNotConvergedError("the AFT fit did not converge: exact refits have no "
+                                       "maximum to be compared with")
+        codes = (np.arange(self.n_units) if codes is None
+                 else np.asarray(codes, dtype=int).reshape(-1))
+        m, d = codes.size, fit.data.d
+        theta = np.full((m, d), np.nan)
+        status = np.full(m, "ok", dtype=object)
+        why = self._why_undefined()
+        tol = aft_gradient_tolerance(fit.data, fit.tol)
+        step = max(1, _BATCH_FLOATS // max(fit.n, 1))
+        plain = np.flatnonzero(~why["any"][codes])
+        for b0 in range(0, plain.size, step):
+            pos = plain[b0:b0 + step]
+            theta[pos], ok = self._refit_batch(codes[pos], tol)
+            status[pos[~ok]] = "refit_failed"
+            theta[pos[~ok]] = np.nan
+        for pos in np.flatnonzero(why["any"][codes]):
+            status[pos] = "undefined"
+            if why["rank"][codes[pos]] and not why["no_max"][codes[pos]]:
+                theta[pos] = self._refit_reduced(codes[pos], tol)
+        return Refits(codes, theta, status.astype(str))
+
+    def _halley_start(self, codes):
+        """``theta_hat + D``: the one-step Newton change ``D0 = -H_{-g}^{-1} g`` (``g =
+        grad L_{-g}(theta_hat)``) corrected by the third derivative, ``D = -(H_{-g} +
+        T[D0]/2)^{-1} g`` where that stays within half of ``D0``."""
+        fit, d = self.fit, self.fit.data.d
+        C = self._unit_hessians(codes)
+        H_g = self.information[None] - C
+        g = fit.gradient[None, :] - self.unit_gradients[codes]
+        D0 = -_solve_any(H_g, g)[0]
+        TD0 = (D0 @ self.third.reshape(d, d * d)).reshape(-1, d, d)
+        D = -_solve_any(H_g + 0.5 * TD0, g)[0]
+        bad = ~np.isfinite(D).all(axis=1) | (np.abs(D - D0).max(axis=1)
+                                             > 0.5 * np.abs(D0).max(axis=1))
+        D[bad] = D0[bad]
+        vif = -self.vif[codes] / self.n_units
+        D[~np.isfinite(D).all(axis=1)] = vif[~np.isfinite(D).all(axis=1)]
+        return fit.coef + D
+
+    def _refit_batch(self, codes, tol):
+        fit = self.fit
+        deletion = Deletion.of_units(self.unit_of, codes)
+        objective = fit.likelihood.objective(deletion)
+        res = newton(objective, self._halley_start(codes), tol=tol, max_iter=fit.max_iter)
+        res = polish(objective, res, tol)
+        return res.theta, res.converged & np.isfinite(res.theta).all(axis=1)
+
+    def _refit_reduced(self, code, tol):
+        """The refit without unit ``code`` whose deletion leaves covariates collinear with
+        the intercept or each other: those covariates dropped (NaN), as R's refit aliases
+        them (coefficient NA, the others as if it were 0)."""
+        fit = self.fit
+        data = fit.data
+        keep_rows = self.unit_of != code
+        view = design_view(data.X[keep_rows, 1:], fit.covariates)
+        cov = identifiable_columns(view)
+        keep = np.concatenate([[0], 1 + cov, np.arange(data.p, data.d)])
+        out = np.full(data.d, np.nan)
+        presence = keep_rows.astype(np.float64)[None, :]
+        full = fit.likelihood.objective(presence)
+
+        def reduced(idx, theta):
+            th = np.zeros((theta.shape[0], data.d))
+            th[:, keep] = theta
+            loss, grad, hess = full(idx, th)
+            return loss, grad[:, keep], hess[:, keep][:, :, keep]
+
+        res = newton(reduced, fit.coef[keep][None, :], tol=tol, max_iter=fit.max_iter)
+        res = polish(reduced, res, tol)
+        if res.converged[0]:
+            out[keep] = res.theta[0]
+        return out
+
+    # ------------------------------------------------------------------ trust
+    @cached_property
+    def _why_undefined_parts(self):
+        """Per unit: ``no_max`` (no event left, or a stratum's scale without an event or
+        rows), ``rank`` (the design loses its rank), ``any``."""
+        data, U = self.fit.data, self.n_units
+        K = data.n_strata
+        informative = (data.kind != RIGHT).astype(np.float64)
+        cell = self.unit_of * K + data.strata
+        n_us = np.bincount(cell, minlength=U * K).reshape(U, K)
+        e_us = np.bincount(cell, weights=informative, minlength=U * K).reshape(U, K)
+        rest_n = np.bincount(data.strata, minlength=K)[None, :] - n_us
+        rest_e = np.bincount(data.strata, weights=informative, minlength=K)[None, :] - e_us
+        # no event left at all; a stratum's scale left without an event (no maximum) or
+        # without rows (not identified)
+        no_max = rest_e.sum(axis=1) <= 0
+        if not data.fixed_scale:
+            no_max |= ((rest_n > 0) & (rest_e <= 0)).any(axis=1)
+            no_max |= ((rest_n == 0) & (n_us > 0)).any(axis=1)
+        rank = np.zeros(U, dtype=bool)
+        if data.p > 1:
+            view = design_view(data.X[:, 1:], self.fit.covariates)
+            rank = (rows_whose_deletion_breaks_rank(view) if self.units_are_rows
+                    else units_whose_deletion_breaks_rank(view, self.unit_of, U))
+            rank = np.asarray(rank, dtype=bool)
+        return {"no_max": no_max, "rank": rank, "any": no_max | rank}
+
+    def _why_undefined(self):
+        return self._why_undefined_parts
+
+    def undefined(self):
+        """(U,) bool: deleting the unit leaves no event, a stratum's scale without an event
+        or without rows, or the design ``[1, X]`` rank deficient (a covariate constant or
+        collinear among the remaining rows: :mod:`coxinfluence.data.rank` on the centred
+        covariates, whose rank is that of ``[1, X]`` minus one)."""
+        return self._why_undefined()["any"].copy()
+
+    def unstable(self, delta_vif):
+        """:func:`~coxinfluence.influence_functions.stability.unstable_from_split` with the
+        exact split ``C_g`` and the closed-form ``T``."""
+        return unstable_from_split(self.information, self.split, self.third, delta_vif)
+
+    def unit_scores(self):
+        """(U, d) ``I IF_n(g) / U = -grad L_g(theta_hat)``, the unit's weighted score."""
+        return self.reid @ self.information / self.n_units
+
+    def covariance(self, robust):
+        """``I^{-1}``, or the grouped sandwich ``D' D`` with ``D`` the units' changes
+        (R's ``survreg(..., robust = TRUE, cluster = groups)$var``)."""
+        if not robust:
+            return self.fit.var
+        D = self.vif / self.n_units
+        return D.T @ D
+
+    def unit_frame(self, frame):
+        """Rows: ``frame``; clusters: their number of rows and events (exact, left- or
+        interval-censored times), indexed by the unit label."""
+        if self.units_are_rows:
+            return frame
+        data, U = self.fit.data, self.n_units
+        return pd.DataFrame({"rows": np.bincount(self.unit_of, minlength=U),
+                             "events": np.bincount(self.unit_of,
+                                                   weights=(data.kind != RIGHT).astype(float),
+                                                   minlength=U)},
+                            index=self.unit_labels)
+
+
+def _solve_any(M, g):
+    """``M^{-1} g`` for a batch (m, d, d), (m, d); NaN rows where ``M`` is singular;
+    returns (solutions, ok)."""
+    try:
+        out = np.linalg.solve(M, g[:, :, None])[:, :, 0]
+    except np.linalg.LinAlgError:
+        out = np.full_like(g, np.nan)
+        for b in range(g.shape[0]):
+            try:
+                out[b] = np.linalg.solve(M[b], g[b])
+            except np.linalg.LinAlgError:
+                pass
+    return out, np.isfinite(out).all(axis=1)
+
