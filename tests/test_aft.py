@@ -270,3 +270,277 @@ def test_extreme_tails_are_finite():
         out = AFTLikelihood(data).row_derivatives(np.zeros((1, data.d)), order=3)
         for key, v in out.items():
             assert np.isfinite(v).all(), (dist, key)
+
+
+# ------------------------------------------------------------- fits and inputs
+
+def lung_fit(dist="weibull", **kw):
+    d = DATA["lung"]
+    return ci.fit_aft(d[["age", "sex", "ph.ecog"]], d["time"], d["status"], dist, **kw)
+
+
+def test_delayed_entry_equals_lifelines():
+    """Left truncation: lifelines' WeibullAFTFitter(entry_col=) maximises the same
+    likelihood (its lambda_ = our coefficients, rho_ Intercept = -log sigma; lifelines'
+    optimiser stops near 1e-6)."""
+    lifelines = pytest.importorskip("lifelines")
+    rng = np.random.default_rng(3)
+    n = 300
+    x = rng.normal(size=n)
+    T = np.exp(1 + 0.5 * x + 0.7 * np.log(rng.exponential(size=n)))
+    entry = rng.uniform(0, 1.0, n)
+    df = pd.DataFrame({"x": x, "T": T, "E": (rng.uniform(size=n) < 0.8).astype(int),
+                       "entry": entry})[T > entry].reset_index(drop=True)
+    wf = lifelines.WeibullAFTFitter().fit(df, "T", "E", entry_col="entry")
+    fit = ci.fit_aft(df[["x"]], df["T"], df["E"], "weibull", entry=df["entry"])
+    assert abs(fit.coef[0] - wf.params_[("lambda_", "Intercept")]) < 1e-5
+    assert abs(fit.coef[1] - wf.params_[("lambda_", "x")]) < 1e-5
+    assert abs(-fit.coef[2] - wf.params_[("rho_", "Intercept")]) < 1e-5
+    assert abs(fit.loglik - wf.log_likelihood_) < 1e-8 * abs(fit.loglik)
+    plain = ci.fit_aft(df[["x"]], df["T"], df["E"], "weibull")
+    assert np.abs(plain.coef - fit.coef).max() > 1e-2      # the entry times matter
+
+
+def test_names_params_summary_and_pandas_index():
+    d = DATA["lung"].set_index(DATA["lung"].index + 1000)
+    fit = ci.fit_aft(d[["age", "sex", "ph.ecog"]], d["time"], d["status"],
+                     strata=d["sex"])
+    assert fit.columns == ["(Intercept)", "age", "sex", "ph.ecog", "Log(scale[sex=1])",
+                           "Log(scale[sex=2])"]
+    assert list(fit.params.index) == fit.columns
+    assert list(fit.summary().columns) == ["Value", "Std. Error", "z", "p"]
+    np.testing.assert_allclose(fit.summary()["Std. Error"], np.sqrt(np.diag(fit.var)))
+    np.testing.assert_allclose(fit.scale, np.exp(fit.coef[4:]))
+    np.testing.assert_allclose(fit.time_ratios, np.exp(fit.coef[1:4]))
+    assert fit.training_frame().index.equals(d.index)
+    # a Series with its rows in another order is matched on the index
+    shuffled = ci.fit_aft(d[["age", "sex", "ph.ecog"]], d["time"].iloc[::-1],
+                          d["status"].iloc[::-1], strata=d["sex"])
+    np.testing.assert_array_equal(shuffled.coef, fit.coef)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(time=-1.0), "time must be positive"),
+    (dict(event=2), "event must be 0/1"),
+    (dict(weights=0.0), "weights must be positive"),
+    (dict(const=True), "constant column"),
+    (dict(collinear=True), "collinear"),
+    (dict(dist="gamma"), "dist must be one of"),
+    (dict(censored=True), "no events"),
+    (dict(dist="exponential", strata=True), "exponential model has none"),
+])
+def test_input_errors_name_the_problem(kwargs, message):
+    d = DATA["lung"].copy()
+    X = d[["age", "sex", "ph.ecog"]].copy()
+    time, event = d["time"].astype(float).copy(), d["status"].copy()
+    weights = None
+    if "time" in kwargs:
+        time.iloc[3] = kwargs["time"]
+    if "event" in kwargs:
+        event.iloc[4] = kwargs["event"]
+    if "weights" in kwargs:
+        weights = np.ones(len(d))
+        weights[5] = kwargs["weights"]
+    if kwargs.get("const"):
+        X["one"] = 2.0
+    if kwargs.get("collinear"):
+        X["twice"] = 2 * X["age"] - X["sex"]
+    if kwargs.get("censored"):
+        event[:] = 0
+    strata = d["sex"] if kwargs.get("strata") else None
+    with pytest.raises(ci.CoxInputError, match=message):
+        ci.fit_aft(X, time, event, kwargs.get("dist", "weibull"), weights=weights,
+                   strata=strata)
+
+
+@pytest.mark.parametrize("dist", DISTS)
+def test_weights_of_two_equal_duplicated_rows(dist):
+    """Integer case weights are repeated rows: the fit, and a row of weight 2 deleted is the
+    cluster of its two copies deleted (changes, refits, robust covariance)."""
+    rng = np.random.default_rng(11)
+    d = DATA["lung"]
+    X, t, e = d[["age", "sex", "ph.ecog"]].to_numpy(), d["time"].to_numpy(), d["status"].to_numpy()
+    twice = rng.uniform(size=len(d)) < 0.3
+    w = np.where(twice, 2.0, 1.0)
+    rows = np.concatenate([np.arange(len(d)), np.flatnonzero(twice)])
+    weighted = ci.fit_aft(X, t, e, dist, weights=w)
+    repeated = ci.fit_aft(X[rows], t[rows], e[rows], dist)
+    assert rel(weighted.coef, repeated.coef) < 1e-10
+    assert abs(weighted.loglik - repeated.loglik) < 1e-10 * abs(weighted.loglik)
+    assert rel(weighted.var, repeated.var) < 1e-9
+    by_row = AFTAudit(weighted)
+    by_copy = AFTAudit(repeated, groups=rows)
+    for method in ("vif", "newton"):
+        assert rel(by_row.change(method), by_copy.change(method)) < 1e-9
+    codes = np.flatnonzero(twice)[:5]
+    assert rel(by_row.refit(codes).theta, by_copy.refit(codes).theta) < 1e-9
+    assert rel(weighted.robust_covariance(), by_copy.covariance(True)) < 1e-9
+
+
+# ------------------------------------------------------------------- the audit
+
+@pytest.mark.parametrize("dist", DISTS)
+def test_vif_equals_if_and_their_definitions(dist):
+    """The loss is decomposable: the VIF (by its deletion definition) and Reid's IF (the
+    derivative in the case weight) are the same vector, and equal the closed form."""
+    d = DATA["lung"]
+    w = np.random.default_rng(2).uniform(0.5, 2, len(d))
+    fit = lung_fit(dist, weights=w)
+    audit = AFTAudit(fit)
+    n, H = fit.n, fit.information
+    np.testing.assert_array_equal(audit.change("vif"), audit.change("reid"))
+    rows = np.array([0, 7, 55, 120])
+    # VIF's definition: -(H/n)^{-1} (grad L(theta_hat) - grad L_{-i}(theta_hat)), by deletion
+    deleted = fit.likelihood.loss_grad_hess(np.repeat(fit.coef[None], rows.size, axis=0),
+                                            Deletion.of_rows(n, rows), hess=False)[1]
+    vif_def = -n * np.linalg.solve(H, (fit.gradient[None] - deleted).T).T
+    assert rel(audit.vif[rows], vif_def) < 1e-9
+    # Reid's IF: minus the weight times d theta_hat / d w_i, by central differences of refits
+    for i in rows[:2]:
+        h = 1e-4
+        up, down = w.copy(), w.copy()
+        up[i] += h
+        down[i] -= h
+        dtheta = (lung_fit(dist, weights=up).coef - lung_fit(dist, weights=down).coef) / (2 * h)
+        assert rel(-w[i] * dtheta, audit.change("reid")[i]) < 1e-6
+
+
+@pytest.mark.parametrize("dist", DISTS)
+def test_newton_and_refits_equal_their_definitions(dist):
+    fit = lung_fit(dist)
+    audit = AFTAudit(fit)
+    rows = np.array([2, 5, 35, 83])
+    loss, grad, hess = fit.likelihood.loss_grad_hess(np.repeat(fit.coef[None], rows.size, 0),
+                                                     Deletion.of_rows(fit.n, rows))
+    newton_def = -np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
+    assert rel(audit.change("newton")[rows], newton_def) < 1e-10
+    # the split is exact: H - C_g is the deleted Hessian
+    assert rel(fit.information[None] - audit.split[rows], hess) < 1e-12
+    assert rel(audit.split.sum(axis=0), fit.information) < 1e-12
+    refits = audit.refit(rows)
+    g = fit.likelihood.loss_grad_hess(refits.theta, Deletion.of_rows(fit.n, rows),
+                                      hess=False)[1]
+    assert np.abs(g).max() <= 1e-10
+    # refitting the data without the row from scratch gives the same maximum
+    d = DATA["lung"]
+    for k, i in enumerate(rows):
+        keep = np.arange(fit.n) != i
+        alone = ci.fit_aft(d[["age", "sex", "ph.ecog"]][keep], d["time"][keep],
+                           d["status"][keep], dist)
+        assert rel(refits.theta[k], alone.coef) < 1e-9
+
+
+def test_unit_scores_and_robust_covariance():
+    fit = lung_fit("lognormal")
+    audit = AFTAudit(fit)
+    scores = audit.unit_scores()
+    assert rel(scores, -fit.data.weights[:, None] * fit.row_scores()) < 1e-10
+    D = fit.data.weights[:, None] * fit.dfbeta()
+    assert rel(audit.covariance(True), D.T @ D) < 1e-12
+    assert rel(audit.covariance(False), fit.var) < 1e-12
+
+
+def test_undefined_units():
+    """The only row with a level of a dummy: deleting it leaves the column constant (the
+    intercept's): undefined, refitted without that column (NaN), the rest equal to the
+    fit without row and column. The only event of a stratum: its scale has no maximum."""
+    d = DATA["lung"].reset_index(drop=True)
+    X = d[["age", "sex", "ph.ecog"]].copy()
+    X["rare"] = 0.0
+    X.loc[10, "rare"] = 1.0
+    fit = ci.fit_aft(X, d["time"], d["status"])
+    audit = AFTAudit(fit)
+    undefined = audit.undefined()
+    assert undefined[10] and undefined.sum() == 1
+    refits = audit.refit([10, 11])
+    assert list(refits.status) == ["undefined", "ok"]
+    assert np.isnan(refits.theta[0, 4]) and np.isfinite(refits.theta[0, [0, 1, 2, 3, 5]]).all()
+    keep = d.index != 10
+    alone = ci.fit_aft(X.loc[keep, ["age", "sex", "ph.ecog"]], d["time"][keep],
+                       d["status"][keep])
+    assert rel(refits.theta[0, [0, 1, 2, 3, 5]], alone.coef) < 1e-9
+    # a stratum with one event: deleting that row leaves its scale without a maximum
+    strata = np.where(np.arange(len(d)) < 6, "small", "big")
+    status = d["status"].to_numpy().copy()
+    status[:6] = 0
+    status[0] = 1
+    fit = ci.fit_aft(d[["age", "sex", "ph.ecog"]], d["time"], status, strata=strata)
+    audit = AFTAudit(fit)
+    assert audit.undefined()[0] and audit.undefined().sum() == 1
+    assert audit.refit([0]).status[0] == "undefined"
+    result = ci.influence(fit)
+    assert result.flags.loc[0, "undefined"]
+
+
+@pytest.mark.parametrize("dist", DISTS)
+def test_auto_top_10_is_the_exact_top_10(dist):
+    fit = lung_fit(dist)
+    auto = ci.influence(fit)
+    exact = ci.influence(fit, method="exact")
+    assert auto.verified.sum() >= 10
+    assert list(auto.top(10).index) == list(exact.top(10).index)
+    top = auto.top(10).index
+    assert auto.verified[top].all()
+    np.testing.assert_allclose(auto.theta_change.loc[top], exact.theta_change.loc[top],
+                               rtol=0, atol=1e-12)
+    assert auto.model.model_name.endswith("AFT (survreg)")
+
+
+def test_influence_methods_and_targets_against_r():
+    """``ci.influence`` of an AFTFit: exact changes are R's refits minus R's fit, "reid"
+    is minus R's dfbeta, the time-ratio target follows by the chain rule (approximations)
+    and by exp of the refits (exact)."""
+    case = "lung_weibull_w__"
+    fit = fit_case(CASES.loc[case], DATA)
+    rows = reference(REF, case, "loo_rows")[:, 0].astype(int)
+    exact = ci.influence(fit, method="exact")
+    r_change = reference(REF, case, "loo") - reference(REF, case, "coef")[0]
+    assert rel(exact.theta_change.to_numpy()[rows], r_change) < 1e-7
+    reid = ci.influence(fit, method="reid")
+    assert rel(reid.theta_change, -fit.data.weights[:, None] * reference(REF, case, "dfbeta")) \
+        < 1e-8
+    tr = ci.influence(fit, method="exact", target="tr")
+    assert list(tr.loo_change.columns) == ["TR age", "TR sex", "TR ph.ecog"]
+    loo = reference(REF, case, "loo")
+    expected = np.exp(loo[:, 1:4]) - np.exp(fit.coef[1:4])
+    assert rel(tr.loo_change.to_numpy()[rows], expected) < 1e-7
+    tr_vif = ci.influence(fit, method="vif", target="tr")
+    np.testing.assert_allclose(tr_vif.loo_change.to_numpy(),
+                               reid.theta_change.to_numpy()[:, 1:4] * np.exp(fit.coef[1:4]),
+                               rtol=1e-12)
+    with pytest.raises(ValueError, match="not available for an AFT model"):
+        ci.influence(fit, target="hr")
+
+
+def test_influence_with_clusters_is_r_cluster_deletion():
+    case = "lung_weibull___inst"
+    fit = fit_case(CASES.loc[case], DATA)
+    inst = DATA["lung"]["inst"]
+    res = ci.influence(fit, groups=inst, robust=True, method="exact")
+    labels = reference(REF, case, "lco_labels")[:, 0]
+    r_change = reference(REF, case, "lco") - reference(REF, case, "coef")[0]
+    assert rel(res.theta_change.loc[labels].to_numpy(), r_change) < 1e-7
+    assert res.robust
+    se = np.sqrt(np.diag(reference(REF, case, "robust_var")))
+    assert rel(res.target_se.to_numpy(), se) < 1e-8
+    assert list(res.frame.columns) == ["rows", "events"]
+
+
+def test_an_auto_audit_computes_each_shared_quantity_once(monkeypatch):
+    """The per-row scores (VIF = IF), the information split (flags, then the refits'
+    start) and the third derivative are computed once per audit."""
+    calls = {"row_scores": 0, "row_hessians": 0, "third_derivative": 0}
+    for name in calls:
+        original = getattr(AFTLikelihood, name)
+
+        def counted(self, *args, _name=name, _original=original, **kw):
+            calls[_name] += 1
+            return _original(self, *args, **kw)
+
+        monkeypatch.setattr(AFTLikelihood, name, counted)
+    fit = lung_fit("loglogistic")
+    result = ci.influence(fit)
+    result.summary_frame()
+    result.top(10)
+    assert not result.flags["refit_failed"].any()
+    assert calls == {"row_scores": 1, "row_hessians": 1, "third_derivative": 1}

@@ -44,15 +44,18 @@ from coxinfluence.audit.result import InfluenceResult
 from coxinfluence.audit.targets import (
     Coefficients,
     HazardRatios,
+    Target,
     resolve_target,
     target_change,
     target_exact,
 )
 from coxinfluence.audit.verification import verify
+from coxinfluence.influence_functions.aft_audit import AFTAudit
 from coxinfluence.influence_functions.cox_audit import CoxAudit
 from coxinfluence.influence_functions.refits import warn_undefined
 from coxinfluence.influence_functions.seam import AuditModel
-from coxinfluence.integrations import Resolved, resolve
+from coxinfluence.integrations import Resolved, attach_columns, resolve
+from coxinfluence.models.aft import AFTFit
 
 __all__ = ["influence", "InfluenceResult", "METHODS", "FLAGS", "TopNotVerifiedWarning"]
 
@@ -167,7 +170,8 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
     ----------
     model : a ``CoxFit`` (``ci.fit_cox``), a fitted lifelines ``CoxPHFitter`` (then
         ``data`` is its training DataFrame: formulas, strata, weights are read from the
-        fitter) or a statsmodels ``PHRegResults``.
+        fitter), a statsmodels ``PHRegResults``, or an ``AFTFit`` (``ci.fit_aft``, R's
+        ``survreg``: :func:`aft_audit`).
     data : the training DataFrame (required for lifelines; optional extra columns for
         the ``top`` table otherwise).
     method : "auto" (default): VIF for every unit and exact refits where the audit is
@@ -197,7 +201,8 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
-    target = copy.copy(resolve_target(target))
+    aft = isinstance(model, AFTFit)
+    target = copy.copy(aft_target(target) if aft else resolve_target(target))
     if isinstance(model, AuditModel):
         # a model behind the seam already (an autodiff loss: coxinfluence.autodiff)
         if groups is not None or robust:
@@ -210,6 +215,8 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
                  else attach_frame(data, model.unit_labels))
         resolved = Resolved(model, frame, model.model_name)
         audit_model = model
+    elif aft:
+        resolved, audit_model = aft_audit(model, data, groups, robust)
     else:
         resolved = resolve(model, data)
         if groups is not None:
@@ -229,3 +236,55 @@ def attach_frame(data, labels):
     if len(frame) != len(labels):
         raise ValueError(f"data has {len(frame)} rows but the model has {len(labels)} units")
     return frame.set_axis(labels, axis=0)
+
+
+# --------------------------------------------------------- AFT models (issue 26)
+
+class TimeRatios(Target):
+    """An AFT model's time ratios ``g(theta) = exp(beta_j)`` for its covariates (not the
+    intercept, not the scales): the factor on survival times per unit of ``x_j``;
+    ``J`` the covariates' rows of ``diag(exp(theta_hat))``."""
+
+    name = "time_ratio"
+
+    @staticmethod
+    def _positions(fit):
+        return np.arange(1, fit.data.p)
+
+    def columns(self, fit):
+        return [f"TR {c}" for c in fit.covariates]
+
+    def value(self, fit, theta):
+        return np.exp(np.asarray(theta, dtype=np.float64)[:, self._positions(fit)])
+
+    def jacobian(self, fit):
+        cols = self._positions(fit)
+        J = np.zeros((cols.size, len(fit.coef)))
+        J[np.arange(cols.size), cols] = np.exp(fit.coef[cols])
+        return J
+
+
+def aft_target(target):
+    """The targets of an AFT model: None/"coef" (every parameter) or "tr" (time ratios,
+    :class:`TimeRatios`)."""
+    if target is None or (isinstance(target, str) and target.lower() == "coef"):
+        return Coefficients()
+    if isinstance(target, str) and target.lower() in ("tr", "time_ratio"):
+        return TimeRatios()
+    if isinstance(target, (Coefficients, TimeRatios)):
+        return target
+    name = target if isinstance(target, str) else getattr(target, "name", target)
+    raise ValueError(f"target {name!r} is not available for an AFT model: use 'coef' or 'tr' "
+                     "(time ratios exp(coef)); 'hr' is a Cox model's")
+
+
+def aft_audit(fit, data, groups, robust):
+    """An ``AFTFit``'s :class:`Resolved` (its training frame, with ``data``'s other
+    columns) and its seam, :class:`coxinfluence.influence_functions.aft_audit.AFTAudit`
+    (units: the rows, or the clusters ``groups``; ``robust``: dfbetas by the grouped
+    sandwich SE, R's ``survreg(robust = TRUE, cluster = groups)``)."""
+    frame = fit.training_frame()
+    if data is not None:
+        frame = attach_columns(frame, data, fit.n)
+    resolved = Resolved(fit, frame, "coxinfluence", groups=groups, robust=bool(robust))
+    return resolved, AFTAudit(fit, groups)

@@ -346,6 +346,9 @@ def make_aft_data(X, time, event=None, dist="weibull", *, upper=None, entry=None
             log_entry = np.where(e > 0, np.log(e), -np.inf)
     codes, labels, names = encode_strata(strata, n, index)
     K = int(codes.max()) + 1
+    if dist == "exponential" and K > 1:
+        raise CoxInputError("strata give each stratum its own scale; the exponential model "
+                            "has none (sigma = 1): use dist='weibull' or no strata")
     if not (kind != RIGHT).any():
         raise CoxInputError("no events: every row is right-censored, the likelihood has no "
                             "maximum")
