@@ -56,6 +56,8 @@ __all__ = ["AFTAudit"]
 
 #: presence masks of at most this many floats per batch of refits
 _BATCH_FLOATS = 2_000_000
+#: chord steps of the refits before Newton-Raphson takes over
+_CHORD_STEPS = 4
 
 
 class AFTAudit:
@@ -143,8 +145,7 @@ class AFTAudit:
     def split(self):
         """(U, d, d) ``C_g = sum_{i in g} w_i grad^2 l_i``, summing to the information."""
         fit = self.fit
-        return self._collapse(fit.data.weights[:, None, None]
-                              * fit.likelihood.row_hessians(fit.coef))
+        return self._collapse(fit.likelihood.row_hessians(fit.coef, weighted=True))
 
     @cached_property
     def third(self):
@@ -158,8 +159,7 @@ class AFTAudit:
             return self.split[codes]
         fit = self.fit
         rows = np.flatnonzero(np.isin(self.unit_of, codes))
-        parts = fit.data.weights[rows, None, None] * fit.likelihood.row_hessians(fit.coef,
-                                                                                 rows)
+        parts = fit.likelihood.row_hessians(fit.coef, rows, weighted=True)
         pos = np.searchsorted(np.sort(codes), self.unit_of[rows])
         out = np.zeros((codes.size,) + parts.shape[1:])
         np.add.at(out, pos, parts)
@@ -213,30 +213,67 @@ class AFTAudit:
         return Refits(codes, theta, status.astype(str))
 
     def _halley_start(self, codes):
-        """``theta_hat + D``: the one-step Newton change ``D0 = -H_{-g}^{-1} g`` (``g =
-        grad L_{-g}(theta_hat)``) corrected by the third derivative, ``D = -(H_{-g} +
-        T[D0]/2)^{-1} g`` where that stays within half of ``D0``."""
+        """Starts ``theta_hat + D`` and first inverse Jacobians for the refits of ``codes``:
+        the one-step Newton change ``D0 = -H_{-g}^{-1} g`` (``g = grad L_{-g}(theta_hat)``,
+        ``H_{-g} = H - C_g`` exact) corrected by the third derivative, Halley's ``D = -(H_{-g}
+        + T[D0]/2)^{-1} g`` with ``(H_{-g} + T[D])^{-1}``, the deleted Hessian at the start
+        to second order; where Halley's step is not within half of ``D0``, the Newton start
+        with ``H_{-g}^{-1}``; where ``H_{-g}`` is singular, the VIF start with ``H^{-1}``."""
         fit, d = self.fit, self.fit.data.d
         C = self._unit_hessians(codes)
         H_g = self.information[None] - C
         g = fit.gradient[None, :] - self.unit_gradients[codes]
+        T = self.third.reshape(d, d * d)
         D0 = -_solve_any(H_g, g)[0]
-        TD0 = (D0 @ self.third.reshape(d, d * d)).reshape(-1, d, d)
-        D = -_solve_any(H_g + 0.5 * TD0, g)[0]
-        bad = ~np.isfinite(D).all(axis=1) | (np.abs(D - D0).max(axis=1)
-                                             > 0.5 * np.abs(D0).max(axis=1))
-        D[bad] = D0[bad]
-        vif = -self.vif[codes] / self.n_units
-        D[~np.isfinite(D).all(axis=1)] = vif[~np.isfinite(D).all(axis=1)]
-        return fit.coef + D
+        D = -_solve_any(H_g + 0.5 * (D0 @ T).reshape(-1, d, d), g)[0]
+        newton_only = ~np.isfinite(D).all(axis=1) | (np.abs(D - D0).max(axis=1)
+                                                     > 0.5 * np.abs(D0).max(axis=1))
+        D[newton_only] = D0[newton_only]
+        J_of = H_g + np.where(newton_only[:, None, None], 0.0,
+                              (np.nan_to_num(D) @ T).reshape(-1, d, d))
+        vif_only = ~np.isfinite(D).all(axis=1)
+        D[vif_only] = -self.vif[codes][vif_only] / self.n_units
+        J_of[vif_only] = self.information
+        J = np.empty_like(J_of)
+        for b in range(J.shape[0]):
+            try:
+                J[b] = np.linalg.inv(J_of[b])
+            except np.linalg.LinAlgError:
+                J[b] = np.linalg.inv(self.information)
+        return fit.coef + D, J
 
     def _refit_batch(self, codes, tol):
+        """Refits of the units ``codes`` (one batch of presence masks): chord steps
+        ``theta -= J grad L_{-g}(theta)`` from the Halley start with its inverse Jacobian
+        (gradients only: from that start most refits reach ``tol`` after one step, two
+        gradient evaluations), then Newton-Raphson with step halving for those that have
+        not (:func:`coxinfluence.numerics.newton.newton`)."""
         fit = self.fit
         deletion = Deletion.of_units(self.unit_of, codes)
         objective = fit.likelihood.objective(deletion)
-        res = newton(objective, self._halley_start(codes), tol=tol, max_iter=fit.max_iter)
-        res = polish(objective, res, tol)
-        return res.theta, res.converged & np.isfinite(res.theta).all(axis=1)
+        start, J = self._halley_start(codes)
+        theta = start.copy()
+        done = np.zeros(codes.size, dtype=bool)
+        off = np.zeros(codes.size, dtype=bool)          # a chord step left the domain
+        for _ in range(_CHORD_STEPS):
+            live = np.flatnonzero(~done & ~off)
+            if live.size == 0:
+                break
+            g = objective(live, theta[live], hess=False)[1]
+            good = np.isfinite(g).all(axis=1)
+            done[live[good & (np.abs(g).max(axis=1) <= tol)]] = True
+            off[live[~good]] = True
+            move = good & ~done[live]
+            theta[live[move]] -= np.einsum("bij,bj->bi", J[live[move]], g[move])
+        rest = np.flatnonzero(~done)
+        ok = done.copy()
+        if rest.size:
+            part = fit.likelihood.objective(deletion.take(rest))
+            res = newton(part, start[rest], tol=tol, max_iter=fit.max_iter)
+            res = polish(part, res, tol)
+            theta[rest] = res.theta
+            ok[rest] = res.converged & np.isfinite(res.theta).all(axis=1)
+        return theta, ok
 
     def _refit_reduced(self, code, tol):
         """The refit without unit ``code`` whose deletion leaves covariates collinear with

@@ -50,6 +50,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, log_ndtr
 
+from coxinfluence.numerics.rows import matmul_reduce_rows, matmul_rows
+
 #: R's survreg ``dist=`` names and the distribution of ``W``
 DISTRIBUTIONS = {"weibull": "extreme", "exponential": "extreme", "lognormal": "gaussian",
                  "loglogistic": "logistic"}
@@ -149,33 +151,48 @@ class _Logistic:
 _FAMILIES = {"extreme": _Extreme, "gaussian": _Gaussian, "logistic": _Logistic}
 
 
-def _log_of(fam, kind, z):
-    """``g(z)`` and its first three derivatives for ``g = log f0`` ("f"), ``log S0``
-    ("S") or ``log F0`` ("F"). With ``psi = (log f0)'``: ``(log S0)' = -m`` (``m`` the
-    hazard, ``m' = m (psi + m)``), ``(log F0)' = r`` (``r = f0/F0``, ``r' = r (psi - r)``)."""
+def _log_of(fam, kind, z, order=3):
+    """``g(z)`` and its first ``order`` derivatives (at most three) for ``g = log f0``
+    ("f"), ``log S0`` ("S") or ``log F0`` ("F"). With ``psi = (log f0)'``: ``(log S0)' =
+    -m`` (``m`` the hazard, ``m' = m (psi + m)``), ``(log F0)' = r`` (``r = f0/F0``, ``r' =
+    r (psi - r)``)."""
+    g = {"f": fam.log_f, "S": fam.log_S, "F": fam.log_F}[kind](z)
+    if order == 0:
+        return (g,)
     p1, p2, p3 = fam.psi(z)
     if kind == "f":
-        return fam.log_f(z), p1, p2, p3
+        return (g, p1, p2, p3)[:order + 1]
     if kind == "S":
         m = fam.hazard(z)
         g2 = -m * (p1 + m)
-        return fam.log_S(z), -m, g2, g2 * (p1 + m) - m * (p2 - g2)
+        return (g, -m, g2, g2 * (p1 + m) - m * (p2 - g2) if order >= 3 else None)[:order + 1]
     r = fam.reverse_hazard(z)
     g2 = r * (p1 - r)
-    return fam.log_F(z), r, g2, g2 * (p1 - r) + r * (p2 - g2)
+    return (g, r, g2, g2 * (p1 - r) + r * (p2 - g2) if order >= 3 else None)[:order + 1]
 
 
 # ------------------------------------------------------- one contribution's operators
 
-_ORDER2 = ("h", "A", "AA", "B", "BA", "BB")
-_ORDER3 = ("AAA", "BAA", "BBA", "BBB")
+#: the operators each derivative order needs (module docstring)
+_KEYS = (("h",), ("A", "B"), ("AA", "BA", "BB"), ("AAA", "BAA", "BBA", "BBB"))
 
 
-def _point(g, g1, g2, g3, z, third):
-    """The operators of ``h = g(z)`` (module docstring)."""
-    zg2 = z * g2
-    out = {"h": g, "A": g1, "AA": g2, "B": z * g1, "BA": zg2, "BB": z * g1 + z * zg2}
-    if third:
+def _keys(order):
+    return tuple(k for keys in _KEYS[:order + 1] for k in keys)
+
+
+def _point(gs, z, order):
+    """The operators of ``h = g(z)`` up to ``order`` (module docstring); ``gs`` is ``g``
+    and its derivatives."""
+    out = {"h": gs[0]}
+    if order >= 1:
+        g1 = gs[1]
+        out.update(A=g1, B=z * g1)
+    if order >= 2:
+        zg2 = z * gs[2]
+        out.update(AA=gs[2], BA=zg2, BB=z * g1 + z * zg2)
+    if order >= 3:
+        g3 = gs[3]
         zg3 = z * g3
         out.update(AAA=g3, BAA=zg3, BBA=zg2 + z * zg3,
                    BBB=z * g1 + 3.0 * z * zg2 + z * z * zg3)
@@ -187,7 +204,7 @@ def _log1mexp(a):
     return np.where(a > -np.log(2.0), np.log(-np.expm1(a)), np.log1p(-np.exp(a)))
 
 
-def _interval(fam, z1, z2, third):
+def _interval(fam, z1, z2, order):
     """The operators of ``h = log(S0(z1) - S0(z2))``, ``z1 < z2``: with ``P`` the
     probability, ``r_i = P_i / P`` (``P_1 = -f0(z1)``, ``P_2 = f0(z2)``, ``P_ii = P_i psi``,
     ``P_iii = P_i (psi^2 + psi')``, mixed ones 0), ``h_i = r_i``, ``h_ij = r_ij - r_i r_j``,
@@ -198,6 +215,8 @@ def _interval(fam, z1, z2, third):
         lS1, lS2 = fam.log_S(z1), fam.log_S(z2)
         lF1, lF2 = fam.log_F(z1), fam.log_F(z2)
         logP = np.where(upper, lS1 + _log1mexp(lS2 - lS1), lF2 + _log1mexp(lF1 - lF2))
+    if order == 0:
+        return {"h": logP}
     q1, d1, t1 = fam.psi(z1)
     q2, d2, t2 = fam.psi(z2)
     r1 = -np.exp(fam.log_f(z1) - logP)
@@ -209,7 +228,7 @@ def _interval(fam, z1, z2, third):
            "B": z1 * h1 + z2 * h2,
            "BA": z1 * (h11 + h12) + z2 * (h12 + h22),
            "BB": z1 * h1 + z2 * h2 + z1 * z1 * h11 + 2.0 * z1 * z2 * h12 + z2 * z2 * h22}
-    if third:
+    if order >= 3:
         r111, r222 = r1 * (q1 * q1 + d1), r2 * (q2 * q2 + d2)
         h111 = r111 - 3.0 * r11 * r1 + 2.0 * r1 ** 3
         h222 = r222 - 3.0 * r22 * r2 + 2.0 * r2 ** 3
@@ -300,14 +319,22 @@ class AFTLikelihood:
             self._entry = None
         self._onehot = np.zeros((data.n, data.n_strata))
         self._onehot[np.arange(data.n), data.strata] = 1.0
+        # each stratum's rows and design block (the scale's cross derivatives)
+        self._blocks = ([(slice(None), data.X)] if data.n_strata == 1 else
+                        [(idx, data.X[idx]) for idx in
+                         (np.flatnonzero(data.strata == k) for k in range(data.n_strata))])
         # the Jacobian of the exact rows' log times, a constant of the loss (R's loglik)
-        self._jacobian = data.y * (data.kind == EXACT)
+        self._exact = (data.kind == EXACT).astype(np.float64)
+        self._jacobian = data.y * self._exact
 
     # -------------------------------------------------------------- per-row parts
     def _eta_s(self, theta):
         data = self.data
         theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
-        eta = theta[:, :data.p] @ data.X.T
+        eta = matmul_rows(data.X, np.ascontiguousarray(theta[:, :data.p].T),
+                          np.empty((data.n, theta.shape[0]))).T
+        if theta.shape[0] > 1:
+            eta = np.ascontiguousarray(eta)
         if data.fixed_scale:
             s = np.zeros_like(eta)
         else:
@@ -316,52 +343,69 @@ class AFTLikelihood:
 
     def row_derivatives(self, theta, order=2):
         """Each row's log-likelihood contribution ``l`` and its derivatives in
-        ``(eta, s)`` at each row of ``theta`` (B, d): a dict of (B, n) arrays "l", "e",
-        "s", "ee", "es", "ss" (and "eee", "ees", "ess", "sss" for ``order=3``)."""
+        ``(eta, s)`` up to ``order`` at each row of ``theta`` (B, d): a dict of (B, n)
+        arrays "l" (order 0), "e", "s" (1), "ee", "es", "ss" (2), "eee", "ees", "ess",
+        "sss" (3)."""
         eta, s = self._eta_s(theta)
         data, fam = self.data, self.family
-        third = order >= 3
-        keys = _ORDER2 + (_ORDER3 if third else ())
-        ops = {key: np.zeros_like(eta) for key in keys}
+        keys = _keys(order)
+        ops = {key: np.empty_like(eta) for key in keys}
         c = np.exp(-s)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             for kind, idx in self._groups:
-                z = (data.y[idx] - eta[:, idx]) * c[:, idx]
+                whole = idx.size == data.n
+                z = ((data.y - eta) * c if whole
+                     else (data.y[idx] - eta[:, idx]) * c[:, idx])
                 if kind == INTERVAL:
-                    z2 = (data.y2[idx] - eta[:, idx]) * c[:, idx]
-                    part = _interval(fam, z, z2, third)
+                    y2 = data.y2 if whole else data.y2[idx]
+                    z2 = (y2 - eta) * c if whole else (y2 - eta[:, idx]) * c[:, idx]
+                    part = _interval(fam, z, z2, order)
                 else:
                     which = {EXACT: "f", RIGHT: "S", LEFT: "F"}[kind]
-                    part = _point(*_log_of(fam, which, z), z, third)
+                    part = _point(_log_of(fam, which, z, order), z, order)
                 for key in keys:
-                    ops[key][:, idx] = part[key]
+                    if whole:
+                        ops[key] = part[key]
+                    else:
+                        ops[key][:, idx] = part[key]
             if self._entry is not None:
                 idx = self._entry
                 z = (data.entry[idx] - eta[:, idx]) * c[:, idx]
-                part = _point(*_log_of(fam, "S", z), z, third)
+                part = _point(_log_of(fam, "S", z, order), z, order)
                 for key in keys:
                     ops[key][:, idx] -= part[key]
-            exact = (data.kind == EXACT).astype(np.float64)
-            out = {"l": ops["h"] - exact * s - self._jacobian,
-                   "e": -c * ops["A"], "s": -ops["B"] - exact,
-                   "ee": c * c * ops["AA"], "es": c * (ops["A"] + ops["BA"]),
-                   "ss": ops["BB"]}
-            if third:
+            exact = self._exact
+            out = {"l": ops["h"] - exact * s - self._jacobian}
+            if order >= 1:
+                out.update(e=-c * ops["A"], s=-ops["B"] - exact)
+            if order >= 2:
+                out.update(ee=c * c * ops["AA"], es=c * (ops["A"] + ops["BA"]),
+                           ss=ops["BB"])
+            if order >= 3:
                 out.update(eee=-c ** 3 * ops["AAA"],
                            ees=-c * c * (2.0 * ops["AA"] + ops["BAA"]),
                            ess=-c * (ops["A"] + 2.0 * ops["BA"] + ops["BBA"]),
                            sss=-ops["BBB"])
         return out
 
-    def _directions(self):
-        """(n, d) ``a_i = d eta_i / d theta`` and ``b_i = d s_i / d theta``."""
-        data = self.data
-        a = np.zeros((data.n, data.d))
-        a[:, :data.p] = data.X
-        b = np.zeros((data.n, data.d))
-        if not data.fixed_scale:
-            b[:, data.p:] = self._onehot
-        return a, b
+    def loss(self, theta, presence=None):
+        """(B,) the negative log-likelihood at each row of ``theta`` (B, d) (presence as
+        :meth:`loss_grad_hess`), without derivatives."""
+        theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
+        P = presence_matrix(presence, self.data.n)
+        W = (np.broadcast_to(self.data.weights, (theta.shape[0], self.data.n)) if P is None
+             else self.data.weights * P)
+        with np.errstate(invalid="ignore"):
+            lw = np.where(W > 0, W * self.row_derivatives(theta, order=0)["l"], 0.0)
+        loss = -lw.sum(axis=1)
+        loss[~np.isfinite(loss)] = np.inf
+        return loss
+
+    def _per_stratum(self, V):
+        """(B, K) sums of the rows of ``V`` (B, n) within each stratum."""
+        if self.data.n_strata == 1:
+            return V.sum(axis=1, keepdims=True)
+        return matmul_reduce_rows(self._onehot, V.T).T
 
     # ------------------------------------------------------------- the objective
     def loss_grad_hess(self, theta, presence=None, *, hess=True):
@@ -370,42 +414,37 @@ class AFTLikelihood:
         weighted by ``weights * presence[b]`` (``presence``: None, a
         :class:`~coxinfluence.data.deletion.Deletion` over the caller's rows, or a (B, n)
         0/1 array). A row whose contribution is not finite makes its problem's loss inf
-        (the Newton solver's step halving then backs off)."""
+        (the Newton solver's step halving then backs off). The products over rows run in
+        blocks of one BLAS thread (:mod:`coxinfluence.numerics.rows`): the same bits on any
+        thread count, and no BLAS helper thread waiting for a core on a loaded machine."""
         data = self.data
         theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
         B, p = theta.shape[0], data.p
         P = presence_matrix(presence, data.n)
         W = np.broadcast_to(data.weights, (B, data.n)) if P is None else data.weights * P
-        der = self.row_derivatives(theta)
+        der = self.row_derivatives(theta, order=2 if hess else 1)
         with np.errstate(invalid="ignore"):
             lw = np.where(W > 0, W * der["l"], 0.0)
         loss = -lw.sum(axis=1)
         loss[~np.isfinite(loss)] = np.inf
-        We, Ws = W * der["e"], W * der["s"]
         grad = np.empty((B, data.d))
-        grad[:, :p] = -(We @ data.X)
+        grad[:, :p] = -matmul_reduce_rows(np.ascontiguousarray((W * der["e"]).T), data.X)
         if not data.fixed_scale:
-            grad[:, p:] = -(Ws @ self._onehot)
+            grad[:, p:] = -self._per_stratum(W * der["s"])
         if not hess:
             return loss, grad, None
-        H = np.empty((B, data.d, data.d))
+        H = np.zeros((B, data.d, data.d))
         Wee = W * der["ee"]
-        # -X' diag(W l_ee) X per problem, as matrix products in chunks of problems
-        step = max(1, int(4_000_000 // max(data.n * p, 1)))
-        for b0 in range(0, B, step):
-            blk = slice(b0, b0 + step)
-            H[blk, :p, :p] = -np.matmul(data.X.T[None], Wee[blk, :, None] * data.X[None])
+        for b in range(B):                       # -X' diag(W l_ee) X per problem
+            H[b, :p, :p] = -matmul_reduce_rows(data.X, data.X, scale=Wee[b])
         if not data.fixed_scale:
-            Wes, Wss = W * der["es"], W * der["ss"]
-            for k in range(data.n_strata):
-                rows = data.strata == k
-                cross = -(Wes[:, rows] @ data.X[rows])          # (B, p)
+            Wes = np.ascontiguousarray((W * der["es"]).T)                # (n, B)
+            for k, (rows, Xk) in enumerate(self._blocks):
+                cross = -matmul_reduce_rows(Wes[rows], Xk)                # (B, p)
                 H[:, :p, p + k] = cross
                 H[:, p + k, :p] = cross
-            H[:, p:, p:] = 0.0
-            ss = -(Wss @ self._onehot)                          # (B, K)
-            K = data.n_strata
-            H[:, p + np.arange(K), p + np.arange(K)] = ss
+            K = np.arange(data.n_strata)
+            H[:, p + K, p + K] = -self._per_stratum(W * der["ss"])
         return loss, grad, H
 
     def objective(self, presence=None):
@@ -414,9 +453,9 @@ class AFTLikelihood:
         :func:`coxinfluence.numerics.newton.newton`."""
         P = presence_matrix(presence, self.data.n)
 
-        def evaluate(idx, theta):
+        def evaluate(idx, theta, hess=True):
             part = None if P is None else P[np.asarray(idx)]
-            return self.loss_grad_hess(theta, part)
+            return self.loss_grad_hess(theta, part, hess=hess)
 
         return evaluate
 
@@ -424,36 +463,76 @@ class AFTLikelihood:
     def row_scores(self, theta):
         """(n, d) the gradient of each row's loss ``-l_i`` at ``theta`` (d,), without
         its case weight (R's score residuals are minus these)."""
+        data = self.data
         der = self.row_derivatives(np.asarray(theta)[None, :])
-        a, b = self._directions()
-        return -(der["e"][0][:, None] * a + der["s"][0][:, None] * b)
+        out = np.zeros((data.n, data.d))
+        out[:, :data.p] = -der["e"][0][:, None] * data.X
+        if not data.fixed_scale:
+            out[np.arange(data.n), data.p + data.strata] = -der["s"][0]
+        return out
 
-    def row_hessians(self, theta, rows=None):
+    def row_hessians(self, theta, rows=None, weighted=False):
         """(m, d, d) the Hessian of each row's loss ``-l_i`` (rows ``rows``, default all)
-        at ``theta``, without its case weight."""
+        at ``theta``, times its case weight when ``weighted``: ``-l_ee x x'`` in the
+        location block, ``-l_es x`` beside the row's own scale, ``-l_ss`` on that scale's
+        diagonal."""
+        data = self.data
         der = self.row_derivatives(np.asarray(theta)[None, :])
-        a, b = self._directions()
-        if rows is not None:
-            a, b = a[rows], b[rows]
-            der = {k: v[:, rows] for k, v in der.items()}
-        ee, es, ss = der["ee"][0], der["es"][0], der["ss"][0]
-        out = -(ee[:, None, None] * a[:, :, None] * a[:, None, :]
-                + es[:, None, None] * (a[:, :, None] * b[:, None, :]
-                                       + b[:, :, None] * a[:, None, :])
-                + ss[:, None, None] * b[:, :, None] * b[:, None, :])
+        rows = np.arange(data.n) if rows is None else np.asarray(rows)
+        if weighted:
+            der = {k: v * data.weights for k, v in der.items()}
+        X, p, m = data.X[rows], data.p, rows.size
+        out = np.empty((m, data.d, data.d))
+        ee = -der["ee"][0][rows]
+        for a in range(0, m, 4096):            # cache-sized blocks, one pass each
+            Xb = X[a:a + 4096]
+            np.multiply(Xb[:, :, None] * ee[a:a + 4096, None, None], Xb[:, None, :],
+                        out=out[a:a + 4096, :p, :p])
+        if p < data.d:
+            out[:, p:, :] = 0.0
+            out[:, :p, p:] = 0.0
+        if not data.fixed_scale:
+            at, k = np.arange(m), p + data.strata[rows]
+            cross = -der["es"][0][rows][:, None] * X
+            out[at, :p, k] = cross
+            out[at, k, :p] = cross
+            out[at, k, k] = -der["ss"][0][rows]
         return out
 
     def third_derivative(self, theta):
         """(d, d, d) the third derivative of the (weighted) loss at ``theta`` (d,):
-        ``-sum_i w_i [l_eee a a a + l_ees (a a b)_sym + l_ess (a b b)_sym + l_sss b b b]``,
-        with ``(a a b)_sym`` the sum of the three distinct orderings."""
+        ``-sum_i w_i`` of ``l_eee x x x`` (location block), ``l_ees x x`` (each ordering of
+        two location indices and the row's scale), ``l_ess x`` and ``l_sss`` (its scale
+        alone). The location block as products ``(v x)' (x kron x)`` over blocks of rows of
+        one BLAS thread."""
+        data = self.data
         der = self.row_derivatives(np.asarray(theta)[None, :], order=3)
-        a, b = self._directions()
         w = -self.data.weights
-        T = np.einsum("n,ni,nj,nk->ijk", w * der["eee"][0], a, a, a, optimize=True)
-        aab = np.einsum("n,ni,nj,nk->ijk", w * der["ees"][0], a, a, b, optimize=True)
-        abb = np.einsum("n,ni,nj,nk->ijk", w * der["ess"][0], a, b, b, optimize=True)
-        T += aab + aab.transpose(0, 2, 1) + aab.transpose(2, 1, 0)
-        T += abb + abb.transpose(1, 0, 2) + abb.transpose(2, 1, 0)
-        T += np.einsum("n,ni,nj,nk->ijk", w * der["sss"][0], b, b, b, optimize=True)
+        p, X = data.p, data.X
+        T = np.zeros((data.d, data.d, data.d))
+        eee, ees = w * der["eee"][0], w * der["ees"][0]
+        K = 0 if data.fixed_scale else data.n_strata
+        loc = np.zeros((p, p * p))
+        mixed = np.zeros((K, p * p))
+        step = max(1, (1 << 18) // (p * p * p))
+        for a in range(0, data.n, step):
+            Xb = X[a:a + step]
+            Z = (Xb[:, :, None] * Xb[:, None, :]).reshape(-1, p * p)
+            loc += (Xb * eee[a:a + step, None]).T @ Z
+            if K:
+                mixed += self._onehot[a:a + step].T @ (Z * ees[a:a + step, None])
+        T[:p, :p, :p] = loc.reshape(p, p, p)
+        if K:
+            ess, sss = w * der["ess"][0], w * der["sss"][0]
+            xs = matmul_reduce_rows(self._onehot, X, scale=ess)          # (K, p)
+            for k in range(K):
+                s = p + k
+                M = mixed[k].reshape(p, p)
+                T[:p, :p, s] = M
+                T[:p, s, :p] = M
+                T[s, :p, :p] = M
+                T[:p, s, s] = xs[k]
+                T[s, :p, s] = xs[k]
+                T[s, s, :p] = xs[k]
+                T[s, s, s] = sss[data.strata == k].sum()
         return T

@@ -42,6 +42,7 @@ from coxinfluence.likelihood.aft import (
 )
 from coxinfluence.models.cox import ConvergenceWarning, standard_errors, wald_z
 from coxinfluence.numerics.newton import newton
+from coxinfluence.numerics.rows import matmul_reduce_rows
 
 __all__ = ["AFTFit", "fit_aft", "aft_gradient_tolerance"]
 
@@ -146,7 +147,7 @@ class AFTFit:
         for b0 in range(0, ok.size, step):
             rows = ok[b0:b0 + step]
             part = None if P is None else np.atleast_2d(P)[rows]
-            out[rows] = self.likelihood.loss_grad_hess(thetas[rows], part, hess=False)[0]
+            out[rows] = self.likelihood.loss(thetas[rows], part)
         return out
 
     def row_scores(self):
@@ -356,7 +357,7 @@ def make_aft_data(X, time, event=None, dist="weibull", *, upper=None, entry=None
     if n <= Xa.shape[1] + 1:
         raise CoxInputError(f"{n} rows for {Xa.shape[1] + 1} location parameters: the model "
                             "needs more rows than parameters")
-    design = np.column_stack([np.ones(n), Xa])
+    design = np.ascontiguousarray(np.column_stack([np.ones(n), Xa]))   # row-major: BLAS
     data = AFTData(design, kind, y, y2, log_entry, w, codes, K, dist)
     names_all = ["(Intercept)"] + columns
     if dist != "exponential":
@@ -386,8 +387,13 @@ def least_squares_start(data):
     on the design, its residual spread as the scale (divided by the sd of ``W``), the
     intercept moved by ``E[W] sigma`` (Euler's gamma for the extreme value)."""
     y = np.where(data.kind == INTERVAL, 0.5 * (data.y + data.y2), data.y)
-    sw = np.sqrt(data.weights)
-    beta = np.linalg.lstsq(data.X * sw[:, None], y * sw, rcond=None)[0]
+    # the normal equations by blocks of rows of one BLAS thread (numerics.rows)
+    gram = matmul_reduce_rows(data.X, data.X, scale=data.weights)
+    rhs = matmul_reduce_rows(data.X, y[:, None], scale=data.weights)[:, 0]
+    try:
+        beta = np.linalg.solve(gram, rhs)
+    except np.linalg.LinAlgError:
+        beta = np.linalg.lstsq(gram, rhs, rcond=None)[0]
     resid = y - data.X @ beta
     sd = np.sqrt(max(float(data.weights @ resid ** 2 / data.weights.sum()), 1e-8))
     theta = np.zeros(data.d)
