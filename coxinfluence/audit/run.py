@@ -54,7 +54,7 @@ from coxinfluence.influence_functions.aft_audit import AFTAudit
 from coxinfluence.influence_functions.cox_audit import CoxAudit
 from coxinfluence.influence_functions.refits import warn_undefined
 from coxinfluence.influence_functions.seam import AuditModel
-from coxinfluence.integrations import Resolved, attach_columns, resolve
+from coxinfluence.integrations import Resolved, resolve
 from coxinfluence.models.aft import AFTFit
 
 __all__ = ["influence", "InfluenceResult", "METHODS", "FLAGS", "TopNotVerifiedWarning"]
@@ -170,15 +170,18 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
     ----------
     model : a ``CoxFit`` (``ci.fit_cox``), a fitted lifelines ``CoxPHFitter`` (then
         ``data`` is its training DataFrame: formulas, strata, weights are read from the
-        fitter), a statsmodels ``PHRegResults``, or an ``AFTFit`` (``ci.fit_aft``, R's
-        ``survreg``: :func:`aft_audit`).
+        fitter), a statsmodels ``PHRegResults``, or a parametric AFT model: an ``AFTFit``
+        (``ci.fit_aft``, R's ``survreg``) or a fitted lifelines ``WeibullAFTFitter``,
+        ``LogNormalAFTFitter``, ``LogLogisticAFTFitter`` (audited by
+        :class:`coxinfluence.influence_functions.aft_audit.AFTAudit`).
     data : the training DataFrame (required for lifelines; optional extra columns for
         the ``top`` table otherwise).
     method : "auto" (default): VIF for every unit and exact refits where the audit is
         read (the top units until the top 10 cannot change, and every flagged unit;
         :mod:`coxinfluence.audit.verification`), ``verified`` saying which numbers are exact;
         or "vif", "reid", "newton", "exact" for one method throughout.
-    target : None / "coef" (coefficients), "hr" (hazard ratios), or a
+    target : None / "coef" (coefficients), "hr" (hazard ratios; Cox), "tr" (time ratios
+        ``exp(coef)`` of an AFT model's covariates), or a
         :class:`coxinfluence.audit.targets.Target` (``RelativeRisk(X_new)``,
         ``LinearPredictor(X_new)``, ``Survival(X_new, times)``); new patients may be raw
         frames for lifelines formula models (transformed as lifelines does).
@@ -201,9 +204,13 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
-    aft = isinstance(model, AFTFit)
-    target = copy.copy(aft_target(target) if aft else resolve_target(target))
+    # "tr" (time ratios) is an AFT model's target: known once the model is resolved
+    spec = target
+    aft_only = isinstance(spec, str) and spec.lower() in AFT_TARGETS
+    target = None if aft_only else copy.copy(resolve_target(spec))
     if isinstance(model, AuditModel):
+        if aft_only:
+            raise ValueError(f"target {spec!r} needs an AFT model")
         # a model behind the seam already (an autodiff loss: coxinfluence.autodiff)
         if groups is not None or robust:
             raise ValueError("groups= and robust= are for Cox models; an autodiff model's "
@@ -215,15 +222,21 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
                  else attach_frame(data, model.unit_labels))
         resolved = Resolved(model, frame, model.model_name)
         audit_model = model
-    elif aft:
-        resolved, audit_model = aft_audit(model, data, groups, robust)
     else:
         resolved = resolve(model, data)
         if groups is not None:
             resolved = dataclasses.replace(resolved, groups=groups)
         if robust is not None:
             resolved = dataclasses.replace(resolved, robust=bool(robust))
-        audit_model = CoxAudit(resolved.fit, resolved.groups)
+        if isinstance(resolved.fit, AFTFit):
+            # R's survreg model (ci.fit_aft, lifelines' AFT fitters): rows or groups=
+            target = copy.copy(aft_target(spec))
+            audit_model = AFTAudit(resolved.fit, resolved.groups)
+        else:
+            if aft_only:
+                raise ValueError(f"target {spec!r} (time ratios) is for AFT models "
+                                 "(ci.fit_aft); a Cox model's are 'coef' and 'hr'")
+            audit_model = CoxAudit(resolved.fit, resolved.groups)
     if target.transform is None and resolved.transform is not None:
         target.transform = resolved.transform
     return compute(audit_model, resolved, method, target, progress=progress,
@@ -264,27 +277,19 @@ class TimeRatios(Target):
         return J
 
 
+#: the targets only an AFT model has
+AFT_TARGETS = ("tr", "time_ratio")
+
+
 def aft_target(target):
     """The targets of an AFT model: None/"coef" (every parameter) or "tr" (time ratios,
     :class:`TimeRatios`)."""
     if target is None or (isinstance(target, str) and target.lower() == "coef"):
         return Coefficients()
-    if isinstance(target, str) and target.lower() in ("tr", "time_ratio"):
+    if isinstance(target, str) and target.lower() in AFT_TARGETS:
         return TimeRatios()
     if isinstance(target, (Coefficients, TimeRatios)):
         return target
     name = target if isinstance(target, str) else getattr(target, "name", target)
     raise ValueError(f"target {name!r} is not available for an AFT model: use 'coef' or 'tr' "
                      "(time ratios exp(coef)); 'hr' is a Cox model's")
-
-
-def aft_audit(fit, data, groups, robust):
-    """An ``AFTFit``'s :class:`Resolved` (its training frame, with ``data``'s other
-    columns) and its seam, :class:`coxinfluence.influence_functions.aft_audit.AFTAudit`
-    (units: the rows, or the clusters ``groups``; ``robust``: dfbetas by the grouped
-    sandwich SE, R's ``survreg(robust = TRUE, cluster = groups)``)."""
-    frame = fit.training_frame()
-    if data is not None:
-        frame = attach_columns(frame, data, fit.n)
-    resolved = Resolved(fit, frame, "coxinfluence", groups=groups, robust=bool(robust))
-    return resolved, AFTAudit(fit, groups)

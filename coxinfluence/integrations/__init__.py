@@ -6,7 +6,9 @@ same model (refitted to a gradient of 1e-10, started at the library's coefficien
 must agree with ours: otherwise the data do not match the model and a ``ValueError`` says
 so), the training frame (covariates, time, event; caller's row order and index) and, where
 the library builds the design from raw columns (formulas, dummies), a function mapping raw
-new-patient frames to the design.
+new-patient frames to the design. A ``coxinfluence.AFTFit`` (R's ``survreg`` model) and
+lifelines' ``WeibullAFTFitter``, ``LogNormalAFTFitter`` and ``LogLogisticAFTFitter``
+(:mod:`.lifelines_aft`) resolve to an ``AFTFit`` the same way.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.inputs import show_labels
+from coxinfluence.models.aft import AFTFit
 from coxinfluence.models.cox import CoxFit
 
 __all__ = ["Resolved", "resolve", "check_agreement"]
@@ -99,15 +102,24 @@ def resolve(model, data=None) -> Resolved:
         if data is not None:
             frame = attach_columns(frame, data, model.n)
         return Resolved(model, frame, "coxinfluence")
+    if isinstance(model, AFTFit):                   # R's survreg model (ci.fit_aft)
+        frame = model.training_frame()
+        if data is not None:
+            frame = attach_columns(frame, data, model.n)
+        return Resolved(model, frame, "coxinfluence")
     kind = f"{type(model).__module__}.{type(model).__name__}"
     if kind.startswith("lifelines"):
         from .lifelines import resolve_lifelines, resolve_lifelines_time_varying
+        from .lifelines_aft import FITTERS, resolve_lifelines_aft
+        if type(model).__name__ in FITTERS:
+            return resolve_lifelines_aft(model, data)
         if type(model).__name__ == "CoxTimeVaryingFitter":
             return resolve_lifelines_time_varying(model, data)
         return resolve_lifelines(model, data)
     if kind.startswith("statsmodels"):
         from .statsmodels import resolve_statsmodels
         return resolve_statsmodels(model, data)
-    raise TypeError(f"unsupported model type {kind}: pass a coxinfluence CoxFit, a fitted "
-                    "lifelines CoxPHFitter or CoxTimeVaryingFitter, or a statsmodels "
+    raise TypeError(f"unsupported model type {kind}: pass a coxinfluence CoxFit or AFTFit, "
+                    "a fitted lifelines CoxPHFitter, CoxTimeVaryingFitter, WeibullAFTFitter, "
+                    "LogNormalAFTFitter or LogLogisticAFTFitter, or a statsmodels "
                     "PHRegResults")
