@@ -1,0 +1,280 @@
+"""The Fine-Gray subdistribution hazard model, R's ``cmprsk::crr``: ``fit_fine_gray``.
+
+The loss is :mod:`coxinfluence.likelihood.fine_gray`'s (minus crr's log
+pseudo-likelihood), minimised by Newton-Raphson with step halving from 0
+(:mod:`coxinfluence.numerics.newton`), each step O(n d^2) after one sort: no expanded
+data. ``var`` is crr's sandwich, which includes the censoring distribution's term
+(:func:`coxinfluence.likelihood.fine_gray.crr_scores`); ``naive_var`` the model-based
+``I^{-1}`` (crr's ``invinf``).
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from functools import cached_property
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+
+from coxinfluence.data.inputs import (
+    CoxInputError,
+    aligned,
+    as_float_matrix,
+    as_vector,
+    bad_rows,
+    check_finite,
+    encode_labels,
+)
+from coxinfluence.data.rank import check_design
+from coxinfluence.likelihood.fine_gray import (
+    CAUSE,
+    CENSORED,
+    COMPETING,
+    FineGrayData,
+    FineGrayLikelihood,
+    build_fine_gray_data,
+    crr_scores,
+)
+from coxinfluence.numerics.newton import newton
+
+__all__ = ["fit_fine_gray", "FineGrayFit", "FineGrayConvergenceWarning",
+           "fine_gray_gradient_tolerance"]
+
+
+class FineGrayConvergenceWarning(UserWarning):
+    """Newton-Raphson stopped before the Fine-Gray fit converged."""
+
+
+def fine_gray_gradient_tolerance(data, tol):
+    """``tol``, or the gradient's rounding floor when that is larger: ``4 eps`` times the
+    number of failures times the largest ``|x|`` (centred covariates): the gradient sums
+    one ``xbar_k - x_i`` per failure."""
+    fails = int((data.kind == CAUSE).sum())
+    top = float(np.abs(data.X).max()) if data.X.size else 0.0
+    return max(tol, 4 * np.finfo(np.float64).eps * fails * max(top, 1.0))
+
+
+@dataclass(eq=False)
+class FineGrayFit:
+    """A fitted Fine-Gray model for one cause (``ci.fit_fine_gray``), R's ``crr`` fit."""
+
+    coef: np.ndarray
+    loglik: float               # crr's log pseudo-likelihood at coef (fit$loglik)
+    information: np.ndarray     # Hessian of the loss at coef (crr's fit$inf)
+    gradient: np.ndarray
+    converged: bool
+    n_iter: int
+    data: FineGrayData
+    cause: object
+    columns: list
+    index: object               # the caller's pandas index, or None
+    group_labels: pd.Index      # the censoring groups, in code order
+    status: np.ndarray          # the caller's status codes, caller order
+    tol: float = 1e-10
+    max_iter: int = 50
+
+    @property
+    def n(self):
+        return self.data.n
+
+    @property
+    def model_name(self):
+        return f"Fine-Gray, cause {_plain(self.cause)}"
+
+    @property
+    def likelihood(self) -> FineGrayLikelihood:
+        return FineGrayLikelihood(self.data)
+
+    @property
+    def params(self) -> pd.Series:
+        """The coefficients named by their covariates."""
+        return pd.Series(self.coef, index=pd.Index(self.columns, name="covariate"),
+                         name="coef")
+
+    @property
+    def n_events(self):
+        """Failures of the cause modelled."""
+        return int((self.data.kind == CAUSE).sum())
+
+    @property
+    def n_competing(self):
+        """Failures of the other causes."""
+        return int((self.data.kind == COMPETING).sum())
+
+    @cached_property
+    def scores(self):
+        """(n, d) crr's ``eta_i + psi_i`` per subject, caller's order (the score with the
+        censoring term: :func:`~coxinfluence.likelihood.fine_gray.crr_scores`)."""
+        return self.data.to_caller_order(crr_scores(self.data, self.coef))
+
+    @cached_property
+    def naive_var(self):
+        """``I^{-1}``, the model-based variance (crr's ``invinf``); it treats the censoring
+        weights as known."""
+        return np.linalg.inv(self.information)
+
+    @cached_property
+    def var(self):
+        """crr's sandwich ``I^{-1} (sum_i s_i s_i') I^{-1}`` with ``s_i = eta_i + psi_i``
+        (:attr:`scores`): R's ``crr(...)$var``."""
+        S = self.scores
+        return self.naive_var @ (S.T @ S) @ self.naive_var
+
+    @property
+    def se(self):
+        return np.sqrt(np.diag(self.var))
+
+    def objective(self, thetas, deleted=None):
+        """(m,) the loss at each row of ``thetas`` (m, d) (``deleted``: see
+        :class:`~coxinfluence.likelihood.fine_gray.FineGrayLikelihood`)."""
+        thetas = np.atleast_2d(np.asarray(thetas, dtype=np.float64))
+        return self.likelihood.evaluate(thetas, deleted, hessian=False)[0]
+
+    def summary(self):
+        """crr's table: coef, exp(coef) (subdistribution hazard ratio), se(coef) (the
+        sandwich), z, p (Wald)."""
+        from scipy import stats
+        se = self.se
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = self.coef / se
+        return pd.DataFrame({"coef": self.coef, "exp(coef)": np.exp(self.coef),
+                             "se(coef)": se, "z": z, "p": 2 * stats.norm.sf(np.abs(z))},
+                            index=self.columns)
+
+    def training_frame(self) -> pd.DataFrame:
+        """Covariates, time and status of each subject, caller's order and index."""
+        data = self.data
+        index = self.index if self.index is not None else pd.RangeIndex(self.n)
+        frame = pd.DataFrame(data.to_caller_order(data.X + data.X_center), index=index,
+                             columns=self.columns)
+        frame["time"] = data.to_caller_order(data.time)
+        frame["status"] = self.status
+        if len(self.group_labels) > 1:
+            frame["cengroup"] = np.asarray(self.group_labels)[
+                data.to_caller_order(data.group)]
+        return frame
+
+    def _repr_html_(self):
+        import html
+        head = (f"<p><b>{html.escape(self.model_name)}</b>: n = {self.n}, failures = "
+                f"{self.n_events}, competing = {self.n_competing}, log pseudo-likelihood = "
+                f"{self.loglik:.6g}, "
+                f"{'converged' if self.converged else '<b>not converged</b>'}</p>")
+        return head + self.summary().to_html(float_format=lambda v: f"{v:.4g}")
+
+    def __repr__(self):
+        return (f"FineGrayFit({self.model_name}: n={self.n}, failures={self.n_events}, "
+                f"competing={self.n_competing}, loglik={self.loglik:.6g}, "
+                f"converged={self.converged})")
+
+
+def _plain(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _status(status, n, index, cause):
+    """Caller's status codes (0 censored, 1..K causes) -> crr's kinds for ``cause``."""
+    raw = status.to_numpy() if isinstance(status, (pd.Series, pd.Index)) else np.asarray(status)
+    if raw.ndim != 1 or raw.shape[0] != n:
+        raise CoxInputError(f"status must be 1-D with one entry per row of X ({n}); got "
+                            f"shape {raw.shape}")
+    s = as_vector(raw, n, "status")
+    check_finite(s, "status", index)
+    bad = (s != np.round(s)) | (s < 0)
+    if bad.any():
+        raise CoxInputError(f"status must be 0 (censored) or a cause 1, 2, ...: "
+                            f"{bad_rows(bad, index)} are not")
+    try:
+        c = float(cause)
+    except (TypeError, ValueError):
+        raise CoxInputError(f"cause must be a status code 1, 2, ...; got {cause!r}") from None
+    if c <= 0 or c != round(c):
+        raise CoxInputError(f"cause must be a status code 1, 2, ... (0 is censored); got "
+                            f"{cause!r}")
+    if not (s == c).any():
+        present = sorted({int(v) for v in s[s > 0]})
+        raise CoxInputError(f"no failures of cause {_plain(cause)}: the causes present are "
+                            f"{present}; the model has no events")
+    kind = np.where(s == c, CAUSE, np.where(s == 0, CENSORED, COMPETING)).astype(np.int8)
+    return s.astype(np.int64), kind
+
+
+def make_fine_gray_data(X, time, status, cause=1, *, cengroup=None):
+    """Validate the caller's input: (FineGrayData, columns, index, group labels, status
+    codes)."""
+    Xa, columns, index = as_float_matrix(X, "X")
+    n = Xa.shape[0]
+    if n == 0:
+        raise CoxInputError("X has no rows")
+    check_finite(Xa, "X", index)
+    if index is not None:
+        time = aligned(time, index, "time")
+        status = aligned(status, index, "status")
+        if cengroup is not None:
+            cengroup = aligned(cengroup, index, "cengroup")
+    t = as_vector(time, n, "time")
+    check_finite(t, "time", index)
+    if (t < 0).any():
+        raise CoxInputError(f"time must be non-negative: {bad_rows(t < 0, index)} are not")
+    codes, kind = _status(status, n, index, cause)
+    if cengroup is None:
+        group, labels = np.zeros(n, dtype=np.intp), pd.Index([1], name="cengroup")
+    else:
+        group, labels = encode_labels(cengroup, n, "cengroup", index)
+    data = build_fine_gray_data(Xa, t, kind, group)
+    view = SimpleNamespace(X=data.X, n=n, d=data.d, strata=np.zeros(n, dtype=np.intp),
+                           stratum_start=np.zeros(1, dtype=np.intp), columns=columns)
+    check_design(view)
+    return data, columns, index, labels, codes
+
+
+def fit_fine_gray(X, time, status, cause=1, *, cengroup=None, weights=None, strata=None,
+                  ties="breslow", tol=1e-10, max_iter=50, init=None) -> FineGrayFit:
+    """Fit the Fine-Gray model for ``cause``, as R's ``cmprsk::crr(time, status, X,
+    failcode = cause, cencode = 0, cengroup = cengroup)``.
+
+    Parameters
+    ----------
+    X : (n, d) array or DataFrame of numeric covariates (no intercept), one row per subject.
+    time : (n,) non-negative times of failure or censoring.
+    status : (n,) 0 censored, 1, 2, ... the cause of failure.
+    cause : the cause modelled (crr's ``failcode``); subjects failing from another cause stay
+        in the risk sets, weighted by the censoring distribution's Kaplan-Meier estimate.
+    cengroup : (n,) optional censoring groups: a Kaplan-Meier estimate per group (crr's).
+    weights, strata : not supported yet (``NotImplementedError``).
+    ties : "breslow" (crr's); "efron" is not supported yet.
+    tol : convergence when ``max |gradient| <= tol`` (or the gradient's rounding floor,
+        :func:`fine_gray_gradient_tolerance`) and the Newton step is small
+        (:func:`coxinfluence.numerics.newton.converged`).
+    max_iter : Newton iterations before a :class:`FineGrayConvergenceWarning`.
+    init : starting coefficients (default zeros, as crr).
+    """
+    if weights is not None:
+        raise NotImplementedError("fit_fine_gray: case weights are not supported yet (crr "
+                                  "has none); duplicate subjects instead")
+    if strata is not None:
+        raise NotImplementedError("fit_fine_gray: strata are not supported yet")
+    if ties != "breslow":
+        raise NotImplementedError(f"fit_fine_gray: ties={ties!r} is not supported yet; crr's "
+                                  "ties are 'breslow'")
+    data, columns, index, labels, codes = make_fine_gray_data(X, time, status, cause,
+                                                               cengroup=cengroup)
+    theta0 = np.zeros(data.d) if init is None else np.asarray(init, dtype=np.float64)
+    if theta0.shape != (data.d,):
+        raise CoxInputError(f"init must have {data.d} entries; got shape {theta0.shape}")
+    lik = FineGrayLikelihood(data)
+    res = newton(lik.objective(np.ones((1, data.n))), theta0[None, :],
+                 tol=fine_gray_gradient_tolerance(data, tol), max_iter=max_iter)
+    fit = FineGrayFit(coef=res.theta[0], loglik=float(-res.loss[0]),
+                      information=res.hess[0], gradient=res.grad[0],
+                      converged=bool(res.converged[0]), n_iter=int(res.n_iter[0]), data=data,
+                      cause=_plain(cause), columns=columns, index=index, group_labels=labels,
+                      status=codes, tol=tol, max_iter=max_iter)
+    if not fit.converged:
+        reason = ("the Hessian became singular or the coefficients diverged"
+                  if res.failed[0] else f"{max_iter} iterations were not enough")
+        warnings.warn(f"Fine-Gray fit did not converge: {reason}; max |gradient| = "
+                      f"{float(np.abs(res.grad[0]).max()):.3g} (tol {tol:g})",
+                      FineGrayConvergenceWarning, stacklevel=2)
+    return fit
