@@ -313,10 +313,30 @@ def test_names_params_summary_and_pandas_index():
     np.testing.assert_allclose(fit.scale, np.exp(fit.coef[4:]))
     np.testing.assert_allclose(fit.time_ratios, np.exp(fit.coef[1:4]))
     assert fit.training_frame().index.equals(d.index)
+    # the objective is minus the log-likelihood, at any parameters, NaN where not finite
+    thetas = np.vstack([fit.coef, fit.coef + 0.01, np.full(fit.coef.size, np.nan)])
+    obj = fit.objective(thetas)
+    assert abs(obj[0] + fit.loglik) < 1e-12 * abs(fit.loglik)
+    assert obj[1] > obj[0] and np.isnan(obj[2])
+    assert abs(obj[1] - fit.likelihood.loss_grad_hess(thetas[1:2])[0][0]) < 1e-9
     # a Series with its rows in another order is matched on the index
     shuffled = ci.fit_aft(d[["age", "sex", "ph.ecog"]], d["time"].iloc[::-1],
                           d["status"].iloc[::-1], strata=d["sex"])
     np.testing.assert_array_equal(shuffled.coef, fit.coef)
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("dist", ("weibull", "lognormal", "loglogistic"))
+def test_a_start_far_from_the_maximum_still_converges(dist):
+    """Newton from a start where the Hessian is not positive definite fails; the fit then
+    takes damped (Levenberg-Marquardt) steps into the maximum's basin, quietly."""
+    from coxinfluence.numerics.newton import newton
+    ref = lung_fit(dist)
+    for init in (np.r_[0, 0, 0, 0, 3.0], np.r_[10, 0, 0, 0, -3.0], np.r_[0, 0.1, 0, 0, 0]):
+        assert not newton(ref.likelihood.objective(), init[None], tol=1e-10).converged[0]
+        fit = lung_fit(dist, init=init)
+        assert fit.converged
+        assert np.abs(fit.coef - ref.coef).max() < 1e-12
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -409,6 +409,12 @@ class AFTLikelihood:
 
     # ------------------------------------------------------------- the objective
     def loss_grad_hess(self, theta, presence=None, *, hess=True):
+        # far from the maximum (a step-halving trial) a contribution may overflow: its
+        # problem's loss is inf and its derivatives NaN, quietly
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._loss_grad_hess(theta, presence, hess)
+
+    def _loss_grad_hess(self, theta, presence, hess):
         """Loss (B,), gradient (B, d) and Hessian (B, d, d) (None with ``hess=False``)
         of the negative log-likelihood at each row of ``theta`` (B, d), problem b
         weighted by ``weights * presence[b]`` (``presence``: None, a
@@ -423,8 +429,7 @@ class AFTLikelihood:
         P = presence_matrix(presence, data.n)
         W = np.broadcast_to(data.weights, (B, data.n)) if P is None else data.weights * P
         der = self.row_derivatives(theta, order=2 if hess else 1)
-        with np.errstate(invalid="ignore"):
-            lw = np.where(W > 0, W * der["l"], 0.0)
+        lw = np.where(W > 0, W * der["l"], 0.0)
         loss = -lw.sum(axis=1)
         loss[~np.isfinite(loss)] = np.inf
         grad = np.empty((B, data.d))
