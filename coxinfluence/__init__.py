@@ -26,6 +26,7 @@ from coxinfluence.models.cox import (
     cox_loss,
     fit_cox,
 )
+from coxinfluence.models.fine_gray import FineGrayFit, fit_fine_gray
 
 from . import datasets, metrics
 from .audit import targets
@@ -36,6 +37,7 @@ __all__ = [
     "CoxData", "CoxFit", "CoxInputError", "ConvergenceWarning", "LeaveOneOutWarning",
     "NotConvergedError",
     "fit_cox", "cox_loss", "cox_gradient", "cox_hessian", "fit_aft", "AFTFit",
+    "fit_fine_gray", "FineGrayFit",
     "reid_influence", "score_residuals", "vif", "exact_loo", "newton_loo",
     "influence", "InfluenceResult", "targets", "datasets", "metrics",
 ]

@@ -52,10 +52,12 @@ from coxinfluence.audit.targets import (
 from coxinfluence.audit.verification import verify
 from coxinfluence.influence_functions.aft_audit import AFTAudit
 from coxinfluence.influence_functions.cox_audit import CoxAudit
+from coxinfluence.influence_functions.fine_gray_audit import FineGrayAudit
 from coxinfluence.influence_functions.refits import warn_undefined
 from coxinfluence.influence_functions.seam import AuditModel
 from coxinfluence.integrations import Resolved, resolve
 from coxinfluence.models.aft import AFTFit
+from coxinfluence.models.fine_gray import FineGrayFit
 
 __all__ = ["influence", "InfluenceResult", "METHODS", "FLAGS", "TopNotVerifiedWarning"]
 
@@ -204,6 +206,8 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    if isinstance(model, FineGrayFit):   # ci.fit_fine_gray: its seam, the subjects as units
+        model = FineGrayAudit(model)
     # "tr" (time ratios) is an AFT model's target: known once the model is resolved
     spec = target
     aft_only = isinstance(spec, str) and spec.lower() in AFT_TARGETS

@@ -46,7 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["FineGrayData", "build_fine_gray_data", "censoring_survival", "risk_sums",
-           "row_weights", "loss_grad_hess", "crr_scores", "FineGrayLikelihood", "CAUSE",
+           "row_weights", "loss_grad_hess", "crr_scores", "per_time", "suffix_sums",
+           "sums_before", "FineGrayLikelihood", "CAUSE",
            "COMPETING", "CENSORED"]
 
 #: row kinds after choosing the cause (crr's ``fstatus``: 1 the cause, 2 another, 0 censored)
@@ -114,17 +115,17 @@ def build_fine_gray_data(X, time, kind, group):
                         tie=tie, starts=starts, fail=np.flatnonzero(has_fail))
 
 
-def _per_time(data, values):
+def per_time(data, values):
     """Sums of per-row values (B, n, ...) over each distinct time: (B, T, ...)."""
     return np.add.reduceat(values, data.starts, axis=1)
 
 
-def _suffix(a):
+def suffix_sums(a):
     """Sums from each position to the end along axis 1."""
     return np.cumsum(a[:, ::-1], axis=1)[:, ::-1]
 
 
-def _before(a):
+def sums_before(a):
     """Sums of the positions strictly before each position along axis 1."""
     out = np.zeros_like(a)
     np.cumsum(a[:, :-1], axis=1, out=out[:, 1:])
@@ -140,9 +141,9 @@ def censoring_survival(data, presence):
     cens = np.empty_like(G)
     for g in range(data.n_groups):
         in_g = data.group == g
-        at = _per_time(data, presence * in_g)
-        c = _per_time(data, presence * (in_g & (data.kind == CENSORED)))
-        y = _suffix(at)
+        at = per_time(data, presence * in_g)
+        c = per_time(data, presence * (in_g & (data.kind == CENSORED)))
+        y = suffix_sums(at)
         alive = np.maximum.accumulate((at > 0)[:, ::-1], axis=1)[:, ::-1]
         with np.errstate(divide="ignore", invalid="ignore"):
             factor = np.where(alive, 1.0 - c / np.where(alive, y, 1.0), 1.0)
@@ -189,8 +190,8 @@ def risk_sums(data, theta, presence):
         e = presence * np.exp(eta - shift[:, None])
     G, _, _ = censoring_survival(data, presence)
     inv = _inverse_own(data, G)
-    S0 = _suffix(_per_time(data, e))
-    S1 = _suffix(_per_time(data, e[:, :, None] * X))
+    S0 = suffix_sums(per_time(data, e))
+    S1 = suffix_sums(per_time(data, e[:, :, None] * X))
     u = e * inv
     for g in range(data.n_groups):
         m = data.group == g
@@ -198,10 +199,10 @@ def risk_sums(data, theta, presence):
             continue
         ug = u * m
         Gg = G[:, g, :]
-        S0 += Gg * _before(_per_time(data, ug))
-        S1 += Gg[:, :, None] * _before(_per_time(data, ug[:, :, None] * X))
+        S0 += Gg * sums_before(per_time(data, ug))
+        S1 += Gg[:, :, None] * sums_before(per_time(data, ug[:, :, None] * X))
     is_fail = presence * (data.kind == CAUSE)
-    dk = _per_time(data, is_fail)[:, data.fail]
+    dk = per_time(data, is_fail)[:, data.fail]
     return RiskSums(e=e, shift=shift, G=G, inv=inv, S0=S0[:, data.fail],
                     S1=S1[:, data.fail], dk=dk, xf=is_fail @ X)
 
@@ -219,7 +220,7 @@ def row_weights(data, sums, c):
         for g in range(data.n_groups):
             m = comp & (data.group == g)
             if m.any():
-                after = _suffix(cT * sums.G[:, g, :])       # sum over t_k >= s
+                after = suffix_sums(cT * sums.G[:, g, :])       # sum over t_k >= s
                 after = np.concatenate([after[:, 1:], np.zeros((B, 1))], axis=1)
                 later[:, m] = after[:, data.tie[m]]
         out = out + sums.inv * later
@@ -318,7 +319,7 @@ class FineGrayLikelihood:
         return objective
 
 
-def crr_scores(data, theta):
+def crr_scores(data, theta, *, censoring_term=True):
     """(n, d) each subject's term ``eta_i + psi_i`` of crr's sandwich variance, sorted rows
     (crr's Fortran ``crrvv``, cmprsk 2.2-11; Fine & Gray 1999, Section 3): ``var = H^{-1}
     (sum_i (eta_i + psi_i)(eta_i + psi_i)') H^{-1}``, on the log-likelihood's sign (the
@@ -340,7 +341,8 @@ def crr_scores(data, theta):
     ``q_g`` sums over the failures *of group g* only, as crr's code does (measured against
     R: the sum over every failure, which the weights' derivative has, differs from crr's
     variance by 4e-4 relative on a two-group design; with one group the two coincide).
-    Cumulative sums throughout: O(n d) per group."""
+    Cumulative sums throughout: O(n d) per group. ``censoring_term=False`` gives ``eta_i``
+    alone: the weights held fixed (what ``finegray`` + ``coxph``'s robust variance uses)."""
     n, d, T = data.n, data.d, data.n_times
     P = np.ones((1, n))
     s = risk_sums(data, np.asarray(theta, dtype=np.float64)[None, :], P)
@@ -362,7 +364,7 @@ def crr_scores(data, theta):
     # eta: the failure's own term, minus the compensator over the risk sets it belongs to
     out = (data.kind == CAUSE)[:, None] * (X - xbarT[tie])
     out -= e[:, None] * (X * np.cumsum(cT)[tie][:, None] - np.cumsum(cxT, axis=0)[tie])
-    fails_g = _per_time(data, ((data.kind == CAUSE)[:, None]
+    fails_g = per_time(data, ((data.kind == CAUSE)[:, None]
                                & (data.group[:, None] == np.arange(data.n_groups))
                                ).astype(np.float64)[None])[0][data.fail]      # (K, C)
     for g in range(data.n_groups):
@@ -371,18 +373,22 @@ def crr_scores(data, theta):
         q = np.zeros((T, d))
         if m.any():
             mi = np.flatnonzero(m)
-            after = np.append(_suffix((cT * G[g])[None])[0][1:], 0.0)         # t_k > s
-            after_x = np.vstack([_suffix((cxT * G[g][:, None])[None])[0][1:],
+            after = np.append(suffix_sums((cT * G[g])[None])[0][1:], 0.0)         # t_k > s
+            after_x = np.vstack([suffix_sums((cxT * G[g][:, None])[None])[0][1:],
                                  np.zeros((1, d))])
             out[mi] -= (e[mi] * inv[mi])[:, None] * (X[mi] * after[tie[mi], None]
                                                      - after_x[tie[mi]])
+            if not censoring_term:
+                continue
             cgT, cgxT = on_times(fails_g[:, g] / S0)
-            own = _suffix((cgT * G[g])[None])[0]                              # t_k >= s
-            own_x = _suffix((cgxT * G[g][:, None])[None])[0]
+            own = suffix_sums((cgT * G[g])[None])[0]                              # t_k >= s
+            own_x = suffix_sums((cgxT * G[g][:, None])[None])[0]
             u = e * inv * m
-            B0 = _before(_per_time(data, u[None]))[0]
-            B1 = _before(_per_time(data, (u[:, None] * X)[None]))[0]
+            B0 = sums_before(per_time(data, u[None]))[0]
+            B1 = sums_before(per_time(data, (u[:, None] * X)[None]))[0]
             q = B1 * own[:, None] - B0[:, None] * own_x
+        if not censoring_term:
+            continue
         with np.errstate(divide="ignore", invalid="ignore"):
             jump = np.where(cens[g] > 0, cens[g] / np.where(Y[g] > 0, Y[g], 1.0) ** 2, 0.0)
             at = np.where(Y[g] > 0, 1.0 / np.where(Y[g] > 0, Y[g], 1.0), 0.0)

@@ -1,0 +1,298 @@
+"""The Fine-Gray model (R's ``cmprsk::crr``) behind the audit's seam
+(:mod:`coxinfluence.influence_functions.seam`), the subject as the unit.
+
+The loss (:mod:`coxinfluence.likelihood.fine_gray`) is non-decomposable twice: through its
+risk sets, and through the Kaplan-Meier estimate of the censoring distribution that
+weights the subjects who failed from another cause. Deleting subject i removes it from
+both: its risk sets and its censoring group's Kaplan-Meier estimate, which changes every
+weight after ``T_i``. With ``n`` subjects and ``H`` the information at ``theta_hat``:
+
+- **VIF** (the paper's definition, Eq. (VIF)): ``VIF_n(i) = -(H/n)^{-1} (grad L(theta_hat)
+  - grad L_{-i}(theta_hat))``, ``L_{-i}`` the loss without subject i and with the
+  Kaplan-Meier re-estimated; the gradients of every deletion in closed form, O(K d) per
+  subject (:mod:`coxinfluence.likelihood.fine_gray_deletion`; tests compare them with the
+  literal deletion). The change is ``theta_hat_{-i} - theta_hat ~ -VIF_n(i)/n``.
+- **Reid's IF** ("reid"): crr's influence function, ``IF_n(i) = n H^{-1} (eta_i + psi_i)``
+  (:func:`coxinfluence.likelihood.fine_gray.crr_scores`; ``psi_i`` the censoring
+  weights' term), so that ``sum_i (IF_n(i)/n)(IF_n(i)/n)'`` is crr's sandwich variance.
+  :meth:`FineGrayAudit.fixed_weight_change` gives, labelled, the IF with the weights held
+  fixed (``eta_i`` alone, what ``finegray`` + ``coxph``'s robust variance uses).
+- **One-step Newton**: ``-H_{-i}^{-1} grad L_{-i}(theta_hat)``, the deleted Hessians in
+  the same closed form.
+- **Exact refits**: Newton-Raphson with step halving on the deleted loss (Kaplan-Meier
+  re-estimated), batched, from the one-step Newton start, to ``max |gradient| <= 1e-10``.
+- **Flags**: ``undefined`` (no failure of the cause left, or the design rank deficient
+  without the subject), ``unstable`` by
+  :func:`~coxinfluence.influence_functions.stability.unstable_from_split` with ``C_i = H -
+  H_{-i}`` and the third derivative by central differences of the analytic Hessian.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+
+from coxinfluence.data.rank import rows_whose_deletion_breaks_rank
+from coxinfluence.influence_functions.refits import Refits
+from coxinfluence.influence_functions.stability import unstable_from_split
+from coxinfluence.likelihood.fine_gray import CAUSE, crr_scores, loss_grad_hess
+from coxinfluence.likelihood.fine_gray_deletion import DeletionState, deleted_derivatives
+from coxinfluence.models.fine_gray import FineGrayFit, fine_gray_gradient_tolerance
+from coxinfluence.numerics.newton import newton
+
+__all__ = ["FineGrayAudit"]
+
+#: presence masks and row arrays of at most this many floats per batch of refits
+_BATCH_FLOATS = 4_000_000
+
+
+class FineGrayAudit:
+    """A fitted :class:`~coxinfluence.models.fine_gray.FineGrayFit` as the audit sees it:
+    one unit per subject, labelled by the caller's index (module docstring)."""
+
+    def __init__(self, fit):
+        if not isinstance(fit, FineGrayFit):
+            raise TypeError(f"expected a FineGrayFit from coxinfluence.fit_fine_gray; got "
+                            f"{type(fit).__name__}")
+        self.fit = fit
+        self._labels = fit.index if fit.index is not None else pd.RangeIndex(fit.n)
+        # caller's row -> sorted row
+        self._sorted_row = np.argsort(fit.data.order)
+
+    # ---------------------------------------------------------------- the model
+    @property
+    def model_name(self):
+        return self.fit.model_name
+
+    @property
+    def coef(self):
+        return self.fit.coef
+
+    @property
+    def columns(self):
+        return list(self.fit.columns)
+
+    @property
+    def information(self):
+        return self.fit.information
+
+    @property
+    def converged(self):
+        return bool(self.fit.converged)
+
+    @property
+    def unit_labels(self):
+        return self._labels
+
+    @property
+    def units_are_rows(self):
+        return True
+
+    @property
+    def n_units(self):
+        return self.fit.n
+
+    def objective(self, thetas):
+        return self.fit.objective(thetas)
+
+    # ------------------------------------------------------ shared, computed once
+    @cached_property
+    def deletion_state(self):
+        """:class:`~coxinfluence.likelihood.fine_gray_deletion.DeletionState` at
+        ``theta_hat`` (with the pieces of the deleted Hessians)."""
+        return DeletionState(self.fit.data, self.coef, hessian=True)
+
+    @cached_property
+    def _gradient_state(self):
+        if "deletion_state" in self.__dict__:
+            return self.deletion_state
+        return DeletionState(self.fit.data, self.coef, hessian=False)
+
+    @cached_property
+    def deleted_gradients(self):
+        """(n, d) ``grad L_{-i}(theta_hat)``, caller's order."""
+        if "deleted" in self.__dict__:
+            return self.deleted[0]
+        g, _ = deleted_derivatives(self._gradient_state)
+        return self.fit.data.to_caller_order(g)
+
+    @cached_property
+    def deleted(self):
+        """(``grad L_{-i}``, ``H_{-i}``) at ``theta_hat`` for every subject, caller's order."""
+        g, h = deleted_derivatives(self.deletion_state)
+        to_caller = self.fit.data.to_caller_order
+        return to_caller(g), to_caller(h)
+
+    @cached_property
+    def full_gradient(self):
+        """``grad L(theta_hat)`` (about 0: the fit's tolerance)."""
+        return self._gradient_state.full_gradient()
+
+    @cached_property
+    def vif(self):
+        """(n, d) ``VIF_n(i) = -(H/n)^{-1} (grad L - grad L_{-i})`` at ``theta_hat``."""
+        diff = self.full_gradient[None, :] - self.deleted_gradients
+        return -self.n_units * np.linalg.solve(self.information, diff.T).T
+
+    @cached_property
+    def scores(self):
+        """(n, d) crr's ``eta_i + psi_i`` (the fit's, computed once there)."""
+        return self.fit.scores
+
+    @cached_property
+    def reid(self):
+        """(n, d) ``IF_n(i) = n H^{-1} (eta_i + psi_i)``: ``(IF/n)'(IF/n)`` is crr's var."""
+        return self.n_units * np.linalg.solve(self.information, self.scores.T).T
+
+    @cached_property
+    def split(self):
+        """(n, d, d) ``C_i = H - H_{-i}(theta_hat)`` (sums to ``H`` only approximately: the
+        loss is not a sum over subjects)."""
+        return self.information[None] - self.deleted[1]
+
+    @cached_property
+    def third(self):
+        """(d, d, d) the loss's third derivative at ``theta_hat``: central differences of
+        the analytic Hessian with steps ``1e-4 / sd(x_j)`` (relative error about 1e-8,
+        ample for the ``unstable`` flag), symmetrised over its three indices."""
+        data, d = self.fit.data, self.fit.data.d
+        sd = data.X.std(axis=0)
+        h = 1e-4 / np.where(sd > 0, sd, 1.0)
+        thetas = np.concatenate([self.coef + np.diag(h), self.coef - np.diag(h)])
+        _, _, H = loss_grad_hess(data, thetas, np.ones((2 * d, data.n)))
+        T = np.moveaxis((H[:d] - H[d:]) / (2 * h)[:, None, None], 0, 2)
+        return (T + T.transpose(0, 2, 1) + T.transpose(1, 0, 2) + T.transpose(1, 2, 0)
+                + T.transpose(2, 0, 1) + T.transpose(2, 1, 0)) / 6.0
+
+    # ------------------------------------------------------------ the estimates
+    def change(self, method):
+        """(n, d) ``theta_hat_{-i} - theta_hat``: "vif" ``-VIF_n(i)/n``, "reid"
+        ``-IF_n(i)/n`` (crr's influence function), "newton" ``-H_{-i}^{-1} grad
+        L_{-i}(theta_hat)`` (NaN where ``H_{-i}`` is singular)."""
+        if method == "vif":
+            return -self.vif / self.n_units
+        if method == "reid":
+            return -self.reid / self.n_units
+        if method == "newton":
+            g, H = self.deleted
+            return -_solve_any(H, g)
+        raise ValueError(f"unknown method {method!r}")
+
+    def fixed_weight_change(self):
+        """(n, d) ``-H^{-1} eta_i``: Reid's IF with the censoring weights held fixed (no
+        ``psi_i``), labelled apart from "reid"; its sandwich is what ``finegray`` +
+        ``coxph``'s robust variance computes (for crr's weights)."""
+        eta = self.fit.data.to_caller_order(crr_scores(self.fit.data, self.coef,
+                                                       censoring_term=False))
+        return -np.linalg.solve(self.information, eta.T).T
+
+    # ------------------------------------------------------------------ refits
+    def refit(self, codes=None, *, progress=None, executor=None):
+        """Exact refits without each subject of ``codes`` (positions in ``unit_labels``;
+        default all): the deleted loss (Kaplan-Meier re-estimated) minimised by batched
+        Newton-Raphson with step halving from the one-step Newton start, to
+        ``max |gradient| <= 1e-10`` (or the gradient's rounding floor). Status "undefined"
+        where :meth:`undefined` says the deletion leaves no maximum (NaN), "refit_failed"
+        where Newton did not converge. ``progress`` and ``executor`` are accepted for the
+        seam and unused."""
+        fit = self.fit
+        codes = (np.arange(self.n_units) if codes is None
+                 else np.asarray(codes, dtype=np.intp).reshape(-1))
+        m, d, n = codes.size, fit.data.d, fit.n
+        theta = np.full((m, d), np.nan)
+        status = np.full(m, "ok", dtype=object)
+        undefined = self.undefined()[codes]
+        status[undefined] = "undefined"
+        todo = np.flatnonzero(~undefined)
+        tol = fine_gray_gradient_tolerance(fit.data, fit.tol)
+        step = max(1, _BATCH_FLOATS // max(n * (d + 2), 1))
+        for b0 in range(0, todo.size, step):
+            pos = todo[b0:b0 + step]
+            theta[pos], ok = self._refit_batch(codes[pos], tol)
+            status[pos[~ok]] = "refit_failed"
+            theta[pos[~ok]] = np.nan
+        return Refits(codes, theta, status.astype(str))
+
+    def _start(self, codes):
+        """``theta_hat`` plus the one-step Newton change (the VIF's where that is not
+        finite)."""
+        rows = self._sorted_row[codes]
+        if "deleted" in self.__dict__:
+            g, H = self.deleted[0][codes], self.deleted[1][codes]
+        else:
+            g, H = deleted_derivatives(self.deletion_state, rows)
+        D = -_solve_any(H, g)
+        bad = ~np.isfinite(D).all(axis=1)
+        D[bad] = self.change("vif")[codes[bad]]
+        return self.coef + D
+
+    def _refit_batch(self, codes, tol):
+        fit = self.fit
+        P = np.ones((codes.size, fit.n))
+        P[np.arange(codes.size), self._sorted_row[codes]] = 0.0
+        res = newton(fit.likelihood.objective(P), self._start(codes), tol=tol,
+                     max_iter=fit.max_iter)
+        return res.theta, res.converged & np.isfinite(res.theta).all(axis=1)
+
+    # ------------------------------------------------------------------ trust
+    @cached_property
+    def _undefined(self):
+        data = self.fit.data
+        out = np.zeros(self.n_units, dtype=bool)
+        fails = data.kind == CAUSE
+        if fails.sum() <= 1:
+            out[data.order[fails]] = True
+        view = SimpleNamespace(X=data.X, n=data.n, d=data.d,
+                               strata=np.zeros(data.n, dtype=np.intp),
+                               stratum_start=np.zeros(1, dtype=np.intp))
+        if data.n > data.d + 1:
+            out |= data.to_caller_order(np.asarray(rows_whose_deletion_breaks_rank(view),
+                                                   dtype=bool))
+        else:
+            out[:] = True
+        return out
+
+    def undefined(self):
+        """(n,) bool: deleting the subject leaves no failure of the cause, or the
+        covariates (centred; the partial likelihood has no intercept) rank deficient (a
+        dummy covariate's only subject of one level)."""
+        return self._undefined.copy()
+
+    def unstable(self, delta_vif):
+        """:func:`~coxinfluence.influence_functions.stability.unstable_from_split` with
+        ``C_i = H - H_{-i}`` and the third derivative :attr:`third`."""
+        return unstable_from_split(self.information, self.split, self.third, delta_vif)
+
+    def unit_scores(self):
+        """(n, d) ``I IF_n(i) / n = eta_i + psi_i``, crr's per-subject score."""
+        return self.scores
+
+    def covariance(self, robust):
+        """crr's sandwich variance (``fit.var``), what crr reports, for either value of
+        ``robust``: the subjects are the units and the censoring term is included."""
+        return self.fit.var
+
+    def unit_frame(self, frame):
+        """The training frame (covariates, time, status, cengroup) with ``frame``'s other
+        columns, indexed by the subjects' labels."""
+        train = self.fit.training_frame().set_axis(self.unit_labels, axis=0)
+        if frame is None or len(frame.columns) == 0:
+            return train
+        extra = frame.drop(columns=[c for c in frame.columns if c in train.columns])
+        return pd.concat([train, extra.set_axis(self.unit_labels, axis=0)], axis=1)
+
+
+def _solve_any(M, g):
+    """``M^{-1} g`` for a batch (m, d, d), (m, d); NaN rows where ``M`` is singular."""
+    try:
+        return np.linalg.solve(M, g[:, :, None])[:, :, 0]
+    except np.linalg.LinAlgError:
+        out = np.full_like(g, np.nan)
+        for b in range(g.shape[0]):
+            try:
+                out[b] = np.linalg.solve(M[b], g[b])
+            except np.linalg.LinAlgError:
+                pass
+        return out
