@@ -33,8 +33,9 @@ from coxinfluence.likelihood.fine_gray import (
     FineGrayLikelihood,
     build_fine_gray_data,
     crr_scores,
+    loss_grad_hess,
 )
-from coxinfluence.likelihood.fine_gray_deletion import deleted_derivatives
+from coxinfluence.likelihood.fine_gray_deletion import DeletionState, deleted_derivatives
 from coxinfluence.models.fine_gray import fit_fine_gray
 
 HERE = Path(__file__).parent
@@ -269,6 +270,21 @@ def test_crr_scores_equal_crrs_loops(sim_fit):
     assert rel(fast, crr_scores_literal(t, kind, X, sim_fit.coef, group)) < 1e-12
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_crr_scores_equal_crrs_loops_on_small_tied_designs(seed):
+    rng = np.random.default_rng(100 + seed)
+    n, d = int(rng.integers(3, 25)), int(rng.integers(1, 3))
+    X = rng.normal(size=(n, d))
+    t = rng.integers(1, int(rng.integers(2, 8)), size=n).astype(float)
+    kind = rng.integers(0, 3, size=n)
+    kind[0] = 1
+    group = np.unique(rng.integers(0, int(rng.integers(1, 4)), size=n), return_inverse=True)[1]
+    D = build_fine_gray_data(X, t, kind, group)
+    theta = 0.5 * rng.normal(size=d)
+    literal = crr_scores_literal(D.time, D.kind.astype(int), D.X + D.X_center, theta, D.group)
+    assert rel(crr_scores(D, theta), literal) < 1e-12
+
+
 def test_no_competing_events_is_the_cox_model(golden):
     """Without competing events every weight is 1: the Fine-Gray fit is the Cox fit with
     Breslow's ties (coefficients, log-likelihood and information, to rounding)."""
@@ -391,6 +407,28 @@ def test_deletion_by_definition_is_crrs_loops(audits):
         _, g, h = crr_literal(t, kind, X, fit.coef, group, present)
         _, grad, hess = fit.likelihood.evaluate(fit.coef, [D.order[r]])
         assert rel(grad[0], g) < 1e-11 and rel(hess[0], h) < 1e-12
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_deleted_derivatives_equal_the_definition_on_small_tied_designs(seed):
+    """Tiny designs with heavy ties (failures, other causes and censorings at the same
+    times), up to three censoring groups (some of one subject), at a random theta: the
+    closed form equals the literal deletion for every subject."""
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(3, 30)), int(rng.integers(1, 4))
+    X = rng.normal(size=(n, d))
+    t = rng.integers(1, int(rng.integers(2, 8)), size=n).astype(float)
+    kind = rng.integers(0, 3, size=n)
+    kind[0] = 1
+    group = np.unique(rng.integers(0, int(rng.integers(1, 4)), size=n), return_inverse=True)[1]
+    D = build_fine_gray_data(X, t, kind, group)
+    theta = 0.5 * rng.normal(size=d)
+    state = DeletionState(D, theta)
+    g, h = deleted_derivatives(state)
+    _, g_lit, h_lit = loss_grad_hess(D, np.repeat(theta[None], n, axis=0), 1.0 - np.eye(n))
+    full = state.full_gradient()
+    assert rel(full - g, full - g_lit) < 1e-12
+    assert rel(h, h_lit) < 1e-10
 
 
 @pytest.mark.parametrize("case", AUDIT_CASES)
