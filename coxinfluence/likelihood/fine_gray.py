@@ -32,7 +32,7 @@ S1_k'`` with one weight per row,
     r_j = e_j [ sum_{t_k <= T_j} d_k / S0_k
                 + 1{j another cause} / G_g(T_j-) sum_{t_k > T_j} G_g(t_k-) d_k / S0_k ],
 
-so one evaluation is O(n d^2) after one sort, for any number of censoring groups.
+so one evaluation is O(n d (d + C)) after one sort, C the censoring groups.
 
 **Deletion.** A batch of presence masks (:class:`~coxinfluence.data.deletion.Deletion`,
 0 = deleted) removes subjects from the risk sets *and* from the Kaplan-Meier estimates
