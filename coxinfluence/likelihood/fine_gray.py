@@ -45,6 +45,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from coxinfluence.numerics.rows import matmul_reduce_rows, matmul_rows
+
 __all__ = ["FineGrayData", "build_fine_gray_data", "censoring_survival", "risk_sums",
            "row_weights", "loss_grad_hess", "crr_scores", "per_time", "suffix_sums",
            "sums_before", "FineGrayLikelihood", "CAUSE",
@@ -183,7 +185,7 @@ def risk_sums(data, theta, presence):
     theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
     presence = np.atleast_2d(np.asarray(presence, dtype=np.float64))
     X = data.X
-    eta = theta @ X.T
+    eta = matmul_rows(X, theta.T, np.empty((X.shape[0], theta.shape[0]))).T
     shift = np.where(presence > 0, eta, -np.inf).max(axis=1)
     shift = np.where(np.isfinite(shift), shift, 0.0)
     with np.errstate(over="ignore"):
@@ -204,7 +206,7 @@ def risk_sums(data, theta, presence):
     is_fail = presence * (data.kind == CAUSE)
     dk = per_time(data, is_fail)[:, data.fail]
     return RiskSums(e=e, shift=shift, G=G, inv=inv, S0=S0[:, data.fail],
-                    S1=S1[:, data.fail], dk=dk, xf=is_fail @ X)
+                    S1=S1[:, data.fail], dk=dk, xf=matmul_reduce_rows(is_fail.T, X))
 
 
 def row_weights(data, sums, c):
@@ -241,10 +243,11 @@ def loss_grad_hess(data, theta, presence, *, hessian=True):
     loss = (s.dk * logS).sum(axis=1) + s.shift * s.dk.sum(axis=1) \
         - np.einsum("bd,bd->b", theta, s.xf)
     r = row_weights(data, s, c)
-    grad = r @ data.X - s.xf
+    # products over the rows in blocks of one BLAS thread (numerics.rows)
+    grad = matmul_reduce_rows(r.T, data.X) - s.xf
     hess = None
     if hessian:
-        hess = np.matmul((r[:, :, None] * data.X).transpose(0, 2, 1), data.X)
+        hess = np.stack([matmul_reduce_rows(data.X, data.X, scale=rb) for rb in r])
         with np.errstate(divide="ignore", invalid="ignore"):
             q = np.where(s.dk > 0, c / np.where(s.S0 > 0, s.S0, 1.0), 0.0)
         hess -= np.einsum("bk,bkp,bkq->bpq", q, s.S1, s.S1)

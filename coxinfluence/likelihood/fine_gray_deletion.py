@@ -49,6 +49,7 @@ from coxinfluence.likelihood.fine_gray import (
     suffix_sums,
     sums_before,
 )
+from coxinfluence.numerics.rows import matmul_rows
 from coxinfluence.numerics.threads import for_row_blocks, n_threads
 
 __all__ = ["DeletionState", "deleted_derivatives"]
@@ -89,8 +90,10 @@ class DeletionState:
         with np.errstate(divide="ignore", invalid="ignore"):
             v = np.where(comp & (Fown > 0), u / np.where(Fown > 0, Fown, 1.0), 0.0)
         self.u, self.v = u, v
-        XX = (X[:, :, None] * X[:, None, :]).reshape(n, d * d) if hessian else None
-        orders = [(1, None), (d, X)] + ([(d * d, XX)] if hessian else [])
+        # matrices packed as their upper triangles (d (d + 1) / 2 entries)
+        self.upper = np.triu_indices(d)
+        XX = _outer(X, X, self.upper) if hessian else None
+        orders = [(1, None), (d, X)] + ([(XX.shape[1], XX)] if hessian else [])
         self.B_le, self.P_le, self.D = [], [], []
         for width, Z in orders:
             B_le = np.zeros((C, T, width))
@@ -119,7 +122,7 @@ class DeletionState:
                     Et += self.G[g][:, None] * sums_before(
                         per_time(data, ((u * m)[:, None] * XX)[None]))[0]
             self.S2 = Et[fail]                                   # (K, d*d)
-            self.S1S1 = _outer(self.S1, self.S1)
+            self.S1S1 = _outer(self.S1, self.S1, self.upper)
         self.special = self.Y[data.group, data.tie] <= 1.0
 
     def full_gradient(self):
@@ -140,9 +143,21 @@ def _ratio_factor(st, rows):
     return np.where(np.isfinite(R), R, 0.0)
 
 
-def _outer(a, b):
-    """Row-wise outer products (m, p), (m, q) -> (m, p*q)."""
-    return (a[:, :, None] * b[:, None, :]).reshape(a.shape[0], -1)
+def _outer(a, b, upper, symmetric=False):
+    """Row-wise outer products ``a_i b_i'`` of (m, d) arrays, packed as their upper
+    triangles (``upper``: ``np.triu_indices(d)``) -> (m, d (d + 1) / 2); ``symmetric``:
+    of ``a_i b_i' + b_i a_i'``."""
+    out = a[:, upper[0]] * b[:, upper[1]]
+    if symmetric:
+        out += b[:, upper[0]] * a[:, upper[1]]
+    return out
+
+
+def _mm(a, b):
+    """``a @ b`` (a (m, K), b (K, p), p small) by blocks of rows of one BLAS thread each
+    (:func:`coxinfluence.numerics.rows.matmul_rows`: measured, OpenBLAS's threads on
+    these products on a loaded 2-core machine made the deleted Hessians 5x slower)."""
+    return matmul_rows(a, b, np.empty((a.shape[0], b.shape[1])))
 
 
 def _group_sums(st, g):
@@ -157,7 +172,8 @@ def _group_sums(st, g):
         K = S0.size
         left = np.column_stack([S1, np.ones(K)])
         right = np.column_stack([st.S1, st.G[g, st.data.fail]])
-        extra = (st.S2 + st.D[2][g], _outer(S1, S1)) if st.hessian else (None, None)
+        extra = ((st.S2 + st.D[2][g], _outer(S1, S1, st.upper)) if st.hessian
+                 else (None, None))
         cache[g] = (S0, left, right) + extra
     return cache[g]
 
@@ -204,29 +220,34 @@ def _block(st, g, rows):
     np.divide(st.dk[None, Rr], wR, out=wR)
     np.divide(dB, wB, out=wB)
     wl, wr = wB * le, wB * ~le
-    lv = wL @ left[L] + wl @ left[B]                        # (m, d + 1): S1 part, sum
-    rv = wR @ right[Rr] + wr @ right[B]                     # (m, d + 1): S1 part, G sum
+    lv = _mm(wL, left[L]) + _mm(wl, left[B])                        # (m, d + 1): S1 part, sum
+    rv = _mm(wR, right[Rr]) + _mm(wr, right[B])                     # (m, d + 1): S1 part, G sum
     sum_l, wrG = lv[:, d], rv[:, d]
     grad = lv[:, :d] - (e_i * sum_l)[:, None] * x_i + rv[:, :d] + wrG[:, None] * b1 \
         - st.xf[None, :] + cause[:, None] * x_i
     if not st.hessian:
         return grad, None
-    xx = _outer(x_i, x_i)
+    up = st.upper
+    xx = _outer(x_i, x_i, up)
     b2 = beta(2, xx)
-    part = wL @ S2s[L] + wl @ S2s[B] - (e_i * sum_l)[:, None] * xx \
-        + wR @ st.S2[Rr] + wr @ st.S2[B] + wrG[:, None] * b2
+    part = _mm(wL, S2s[L]) + _mm(wl, S2s[B]) - (e_i * sum_l)[:, None] * xx \
+        + _mm(wR, st.S2[Rr]) + _mm(wr, st.S2[B]) + wrG[:, None] * b2
     qL, qR, qB = wL / den[0], wR / den[1], wB / den[2]
     ql, qr = qB * le, qB * ~le
-    lq = qL @ left[L] + ql @ left[B]
-    part -= qL @ S1S1s[L] + ql @ S1S1s[B] \
-        - e_i[:, None] * (_outer(x_i, lq[:, :d]) + _outer(lq[:, :d], x_i)) \
+    lq = _mm(qL, left[L]) + _mm(ql, left[B])
+    part -= _mm(qL, S1S1s[L]) + _mm(ql, S1S1s[B]) \
+        - e_i[:, None] * _outer(x_i, lq[:, :d], up, symmetric=True) \
         + (e_i ** 2 * lq[:, d])[:, None] * xx
     G = right[:, d]
-    right1 = (qR * G[Rr]) @ st.S1[Rr] + (qr * G[B]) @ st.S1[B]
-    part -= qR @ st.S1S1[Rr] + qr @ st.S1S1[B] + _outer(b1, right1) \
-        + _outer(right1, b1) + (qR @ G[Rr] ** 2 + qr @ G[B] ** 2)[:, None] \
-        * _outer(b1, b1)
-    return grad, part.reshape(m, d, d)
+    right1 = _mm(qR * G[Rr], st.S1[Rr]) + _mm(qr * G[B], st.S1[B])
+    G2 = (G ** 2)[:, None]
+    part -= _mm(qR, st.S1S1[Rr]) + _mm(qr, st.S1S1[B]) \
+        + _outer(b1, right1, up, symmetric=True) \
+        + (_mm(qR, G2[Rr]) + _mm(qr, G2[B])) * _outer(b1, b1, up)
+    hess = np.empty((m, d, d))
+    hess[:, up[0], up[1]] = part
+    hess[:, up[1], up[0]] = part
+    return grad, hess
 
 
 def deleted_derivatives(state, rows=None):
