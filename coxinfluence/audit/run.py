@@ -42,9 +42,6 @@ import pandas as pd
 
 from coxinfluence.audit.result import InfluenceResult
 from coxinfluence.audit.targets import (
-    Coefficients,
-    HazardRatios,
-    Target,
     resolve_target,
     target_change,
     target_exact,
@@ -206,45 +203,39 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
-    if isinstance(model, FineGrayFit):   # ci.fit_fine_gray: its seam, the subjects as units
-        model = FineGrayAudit(model)
-    # "tr" (time ratios) is an AFT model's target: known once the model is resolved
-    spec = target
-    aft_only = isinstance(spec, str) and spec.lower() in AFT_TARGETS
-    target = None if aft_only else copy.copy(resolve_target(spec))
-    if isinstance(model, AuditModel):
-        if aft_only:
-            raise ValueError(f"target {spec!r} needs an AFT model")
-        # a model behind the seam already (an autodiff loss: coxinfluence.autodiff)
-        if groups is not None or robust:
-            raise ValueError("groups= and robust= are for Cox models; an autodiff model's "
-                             "units are its loss's objects")
-        if not isinstance(target, (Coefficients, HazardRatios)):
-            raise ValueError(f"target {target.name!r} needs a Cox model; a "
-                             f"{model.model_name} model supports 'coef' and 'hr'")
-        frame = (pd.DataFrame(index=model.unit_labels) if data is None
-                 else attach_frame(data, model.unit_labels))
-        resolved = Resolved(model, frame, model.model_name)
-        audit_model = model
-    else:
-        resolved = resolve(model, data)
-        if groups is not None:
-            resolved = dataclasses.replace(resolved, groups=groups)
-        if robust is not None:
-            resolved = dataclasses.replace(resolved, robust=bool(robust))
-        if isinstance(resolved.fit, AFTFit):
-            # R's survreg model (ci.fit_aft, lifelines' AFT fitters): rows or groups=
-            target = copy.copy(aft_target(spec))
-            audit_model = AFTAudit(resolved.fit, resolved.groups)
-        else:
-            if aft_only:
-                raise ValueError(f"target {spec!r} (time ratios) is for AFT models "
-                                 "(ci.fit_aft); a Cox model's are 'coef' and 'hr'")
-            audit_model = CoxAudit(resolved.fit, resolved.groups)
+    audit_model, resolved = _seam(model, data, groups, robust)
+    target = copy.copy(resolve_target(target))
+    allowed = getattr(audit_model, "target_names", ("coef",))
+    if target.name not in allowed:
+        raise ValueError(f"target {target.name!r} is not available for this model "
+                         f"({audit_model.model_name}); its targets: {', '.join(allowed)}")
     if target.transform is None and resolved.transform is not None:
         target.transform = resolved.transform
     return compute(audit_model, resolved, method, target, progress=progress,
                    executor=executor, include_data_effect=include_data_effect)
+
+
+def _seam(model, data, groups, robust):
+    """``(the model behind the seam, Resolved)``: the one place that knows the model
+    families. A seam object (an autodiff model) is used as it is; a ``FineGrayFit`` gets
+    its seam; every other model is resolved (:func:`coxinfluence.integrations.resolve`:
+    ``CoxFit``, ``AFTFit``, lifelines, statsmodels) and gets ``AFTAudit`` or ``CoxAudit``."""
+    if isinstance(model, FineGrayFit):
+        model = FineGrayAudit(model)
+    if isinstance(model, AuditModel):
+        if groups is not None or robust:
+            raise ValueError(f"groups= and robust= are not available for this model "
+                             f"({model.model_name}): its units are fixed by the model")
+        frame = (pd.DataFrame(index=model.unit_labels) if data is None
+                 else attach_frame(data, model.unit_labels))
+        return model, Resolved(model, frame, model.model_name)
+    resolved = resolve(model, data)
+    if groups is not None:
+        resolved = dataclasses.replace(resolved, groups=groups)
+    if robust is not None:
+        resolved = dataclasses.replace(resolved, robust=bool(robust))
+    seam = AFTAudit if isinstance(resolved.fit, AFTFit) else CoxAudit
+    return seam(resolved.fit, resolved.groups), resolved
 
 
 def attach_frame(data, labels):
@@ -253,47 +244,3 @@ def attach_frame(data, labels):
     if len(frame) != len(labels):
         raise ValueError(f"data has {len(frame)} rows but the model has {len(labels)} units")
     return frame.set_axis(labels, axis=0)
-
-
-# --------------------------------------------------------- AFT models (issue 26)
-
-class TimeRatios(Target):
-    """An AFT model's time ratios ``g(theta) = exp(beta_j)`` for its covariates (not the
-    intercept, not the scales): the factor on survival times per unit of ``x_j``;
-    ``J`` the covariates' rows of ``diag(exp(theta_hat))``."""
-
-    name = "time_ratio"
-
-    @staticmethod
-    def _positions(fit):
-        return np.arange(1, fit.data.p)
-
-    def columns(self, fit):
-        return [f"TR {c}" for c in fit.covariates]
-
-    def value(self, fit, theta):
-        return np.exp(np.asarray(theta, dtype=np.float64)[:, self._positions(fit)])
-
-    def jacobian(self, fit):
-        cols = self._positions(fit)
-        J = np.zeros((cols.size, len(fit.coef)))
-        J[np.arange(cols.size), cols] = np.exp(fit.coef[cols])
-        return J
-
-
-#: the targets only an AFT model has
-AFT_TARGETS = ("tr", "time_ratio")
-
-
-def aft_target(target):
-    """The targets of an AFT model: None/"coef" (every parameter) or "tr" (time ratios,
-    :class:`TimeRatios`)."""
-    if target is None or (isinstance(target, str) and target.lower() == "coef"):
-        return Coefficients()
-    if isinstance(target, str) and target.lower() in AFT_TARGETS:
-        return TimeRatios()
-    if isinstance(target, (Coefficients, TimeRatios)):
-        return target
-    name = target if isinstance(target, str) else getattr(target, "name", target)
-    raise ValueError(f"target {name!r} is not available for an AFT model: use 'coef' or 'tr' "
-                     "(time ratios exp(coef)); 'hr' is a Cox model's")

@@ -63,9 +63,9 @@ from coxinfluence.likelihood.baseline_hazard import (
     hazard_increments,
 )
 
-__all__ = ["Target", "Coefficients", "HazardRatios", "LinearPredictor", "RelativeRisk",
-           "Survival", "resolve_target", "target_change", "target_exact", "baseline_cumhaz",
-           "baseline_ctype"]
+__all__ = ["Target", "Coefficients", "HazardRatios", "TimeRatios", "LinearPredictor",
+           "RelativeRisk", "Survival", "resolve_target", "target_change", "target_exact",
+           "baseline_cumhaz", "baseline_ctype"]
 
 
 def _new_patients(X_new, fit, transform=None):
@@ -363,8 +363,33 @@ class Survival(Target):
         return self._batched(fit, theta_loo, units, batch)
 
 
+class TimeRatios(Target):
+    """An AFT model's time ratios ``g(theta) = exp(beta_j)`` for its covariates (not the
+    intercept, not the scales): the factor on survival times per unit of ``x_j``;
+    ``J`` the covariates' rows of ``diag(exp(theta_hat))``."""
+
+    name = "time_ratio"
+
+    @staticmethod
+    def _positions(fit):
+        return np.arange(1, fit.data.p)
+
+    def columns(self, fit):
+        return [f"TR {c}" for c in fit.covariates]
+
+    def value(self, fit, theta):
+        return np.exp(np.asarray(theta, dtype=np.float64)[:, self._positions(fit)])
+
+    def jacobian(self, fit):
+        cols = self._positions(fit)
+        J = np.zeros((cols.size, len(fit.coef)))
+        J[np.arange(cols.size), cols] = np.exp(fit.coef[cols])
+        return J
+
+
 _ALIASES = {"coef": Coefficients, "coefficients": Coefficients, "hr": HazardRatios,
-            "hazard_ratio": HazardRatios, "hazard_ratios": HazardRatios}
+            "hazard_ratio": HazardRatios, "hazard_ratios": HazardRatios,
+            "tr": TimeRatios, "time_ratio": TimeRatios, "time_ratios": TimeRatios}
 
 
 def resolve_target(target):

@@ -49,6 +49,9 @@ class AutodiffModel:
     (default 0..n-1); ``tol``: the gradient tolerance of a converged fit and refit.
     """
 
+    #: the targets (``Target.name``) this model's changes can be taken of
+    target_names = ("coef", "hazard_ratio")
+
     def __init__(self, loss, theta_hat=None, *, columns=None, labels=None, tol=1e-8,
                  name=None):
         self.loss = loss

@@ -65,6 +65,9 @@ class AFTAudit:
     (``groups``: one label per row, e.g. a cluster; default the rows), as the audit sees
     it (module docstring)."""
 
+    #: the targets (``Target.name``) this model's changes can be taken of
+    target_names = ("coef", "time_ratio")
+
     def __init__(self, fit, groups=None):
         if not isinstance(fit, AFTFit):
             raise TypeError(f"expected an AFTFit from coxinfluence.fit_aft; got "

@@ -32,6 +32,10 @@ class CoxAudit:
     """A fitted :class:`~coxinfluence.CoxFit` with its units of deletion (``groups``: one
     label per row; default the fit's subjects, else rows), as the audit sees it."""
 
+    #: the targets (``Target.name``) this model's changes can be taken of
+    target_names = ("coef", "hazard_ratio", "linear_predictor", "relative_risk",
+                    "survival")
+
     model_name = "Cox proportional hazards"
 
     def __init__(self, fit, groups=None):

@@ -52,6 +52,9 @@ class FineGrayAudit:
     """A fitted :class:`~coxinfluence.models.fine_gray.FineGrayFit` as the audit sees it:
     one unit per subject, labelled by the caller's index (module docstring)."""
 
+    #: the targets (``Target.name``) this model's changes can be taken of
+    target_names = ("coef", "hazard_ratio")
+
     def __init__(self, fit):
         if not isinstance(fit, FineGrayFit):
             raise TypeError(f"expected a FineGrayFit from coxinfluence.fit_fine_gray; got "
