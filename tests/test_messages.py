@@ -77,3 +77,18 @@ def test_undefined_units_warning_names_labels_plainly():
         ci.exact_loo(fit, progress=False)
     text = " ".join(str(w.message) for w in caught if w.category is ci.LeaveOneOutWarning)
     assert "rows 0" in text and "np." not in text
+
+
+def test_any_model_family_names_its_undefined_units():
+    """The leave-one-out warning is the audit's, for every model behind the seam (here an
+    AFT model whose only row with a dummy set cannot be deleted)."""
+    rng = np.random.default_rng(1)
+    n = 40
+    X = np.column_stack([rng.normal(size=n), np.r_[1.0, np.zeros(n - 1)]])
+    t = rng.exponential(size=n) + 0.1
+    fit = ci.fit_aft(X, t, np.ones(n))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = ci.influence(fit, method="exact")
+    text = " ".join(str(w.message) for w in caught if w.category is ci.LeaveOneOutWarning)
+    assert "(rows 0)" in text and res.flags["undefined"].iloc[0]

@@ -106,8 +106,19 @@ def compute(model, resolved, method, target, *, progress=None, executor=None,
 
 
 def _warn_undefined(model, codes, what, failed=()):
-    if hasattr(model, "units"):
-        warn_undefined(model.units, codes, what, failed=failed)
+    """The leave-one-out warning naming the units ``codes`` (any seam: by its labels)."""
+    warn_undefined(_LabelledUnits(model.unit_labels, model.units_are_rows), codes, what,
+                   failed=failed)
+
+
+class _LabelledUnits:
+    """What the warning reads of a seam's units: their labels and whether they are rows."""
+
+    def __init__(self, labels, is_rows):
+        self.labels, self.is_rows = labels, bool(is_rows)
+
+    def describe(self, codes):
+        return list(self.labels[np.asarray(codes, dtype=int)])
 
 
 def _result(model, resolved, method, target, frame, change, dtheta, **kw):
