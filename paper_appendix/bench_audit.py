@@ -81,12 +81,13 @@ def audit_cost(repeats):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ci.LeaveOneOutWarning)
             t_alone = median_time(lambda: ci.vif(fit), repeats)
+            t_method = median_time(lambda: ci.influence(fit, method="vif"), repeats)
             t_vif = median_time(lambda: ci.influence(fit, method="vif").summary_frame(),
                                 repeats)
             t_auto = median_time(lambda: ci.influence(fit).summary_frame(), repeats)
-        rows.append([name, f"{fit.n}", f"{t_alone:.3f}", f"{t_vif:.3f}", f"{t_auto:.3f}",
-                     f"{t_auto / t_vif:.2f}", f"{t_auto / t_alone:.1f}",
-                     "yes" if t_auto <= 3 * t_vif else "no"])
+        rows.append([name, f"{fit.n}", f"{t_alone:.3f}", f"{t_method:.3f}", f"{t_vif:.3f}",
+                     f"{t_auto:.3f}", f"{t_auto / t_method:.1f}", f"{t_auto / t_vif:.2f}",
+                     "yes" if t_auto <= 3 * t_method else "no"])
     return rows
 
 
@@ -138,12 +139,16 @@ def main(argv=None):
     repeats = 3 if args.quick else 7
     text += ["", "## The cost of an audit: `auto` against `vif`", "",
              f"Median of {repeats} runs each, in this process: `ci.vif(fit)` alone; "
+             "`ci.influence(fit, method='vif')` (the VIF's changes, no flags yet); "
              "`ci.influence(fit, method='vif').summary_frame()` (VIF, flags, dfbetas, LMAX); "
              "`ci.influence(fit).summary_frame()` (the default audit: the same plus the "
-             "verified top's exact refits). Target (issue 23): `auto` at most 3x `vif`.", ""]
-    text.append(markdown_table(["data", "n", "ci.vif s", "vif audit s", "auto audit s",
-                                "auto / vif audit", "auto / ci.vif", "within 3x"],
-                               audit_cost(repeats)))
+             "verified top's exact refits). Target (issue 23): the default audit at most 3x "
+             "`ci.influence(fit, method='vif')` (at 21132a1, measured in one session: 12.7x "
+             "on GBSG2, 30.6x on SUPPORT). The flags (information split, curvature, third "
+             "derivative) alone cost several times the VIF, which bounds this ratio.", ""]
+    text.append(markdown_table(["data", "n", "ci.vif s", "method='vif' s", "vif audit s",
+                                "auto audit s", "auto / method='vif'", "auto / vif audit",
+                                "within 3x"], audit_cost(repeats)))
     text += ["", f"Total run time {time.perf_counter() - t0:.0f} s."]
     write_result("bench_audit.md", "\n".join(text))
 

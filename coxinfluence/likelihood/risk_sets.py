@@ -65,6 +65,9 @@ def _strata_blocks(starts, total):
     return zip(starts, stops)
 
 
+_STATE_CACHE_ROWS = 1 << 20
+
+
 class RiskSets:
     """The risk-set structure of one sorted :class:`CoxData` and its kernels (module doc).
 
@@ -547,12 +550,16 @@ class RiskSets:
     def state(self, theta) -> RiskSetState:
         """:class:`RiskSetState` at one coefficient vector, all rows present. The last
         one is kept (its arrays read-only): the influence functions, flags and refits of
-        one audit all read the state at ``theta_hat``."""
+        one audit all read the state at ``theta_hat``. Not above ``_STATE_CACHE_ROWS``
+        rows, where the VIF's peak memory comes first (10^7 rows: the kept state would
+        add its (K, d) term means to the VIF's peak)."""
         key = np.asarray(theta, dtype=np.float64).tobytes()
         cached = self._derived.get("state")
         if cached is not None and cached[0] == key:
             return cached[1]
         state = self._state(theta)
+        if self.data.n > _STATE_CACHE_ROWS:
+            return state           # large data: memory first, each caller forms its own
         for a in (state.risk, state.den, state.term_mean):
             a.flags.writeable = False
         self._derived["state"] = (key, state)

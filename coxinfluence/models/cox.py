@@ -329,11 +329,13 @@ def fit_cox(X, time, event, *, start=None, id=None, weights=None, strata=None, t
     theta0 = subsample_start(data) if init is None else np.asarray(init, dtype=np.float64)
     if theta0.shape != (data.d,):
         raise CoxInputError(f"init must have {data.d} entries; got shape {theta0.shape}")
-    res = newton(cox_objective(RiskSets(data)), theta0[None, :],
+    risk_sets = RiskSets(data)
+    res = newton(cox_objective(risk_sets), theta0[None, :],
                  tol=gradient_tolerance(data, tol), max_iter=max_iter)
     fit = CoxFit(coef=res.theta[0], loglik=float(-res.loss[0]), information=res.hess[0],
                  gradient=res.grad[0], converged=bool(res.converged[0]),
                  n_iter=int(res.n_iter[0]), data=data, ties=ties, tol=tol, max_iter=max_iter)
+    fit.__dict__["risk_sets"] = risk_sets     # the fit's kernels, their caches already made
     gnorm = float(np.abs(res.grad[0]).max())
     if not fit.converged:
         reason = ("the Hessian became singular or the coefficients diverged"
