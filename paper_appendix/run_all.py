@@ -77,6 +77,8 @@ STEPS = [
      "bench_flags.py", [], ["--quick"], "bench_flags.md"),
     ("audit", "Beyond the paper: the verified audit (method='auto') against exact refits",
      "bench_audit.py", [], ["--quick"], "bench_audit.md"),
+    ("aft", "Beyond the paper: parametric AFT regression audited (R's survreg as the oracle)",
+     "bench_aft.py", [], ["--quick"], "bench_aft.md"),
     ("core", "Performance: the Cox core against R and lifelines (METABRIC, SUPPORT)",
      "bench_core.py", [], ["--repeats", "1", "--skip-newton"], "bench_core.md"),
     ("scale", "Performance: time against n, and fit + VIF at 10^7 rows",
