@@ -50,7 +50,7 @@ from coxinfluence.models.aft import (
     design_view,
     polish,
 )
-from coxinfluence.numerics.newton import newton
+from coxinfluence.numerics.newton import newton, solve_any
 
 __all__ = ["AFTAudit"]
 
@@ -180,8 +180,7 @@ class AFTAudit:
 
     def _newton_change(self, codes, C):
         g = self.fit.gradient[None, :] - self.unit_gradients[codes]
-        step, ok = _solve_any(self.information[None] - C, g)
-        return -step
+        return -solve_any(self.information[None] - C, g)
 
     # ------------------------------------------------------------------ refits
     def refit(self, codes=None, *, progress=None, executor=None):
@@ -227,8 +226,8 @@ class AFTAudit:
         H_g = self.information[None] - C
         g = fit.gradient[None, :] - self.unit_gradients[codes]
         T = self.third.reshape(d, d * d)
-        D0 = -_solve_any(H_g, g)[0]
-        D = -_solve_any(H_g + 0.5 * (D0 @ T).reshape(-1, d, d), g)[0]
+        D0 = -solve_any(H_g, g)
+        D = -solve_any(H_g + 0.5 * (D0 @ T).reshape(-1, d, d), g)
         newton_only = ~np.isfinite(D).all(axis=1) | (np.abs(D - D0).max(axis=1)
                                                      > 0.5 * np.abs(D0).max(axis=1))
         D[newton_only] = D0[newton_only]
@@ -369,19 +368,3 @@ class AFTAudit:
                                                    weights=(data.kind != RIGHT).astype(float),
                                                    minlength=U)},
                             index=self.unit_labels)
-
-
-def _solve_any(M, g):
-    """``M^{-1} g`` for a batch (m, d, d), (m, d); NaN rows where ``M`` is singular;
-    returns (solutions, ok)."""
-    try:
-        out = np.linalg.solve(M, g[:, :, None])[:, :, 0]
-    except np.linalg.LinAlgError:
-        out = np.full_like(g, np.nan)
-        for b in range(g.shape[0]):
-            try:
-                out[b] = np.linalg.solve(M[b], g[b])
-            except np.linalg.LinAlgError:
-                pass
-    return out, np.isfinite(out).all(axis=1)
-

@@ -40,7 +40,7 @@ from coxinfluence.influence_functions.stability import unstable_from_split
 from coxinfluence.likelihood.fine_gray import CAUSE, crr_scores, loss_grad_hess
 from coxinfluence.likelihood.fine_gray_deletion import DeletionState, deleted_derivatives
 from coxinfluence.models.fine_gray import FineGrayFit, fine_gray_gradient_tolerance
-from coxinfluence.numerics.newton import newton
+from coxinfluence.numerics.newton import newton, solve_any
 
 __all__ = ["FineGrayAudit"]
 
@@ -180,7 +180,7 @@ class FineGrayAudit:
             return -self.reid / self.n_units
         if method == "newton":
             g, H = self.deleted
-            return -_solve_any(H, g)
+            return -solve_any(H, g)
         raise ValueError(f"unknown method {method!r}")
 
     def fixed_weight_change(self):
@@ -226,7 +226,7 @@ class FineGrayAudit:
             g, H = self.deleted[0][codes], self.deleted[1][codes]
         else:
             g, H = deleted_derivatives(self.deletion_state, rows)
-        D = -_solve_any(H, g)
+        D = -solve_any(H, g)
         bad = ~np.isfinite(D).all(axis=1)
         D[bad] = self.change("vif")[codes[bad]]
         return self.coef + D
@@ -285,17 +285,3 @@ class FineGrayAudit:
             return train
         extra = frame.drop(columns=[c for c in frame.columns if c in train.columns])
         return pd.concat([train, extra.set_axis(self.unit_labels, axis=0)], axis=1)
-
-
-def _solve_any(M, g):
-    """``M^{-1} g`` for a batch (m, d, d), (m, d); NaN rows where ``M`` is singular."""
-    try:
-        return np.linalg.solve(M, g[:, :, None])[:, :, 0]
-    except np.linalg.LinAlgError:
-        out = np.full_like(g, np.nan)
-        for b in range(g.shape[0]):
-            try:
-                out[b] = np.linalg.solve(M[b], g[b])
-            except np.linalg.LinAlgError:
-                pass
-        return out

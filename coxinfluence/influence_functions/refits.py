@@ -40,7 +40,7 @@ from coxinfluence.likelihood.risk_sets import RiskSets, matmul_rows
 from coxinfluence.likelihood.third_derivative import third_derivative
 from coxinfluence.models.cox import check_fit
 from coxinfluence.numerics.executors import n_workers, on_workers, whole_batch_chunks
-from coxinfluence.numerics.newton import newton, solve_batch
+from coxinfluence.numerics.newton import newton, solve_any, solve_batch
 
 
 class LeaveOneOutWarning(UserWarning):
@@ -392,7 +392,7 @@ def _warm_start(fit, units, codes, vif_units=None, third=None, split=None):
             return matmul_rows(D, T, np.empty((D.shape[0], d * d))).reshape(-1, d, d)
 
         H_i = H_loo[idx]
-        D = -_solve_any(H_i + 0.5 * contract(D0), g_loo[idx])
+        D = -solve_any(H_i + 0.5 * contract(D0), g_loo[idx])
         halley = (np.isfinite(D).all(axis=1)
                   & (np.abs(D - D0).max(axis=1) <= 0.5 * np.abs(D0).max(axis=1)))
         good = np.zeros(idx.size, dtype=bool)
@@ -405,20 +405,6 @@ def _warm_start(fit, units, codes, vif_units=None, third=None, split=None):
     if newton_only.size:
         J[newton_only] = np.linalg.inv(H_loo[newton_only])
     return theta, J
-
-
-def _solve_any(M, g):
-    """``M^{-1} g`` for a batch; NaN rows where ``M`` is singular."""
-    try:
-        return np.linalg.solve(M, g[:, :, None])[:, :, 0]
-    except np.linalg.LinAlgError:
-        out = np.full_like(g, np.nan)
-        for b in range(g.shape[0]):
-            try:
-                out[b] = np.linalg.solve(M[b], g[b])
-            except np.linalg.LinAlgError:
-                pass
-        return out
 
 
 def _inverse_batch(M):

@@ -50,6 +50,21 @@ def solve_batch(H, g):
     return steps, ok
 
 
+def solve_any(M, g):
+    """``M^{-1} g`` for a batch (m, d, d), (m, d), whatever the matrices' sign: NaN rows
+    where ``M`` is singular (one solve for the batch; one per matrix only when that fails)."""
+    try:
+        return np.linalg.solve(M, g[:, :, None])[:, :, 0]
+    except np.linalg.LinAlgError:
+        out = np.full_like(g, np.nan)
+        for b in range(g.shape[0]):
+            try:
+                out[b] = np.linalg.solve(M[b], g[b])
+            except np.linalg.LinAlgError:
+                pass
+        return out
+
+
 def converged(theta, grad, step, tol):
     """Converged: the gradient is below ``tol`` *and* the Newton step is small
     (``<= 1e-6 (1 + max |theta|)``), or the step is at rounding level (``1e-13`` relative).
