@@ -27,7 +27,7 @@ import pandas as pd
 
 from coxinfluence.data.inputs import (
     CoxInputError,
-    aligned,
+    aligned_inputs,
     as_float_matrix,
     as_vector,
     bad_rows,
@@ -350,16 +350,8 @@ def make_cox_data(X, time, event, *, start=None, id=None, weights=None, strata=N
         raise CoxInputError("X has no columns (covariates)")
     inputs = {"time": time, "event": event, "start": start, "id": id, "weights": weights,
               "strata": strata}
-    if index is None:
-        index = next((v.index for v in inputs.values()
-                      if isinstance(v, (pd.Series, pd.DataFrame))), None)
-    if index is not None:
-        if index.has_duplicates:
-            dup = show_labels(index[index.duplicated()].unique())
-            raise CoxInputError(f"duplicate index labels {dup}: results are keyed by the "
-                                "index, so each row needs its own label (reset_index() first)")
-        inputs = {k: aligned(v, index, k) for k, v in inputs.items()}
-        time, event, start, id, weights, strata = inputs.values()
+    index, inputs = aligned_inputs(index, inputs)
+    time, event, start, id, weights, strata = inputs.values()
     t = as_vector(time, n, "time")
     e = as_vector(event, n, "event")
     w = np.ones(n) if weights is None else as_vector(weights, n, "weights")

@@ -65,6 +65,22 @@ def aligned(v, index, name):
     return v.reindex(index)
 
 
+def aligned_inputs(index, inputs):
+    """``(index, inputs)``: the index results are keyed by (X's, else the first pandas
+    input's, else None) and the inputs (a dict name -> value) matched to it on the index,
+    never by position (:func:`aligned`); duplicate labels are an error."""
+    if index is None:
+        index = next((v.index for v in inputs.values()
+                      if isinstance(v, (pd.Series, pd.DataFrame))), None)
+    if index is None:
+        return None, inputs
+    if index.has_duplicates:
+        dup = show_labels(index[index.duplicated()].unique())
+        raise CoxInputError(f"duplicate index labels {dup}: results are keyed by the "
+                            "index, so each row needs its own label (reset_index() first)")
+    return index, {k: aligned(v, index, k) for k, v in inputs.items()}
+
+
 def as_vector(v, n, name, *, dtype=np.float64):
     if isinstance(v, (pd.Series, pd.Index)):
         v = v.to_numpy()

@@ -21,14 +21,13 @@ import pandas as pd
 
 from coxinfluence.data.inputs import (
     CoxInputError,
-    aligned,
+    aligned_inputs,
     as_float_matrix,
     as_vector,
     bad_rows,
     check_finite,
     encode_labels,
     encode_strata,
-    show_labels,
 )
 from coxinfluence.data.rank import check_design
 from coxinfluence.likelihood.aft import (
@@ -314,16 +313,8 @@ def make_aft_data(X, time, event=None, dist="weibull", *, upper=None, entry=None
         raise CoxInputError("no rows: X is empty")
     inputs = {"time": time, "event": event, "upper": upper, "entry": entry,
               "weights": weights, "strata": strata}
-    if index is None:
-        index = next((v.index for v in inputs.values()
-                      if isinstance(v, (pd.Series, pd.DataFrame))), None)
-    if index is not None:
-        if index.has_duplicates:
-            dup = show_labels(index[index.duplicated()].unique())
-            raise CoxInputError(f"duplicate index labels {dup}: results are keyed by the "
-                                "index, so each row needs its own label (reset_index() first)")
-        inputs = {k: aligned(v, index, k) for k, v in inputs.items()}
-        time, event, upper, entry, weights, strata = inputs.values()
+    index, inputs = aligned_inputs(index, inputs)
+    time, event, upper, entry, weights, strata = inputs.values()
     check_finite(Xa, "X", index)
     kind, y, y2 = _outcome(time, event, upper, n, index)
     w = np.ones(n) if weights is None else as_vector(weights, n, "weights")
