@@ -41,6 +41,19 @@ def agreement_tolerance(fit):
     return 1e-3 * fit.se + 1e-6
 
 
+def covariate_frame(data, special, n_fitted, what):
+    """``data`` without the model's own columns ``special`` (outcome, weights, entry,
+    strata, cluster), after checking that ``data`` has them all and the ``n_fitted`` rows
+    the lifelines model ``what`` was fitted on."""
+    missing = [c for c in special if c not in data.columns]
+    if missing:
+        raise ValueError(f"data lacks the model's column(s) {missing}")
+    if len(data) != n_fitted:
+        raise ValueError(f"data has {len(data)} rows but the {what} was fitted on "
+                         f"{n_fitted}")
+    return data.drop(columns=special)
+
+
 def check_agreement(fit, params, source, diagnose=None):
     """Raise if ``params`` (the library's coefficients) differ from our refit by more than
     1e-3 standard errors (plus 1e-6 absolute), or our refit did not converge.

@@ -40,7 +40,7 @@ import pandas as pd
 
 from coxinfluence.models.cox import fit_cox
 
-from . import Resolved, check_agreement
+from . import Resolved, check_agreement, covariate_frame
 
 
 def _as_list(v):
@@ -75,13 +75,7 @@ def resolve_lifelines(cph, data) -> Resolved:
     weights = cph.weights_col
     special = ([duration] + _as_list(event) + _as_list(entry) + strata + _as_list(weights)
                + _as_list(cluster))
-    missing = [c for c in special if c not in data.columns]
-    if missing:
-        raise ValueError(f"data lacks the model's column(s) {missing}")
-    if len(data) != cph._n_examples:
-        raise ValueError(f"data has {len(data)} rows but the CoxPHFitter was fitted on "
-                         f"{cph._n_examples}")
-    raw = data.drop(columns=special)
+    raw = covariate_frame(data, special, cph._n_examples, "CoxPHFitter")
 
     def transform(frame):
         return cph.regressors.transform_df(frame)["beta_"].astype(np.float64)

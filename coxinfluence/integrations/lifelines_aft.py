@@ -32,7 +32,7 @@ import pandas as pd
 
 from coxinfluence.models.aft import fit_aft
 
-from . import Resolved
+from . import Resolved, covariate_frame
 
 #: lifelines' AFT fitters: the distribution and the sign taking the ancillary
 #: parameter's Intercept to ``log(sigma)``
@@ -80,13 +80,7 @@ def resolve_lifelines_aft(model, data) -> Resolved:
         outcome = [model.duration_col] + ([model.event_col] if model.event_col else [])
     weights, entry = model.weights_col, getattr(model, "entry_col", None)
     special = outcome + [c for c in (weights, entry) if c]
-    missing = [c for c in special if c not in data.columns]
-    if missing:
-        raise ValueError(f"data lacks the model's column(s) {missing}")
-    if len(data) != model._n_examples:
-        raise ValueError(f"data has {len(data)} rows but the {name} was fitted on "
-                         f"{model._n_examples}")
-    raw = data.drop(columns=special)
+    raw = covariate_frame(data, special, model._n_examples, name)
 
     def transform(frame):
         design = model.regressors.transform_df(frame)[prim].astype(np.float64)
