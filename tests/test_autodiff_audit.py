@@ -89,5 +89,11 @@ def test_cox_only_requests_are_refused(logistic):
         ci.influence(model, target=ci.targets.RelativeRisk(X[:2]))
     with pytest.raises(ValueError, match="groups= and robust= are not available for this model"):
         ci.influence(model, groups=np.arange(len(X)) // 2)
-    with pytest.raises(ValueError, match="rows but the model has"):
+    with pytest.raises(ValueError, match="rows but the model was fitted on"):
         ci.influence(model, pd.DataFrame({"a": [1, 2]}))
+    # the caller's frame is matched on the index (the objects' labels), never by position
+    shuffled = pd.DataFrame({"a": np.arange(len(X))}).sample(frac=1.0, random_state=0)
+    res = ci.influence(model, shuffled, method="vif")
+    assert (res.frame["a"].to_numpy() == np.arange(len(X))).all()
+    with pytest.raises(ValueError, match="does not match the model's rows"):
+        ci.influence(model, shuffled.set_axis(shuffled.index + 1000))

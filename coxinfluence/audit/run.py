@@ -52,7 +52,7 @@ from coxinfluence.influence_functions.cox_audit import CoxAudit
 from coxinfluence.influence_functions.fine_gray_audit import FineGrayAudit
 from coxinfluence.influence_functions.refits import warn_undefined
 from coxinfluence.influence_functions.seam import AuditModel
-from coxinfluence.integrations import Resolved, resolve
+from coxinfluence.integrations import Resolved, attach_columns, resolve
 from coxinfluence.models.aft import AFTFit
 from coxinfluence.models.fine_gray import FineGrayFit
 
@@ -238,7 +238,8 @@ def _seam(model, data, groups, robust):
             raise ValueError(f"groups= and robust= are not available for this model "
                              f"({model.model_name}): its units are fixed by the model")
         frame = (pd.DataFrame(index=model.unit_labels) if data is None
-                 else attach_frame(data, model.unit_labels))
+                 else attach_columns(pd.DataFrame(index=model.unit_labels), data,
+                                     len(model.unit_labels)))
         return model, Resolved(model, frame, model.model_name)
     resolved = resolve(model, data)
     if groups is not None:
@@ -247,11 +248,3 @@ def _seam(model, data, groups, robust):
         resolved = dataclasses.replace(resolved, robust=bool(robust))
     seam = AFTAudit if isinstance(resolved.fit, AFTFit) else CoxAudit
     return seam(resolved.fit, resolved.groups), resolved
-
-
-def attach_frame(data, labels):
-    """The caller's frame for an autodiff model's units: one row per unit, in order."""
-    frame = pd.DataFrame(data)
-    if len(frame) != len(labels):
-        raise ValueError(f"data has {len(frame)} rows but the model has {len(labels)} units")
-    return frame.set_axis(labels, axis=0)
