@@ -410,7 +410,10 @@ def target_change(fit, theta_change, target, units=None, *, include_data_effect=
     units ``units`` (default: rows): ``theta_change J_g' + [data effect]`` (module
     docstring)."""
     dtheta = np.asarray(theta_change, dtype=np.float64)
-    out = dtheta @ target.jacobian(fit).T
+    J = np.asarray(target.jacobian(fit), dtype=np.float64)
+    # the coefficients themselves: a copy, not a product with the identity
+    out = (dtheta.copy() if J.shape == (dtheta.shape[1],) * 2
+           and np.array_equal(J, np.eye(J.shape[0])) else dtheta @ J.T)
     if include_data_effect:
         eff = target.data_effect(fit, units)
         if eff is not None:

@@ -15,14 +15,14 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.units import resolve_units
+from coxinfluence.influence_functions.information_split import InformationSplit
 from coxinfluence.influence_functions.penalized import penalized_refits, penalized_theta_change
 from coxinfluence.influence_functions.refits import exact_refits, newton_loo
-from coxinfluence.influence_functions.reid import reid_of_units
+from coxinfluence.influence_functions.reid import reid_of_units, unit_score_residuals
 from coxinfluence.influence_functions.stability import (
-    information_split,
     third_derivative,
     undefined_units,
-    unstable_units,
+    unstable_screened,
 )
 from coxinfluence.influence_functions.vif import vif_of_units
 from coxinfluence.models.cox import check_fit
@@ -86,12 +86,31 @@ class CoxAudit:
     def reid(self):
         """(U, d) Reid's ``IF_n(g)`` of every unit (paper scale)."""
         check_fit(self.fit, "reid_influence")
-        return np.asarray(reid_of_units(self.fit, self.units), dtype=np.float64)
+        return np.asarray(reid_of_units(self.fit, self.units, self.score_sums),
+                          dtype=np.float64)
 
     @cached_property
-    def split(self):
-        """(U, d, d) the units' parts of the information (flags)."""
-        return information_split(self.fit, self.units)
+    def score_sums(self):
+        """(U, d) each unit's weighted score residuals, ``I IF_n(g) / n`` (LMAX; Reid's
+        IF is ``n I^{-1}`` times them)."""
+        check_fit(self.fit, "reid_influence")
+        return np.asarray(unit_score_residuals(self.fit, self.units), dtype=np.float64)
+
+    @cached_property
+    def information_parts(self):
+        """The units' parts ``C_g`` of the information (flags; the refits' warm start),
+        formed per unit when asked (:meth:`split_of`)."""
+        return InformationSplit(self.fit, self.units)
+
+    def split_of(self, codes):
+        """(m, d, d) ``C_g`` of the units ``codes``, each formed once per audit."""
+        codes = np.asarray(codes, dtype=np.intp)
+        kept = self.__dict__.setdefault("_split_kept", {})
+        new = np.unique(codes[[c not in kept for c in codes.tolist()]])
+        if new.size:
+            kept.update(zip(new.tolist(), self.information_parts.of(new)))
+        d = self.fit.data.d
+        return np.array([kept[c] for c in codes.tolist()]).reshape(codes.size, d, d)
 
     @cached_property
     def third(self):
@@ -119,10 +138,12 @@ class CoxAudit:
         codes = np.arange(self.units.n_units) if codes is None else np.asarray(codes, int)
         if fit.penalty is not None:
             return penalized_refits(fit, codes)
-        # the warm start reuses this audit's VIF and third derivative
+        # the warm start reuses this audit's VIF and third derivative, and the flags'
+        # information split once they made it (else the exact deleted Hessians)
+        made = "information_parts" in self.__dict__
         return exact_refits(fit, self.units, codes, progress=progress, executor=executor,
                             vif=self.vif, third=self.third,
-                            split=self.__dict__.get("split"))   # the flags' split, if made
+                            split=self.split_of if made else None)
 
     # ------------------------------------------------------------------ trust
     def undefined(self):
@@ -133,10 +154,12 @@ class CoxAudit:
     def unstable(self, delta_vif):
         if self.fit.penalty is not None:       # no measured rule for penalised fits
             return np.zeros(self.units.n_units, dtype=bool)
-        return unstable_units(self.fit, self.units, delta_vif, C=self.split, T=self.third)
+        # C_g formed only for the units whose trace bound may reach the rule
+        return unstable_screened(self.fit.information, self.information_parts.traces(),
+                                 self.third, delta_vif, self.split_of)
 
     def unit_scores(self):
-        return self.reid @ self.fit.information / self.units.n_units
+        return self.score_sums
 
     def covariance(self, robust):
         return self.fit.robust_covariance(self.groups) if robust else self.fit.var

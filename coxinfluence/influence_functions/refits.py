@@ -250,8 +250,9 @@ def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_
     warning. A unit whose refit is undefined or failed is NaN, never an error for the
     batch. ``vif`` (U, d), every unit's ``VIF_n(g)``, and ``third``, the loss's third
     derivative at ``fit.coef``, are the warm start's inputs when the caller has them
-    (an audit computes each once); else they are computed here. ``split`` (U, d, d), the
-    units' parts ``C_g`` of the information (flags), gives the start's deleted Hessians as
+    (an audit computes each once); else they are computed here. ``split`` (U, d, d), or a
+    function of unit codes returning theirs (m, d, d), the units' parts ``C_g`` of the
+    information (flags), gives the start's deleted Hessians as
     ``H - C_g`` instead of evaluating them (the start is then O(|D|/n) less accurate; the
     refits converge to the same tolerance)."""
     data = fit.data
@@ -371,7 +372,8 @@ def _warm_start(fit, units, codes, vif_units=None, third=None, split=None):
     # a few units: by deletion, one problem at a time (the kernels' one-problem path is
     # faster than their batch: measured 3.4x on SUPPORT, equal on GBSG2)
     if split is not None:
-        H_loo = fit.information[None] - np.asarray(split)[codes]
+        C = split(codes) if callable(split) else np.asarray(split)[codes]
+        H_loo = fit.information[None] - C
     else:
         H_loo = (hessians_by_deletion(fit, units, codes, batch=1) if codes.size <= 64
                  else deleted_hessians(fit, units, codes))

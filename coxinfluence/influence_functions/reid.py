@@ -48,9 +48,19 @@ def reid_influence(fit, groups=None):
     return reid_of_units(fit, resolve_units(fit, groups))
 
 
-def reid_of_units(fit, units):
+def reid_of_units(fit, units, unit_scores=None):
     """:func:`reid_influence` for already resolved units (a
-    :class:`coxinfluence.data.units.Units`); a penalised fit's information included."""
-    # the gradient of the loss moves by -w_i U_i when row i's weight drops by w_i
-    delta = -fit.data.weights[:, None] * score_residuals_sorted(fit.risk_sets, fit.coef)
-    return fit.paper_scale(units.collapse(delta), units, overwrite=True)
+    :class:`coxinfluence.data.units.Units`); a penalised fit's information included.
+    ``unit_scores``: :func:`unit_score_residuals`, when the caller has them."""
+    if unit_scores is None:
+        unit_scores = unit_score_residuals(fit, units)
+    # the gradient of the loss moves by -sum_{i in g} w_i U_i without the unit
+    return fit.paper_scale(-unit_scores, units, overwrite=True)
+
+
+def unit_score_residuals(fit, units):
+    """(U, d) ``sum_{i in g} w_i U_i``, each unit's weighted score residuals (R's
+    ``resid(fit, "score")`` times the weights, summed with ``collapse``): the unit's
+    contribution to the score, ``I IF_n(g) / n`` (LMAX's ``U``)."""
+    scores = fit.data.weights[:, None] * score_residuals_sorted(fit.risk_sets, fit.coef)
+    return units.collapse(scores)

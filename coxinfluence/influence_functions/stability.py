@@ -8,22 +8,10 @@ curvature is not ``H``), or where the change is so large that the score is not l
 over it (on GBSG2 the top patient's likelihood displacement is 2.02 by VIF and 5.61 by
 refit). This module finds such units cheaply, from the risk-set sums of the full fit.
 
-**The information split.** Every term k of the partial likelihood (an Efron term: one
-per event, ``docs/conventions.md``) is ``m_k log den_k(theta)``, a log-sum-exp over its
-risk set with fixed weights, so its Hessian is the weighted covariance of the covariates,
-
-    H_k = m_k sum_{j in R_k} v_jk u_j (x_j - a_k)(x_j - a_k)' / den_k,
-
-with ``u_j = w_j exp(eta_j)``, ``a_k`` the term's (Efron-weighted) mean, ``den_k`` its
-denominator ``S0 - c_k S0D``, ``m_k`` its mean event weight and ``v_jk = 1 - c_k`` when j
-is an event of the term's own tie group, else 1 (Breslow: always 1). Hence ``H = sum_j
-C_j`` exactly, ``C_j = sum_k m_k v_jk u_j (x_j - a_k)(x_j - a_k)'/den_k`` (positive
-semi-definite), and a unit's part ``C_g`` is the sum over its rows. :func:`information_split`
-computes every ``C_j`` in O(n d^2) from sums over the terms holding row j of ``m_k/den_k``,
-``m_k a_k/den_k`` and ``m_k a_k a_k'/den_k`` (cumulative sums of the risk-set kernels,
-:meth:`coxinfluence.likelihood.risk_sets.RiskSets.sum_over_risk_sets`, delayed entry included).
-Likewise the third derivative of the loss is ``T = sum_k m_k E_k[(x - a_k)^3]``, the
-third central moments of the risk sets (:func:`third_derivative`, O(n d^3)).
+**The information split** ``C_g`` (each unit's part of the information, ``sum_g C_g =
+H``, O(n d^2): :mod:`coxinfluence.influence_functions.information_split`) and the third
+derivative of the loss ``T = sum_k m_k E_k[(x - a_k)^3]``, the third central moments of
+the risk sets (:func:`third_derivative`, O(n d^3)).
 
 **Derived quantities**, all O(n d^3 + U d^3) for U units:
 
@@ -57,6 +45,7 @@ import pandas as pd
 
 from coxinfluence.data.rank import is_rank_deficient
 from coxinfluence.data.units import resolve_units
+from coxinfluence.influence_functions.information_split import information_split
 from coxinfluence.likelihood.third_derivative import third_derivative as loss_third_derivative
 from coxinfluence.models.cox import check_fit
 
@@ -107,56 +96,7 @@ def _norm_H(H, D):
     return np.sqrt(np.maximum(np.einsum("ui,ij,uj->u", D, H, D), 0.0))
 
 
-def _term_sums(fit):
-    """Per term k: ``q_k = m_k/den_k`` (0 for dead terms), and the risk-set state."""
-    st = fit.risk_sets.state(fit.coef)
-    q = np.where(st.mean_weight > 0, st.mean_weight / st.den, 0.0)
-    return q, st
-
-
-def _prefix_sums(fit):
-    """Per sorted row j: ``A_j = sum_k v_jk q_k`` and ``B_j = sum_k v_jk q_k a_k`` over the
-    terms whose risk set holds j (Efron's ``v_jk`` for the row's own tie group)."""
-    q, st = _term_sums(fit)
-    per_term = np.concatenate([q[:, None], q[:, None] * st.term_mean], axis=1)
-    S = fit.risk_sets.sum_over_risk_sets(per_term[None], st.frac)[0]
-    return S[:, 0], S[:, 1:], q, st
-
-
-# ------------------------------------------------------------------ the split and T
-
-def information_split(fit, units=None):
-    """(U, d, d) per-unit parts ``C_g`` of the information, ``sum_g C_g = H`` (module doc).
-
-    ``units``: a :class:`coxinfluence.data.units.Units` (default: the fit's units, rows or the
-    subjects of ``fit_cox(..., id=)``; clusters: ``resolve_units(fit, groups)``). Units in
-    the influence functions' order (rows: the caller's order). ``H`` is the Hessian of the
-    negative log partial likelihood at ``fit.coef``: ``fit.information`` for an unpenalised
-    fit (a penalised fit's information adds the penalty's Hessian, which belongs to no
-    unit). O(n d^2) time; the d(d+1)/2 entries are summed in chunks of bounded memory.
-    """
-    fit = check_fit(fit)
-    units = _units(fit, units)
-    data = fit.data
-    n, d = data.n, data.d
-    A, B, q, st = _prefix_sums(fit)
-    X = data.X                              # centred (CoxData): keeps the sums small
-    a = st.term_mean
-    u = st.risk
-    rows_i, cols_j = np.triu_indices(d)
-    out = np.empty((units.n_units, d, d))
-    chunk = max(1, int(4_000_000 // max(n, q.size, 1)))
-    for c0 in range(0, rows_i.size, chunk):
-        i, j = rows_i[c0:c0 + chunk], cols_j[c0:c0 + chunk]
-        M = fit.risk_sets.sum_over_risk_sets((q[:, None] * a[:, i] * a[:, j])[None],
-                                             st.frac)[0]                   # (n, c)
-        part = u[:, None] * (A[:, None] * X[:, i] * X[:, j] - X[:, i] * B[:, j]
-                             - B[:, i] * X[:, j] + M)
-        part = units.collapse(part)
-        out[:, i, j] = part
-        out[:, j, i] = part
-    return out
-
+# ------------------------------------------------------------------ T
 
 def third_derivative(fit):
     """(d, d, d) third derivative of the negative log partial likelihood at ``fit.coef``,
@@ -289,6 +229,45 @@ def unstable_from_split(H, C, T, delta):
     fit = _Information(np.asarray(H, dtype=np.float64))
     curv = _curvature(fit, np.asarray(delta, dtype=np.float64), C, T)
     return (curv > UNSTABLE_CURVATURE) | _leverage_above(fit, C, UNSTABLE_LEVERAGE)
+
+
+#: slack of :func:`unstable_screened`'s bounds against rounding: a unit within this of a
+#: threshold is checked in full
+SCREEN_SLACK = 1e-9
+
+
+def unstable_screened(H, traces, T, delta, split_of):
+    """(U,) bool, :func:`unstable_from_split`'s answer with ``C_g`` formed only for the
+    units that may be flagged: ``traces`` (U,) are ``tr(H^{-1} C_g)`` and ``split_of(codes)``
+    returns ``C_g`` (m, d, d) of those units.
+
+    Both parts of the rule are bounded by the trace, which needs no ``C_g``: the
+    eigenvalues of ``H^{-1/2} C_g H^{-1/2}`` are nonnegative, so the leverage (the largest)
+    is at most their sum ``t_g = tr(H^{-1} C_g)``, and with ``H = L L'`` and ``r_g = -C_g
+    delta_g + T[delta_g, delta_g]/2`` the curvature score is
+
+        ||L^{-1} r_g|| / ||delta_g||_H <= t_g + ||L^{-1} T[delta_g, delta_g]|| / (2 ||delta_g||_H).
+
+    A unit whose bounds are both below their thresholds (less ``SCREEN_SLACK``) is not
+    unstable; the others are decided by :func:`unstable_from_split` (on SUPPORT: 0.3%
+    of the units; the rule's answer is the same for every unit)."""
+    H = np.asarray(H, dtype=np.float64)
+    delta = np.asarray(delta, dtype=np.float64)
+    d = H.shape[0]
+    dd = (delta[:, :, None] * delta[:, None, :]).reshape(-1, d * d)
+    t_dd = dd @ np.asarray(T, dtype=np.float64).reshape(d, d * d).T      # T[delta, delta]
+    L = np.linalg.cholesky(H)
+    num = np.linalg.norm(np.linalg.solve(L, t_dd.T), axis=0)
+    den = _norm_H(H, delta)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        third = np.where(den > 0, num / (2.0 * den), 0.0)
+    maybe = ((traces > UNSTABLE_LEVERAGE - SCREEN_SLACK)
+             | (traces + third > UNSTABLE_CURVATURE - SCREEN_SLACK))
+    out = np.zeros(delta.shape[0], dtype=bool)
+    codes = np.flatnonzero(maybe)
+    if codes.size:
+        out[codes] = unstable_from_split(H, split_of(codes), T, delta[codes])
+    return out
 
 
 def _leverage_above(fit, C, level):

@@ -228,25 +228,45 @@ class RiskSets:
         out[:, groups] = np.add.reduceat(r_events, starts, axis=1)
         return out
 
-    def sum_over_risk_sets(self, per_term, frac):
+    def sum_over_risk_sets(self, per_term, frac, rows=None):
         """For every row j: the sum of ``per_term[k]`` over the terms whose risk set holds
         j, less ``frac[k] * per_term[k]`` over the terms of j's own tie group when j is an
         event (Efron: an event of the group is only ``1 - c`` in the r-th denominator).
 
         ``per_term`` is (B, K) or (B, K, d); returns (B, n) or (B, n, d) in sorted row
-        order. Row j lies in the risk set of every group at or after its own.
+        order, or only the sorted rows ``rows`` (B, len(rows)[, d]) with the same values.
+        Row j lies in the risk set of every group at or after its own.
         """
-        data = self.data
+        return self.totals_at_rows(self.risk_set_totals(per_term, frac), rows)
+
+    def risk_set_totals(self, per_term, frac):
+        """The first half of :meth:`sum_over_risk_sets`, kept by callers that read its
+        sums at rows several times: per tie group g, ``Q[:, g]`` the sum of ``per_term``
+        over the groups at or after g, and per group the sum of ``frac * per_term``
+        (the Efron correction of its own events)."""
         frac = np.broadcast_to(frac, per_term.shape[:2]).reshape(
             per_term.shape[:2] + (1,) * (per_term.ndim - 2))
         q = self.group_event_sums(per_term)
         qc = self.group_event_sums(frac * per_term)
-        Q = self.reverse_cumsum_groups(q)
-        out = Q[:, data.group]
+        return self.reverse_cumsum_groups(q), qc
+
+    def totals_at_rows(self, totals, rows=None):
+        """The second half of :meth:`sum_over_risk_sets`: its sums at every sorted row,
+        or at the sorted rows ``rows``, from :meth:`risk_set_totals`."""
+        data = self.data
+        Q, qc = totals
+        at = slice(None) if rows is None else np.asarray(rows, dtype=np.intp)
+        out = Q[:, data.group[at]]
         if data.entry is not None:      # less the groups at or before the row's entry time
             Qp = np.concatenate([Q, np.zeros_like(Q[:, :1])], axis=1)
-            out -= Qp[:, data.entry.row_exit_group]
-        out[:, data.event_rows] -= qc[:, data.term_group]
+            out -= Qp[:, data.entry.row_exit_group[at]]
+        if rows is None:
+            out[:, data.event_rows] -= qc[:, data.term_group]
+            return out
+        term = np.full(data.n, -1, dtype=np.intp)       # each event row's term
+        term[data.event_rows] = np.arange(data.event_rows.size)
+        k = term[at]
+        out[:, k >= 0] -= qc[:, data.term_group[k[k >= 0]]]
         return out
 
     # ------------------------------------------------------------------ the terms

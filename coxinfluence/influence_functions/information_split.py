@@ -1,0 +1,140 @@
+"""The information split: each unit's part ``C_g`` of the Cox information, ``sum_g C_g = H``.
+
+Every term k of the partial likelihood (an Efron term: one per event,
+``docs/conventions.md``) is ``m_k log den_k(theta)``, a log-sum-exp over its risk set with
+fixed weights, so its Hessian is the weighted covariance of the covariates,
+
+    H_k = m_k sum_{j in R_k} v_jk u_j (x_j - a_k)(x_j - a_k)' / den_k,
+
+with ``u_j = w_j exp(eta_j)``, ``a_k`` the term's (Efron-weighted) mean, ``den_k`` its
+denominator ``S0 - c_k S0D``, ``m_k`` its mean event weight and ``v_jk = 1 - c_k`` when j
+is an event of the term's own tie group, else 1 (Breslow: always 1). Hence ``H = sum_j
+C_j`` exactly, with
+
+    C_j = u_j [A_j x_j x_j' - x_j B_j' - B_j x_j' + M_j]   (positive semi-definite),
+
+``A_j = sum_k v_jk q_k``, ``B_j = sum_k v_jk q_k a_k``, ``M_j = sum_k v_jk q_k a_k a_k'``
+over the terms whose risk set holds row j, ``q_k = m_k / den_k``: sums over the risk sets
+(:meth:`coxinfluence.likelihood.risk_sets.RiskSets.sum_over_risk_sets`, delayed entry
+included). A unit's part ``C_g`` is the sum over its rows. All of them cost O(n d^2).
+
+Its trace in the information metric needs no ``d x d`` matrix per row:
+
+    tr(H^{-1} C_j) = u_j [A_j x_j' P x_j - 2 x_j' P B_j + sum_k v_jk q_k a_k' P a_k],
+
+``P = H^{-1}``, one more sum over the risk sets. It bounds the unit's largest share of the
+information (the eigenvalues of ``H^{-1/2} C_g H^{-1/2}`` are nonnegative), which lets the
+``unstable`` flag form ``C_g`` only for the few units that may be flagged
+(:func:`coxinfluence.influence_functions.stability.unstable_screened`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from coxinfluence.data.units import resolve_units
+from coxinfluence.models.cox import check_fit
+
+#: the risk-set totals of ``M`` (d(d+1)/2 columns per tie group) are kept between calls
+#: of :meth:`InformationSplit.of` up to this many floats (64 MB), else formed per call
+KEEP_TOTALS_FLOATS = 8_000_000
+
+#: the columns of ``M`` formed at a time: at most this many floats per chunk
+CHUNK_FLOATS = 4_000_000
+
+
+class InformationSplit:
+    """The units' parts ``C_g`` of the information of ``fit`` (module docstring), for the
+    units asked: :meth:`of` forms them for some units, :meth:`traces` gives
+    ``tr(H^{-1} C_g)`` of every unit without forming them. ``units``: a
+    :class:`coxinfluence.data.units.Units` (default: the fit's units)."""
+
+    def __init__(self, fit, units=None):
+        self.fit = check_fit(fit)
+        self.units = resolve_units(self.fit) if units is None else units
+        st = self.fit.risk_sets.state(self.fit.coef)
+        self.q = np.where(st.mean_weight > 0, st.mean_weight / st.den, 0.0)   # m_k/den_k
+        self.a, self.u, self.frac = st.term_mean, st.risk, st.frac
+        d = self.fit.data.d
+        self._i, self._j = np.triu_indices(d)
+        self._chunk = max(1, int(CHUNK_FLOATS // max(self.fit.data.n, self.q.size, 1)))
+        self._kept = {}                        # chunk start -> risk-set totals of M
+        self._first = self._totals(np.concatenate([self.q[:, None],
+                                                   self.q[:, None] * self.a], axis=1))
+
+    def _totals(self, per_term):
+        return self.fit.risk_sets.risk_set_totals(per_term[None], self.frac)
+
+    def _at(self, totals, rows):
+        return self.fit.risk_sets.totals_at_rows(totals, rows)[0]
+
+    def _m_totals(self, c0):
+        """Risk-set totals of the chunk of ``M``'s columns starting at ``c0``."""
+        if c0 in self._kept:
+            return self._kept[c0]
+        i, j = self._i[c0:c0 + self._chunk], self._j[c0:c0 + self._chunk]
+        totals = self._totals(self.q[:, None] * self.a[:, i] * self.a[:, j])
+        groups = self.fit.data.n_groups + self.q.size
+        if groups * self._i.size <= KEEP_TOTALS_FLOATS:
+            self._kept[c0] = totals
+        return totals
+
+    def of(self, codes=None):
+        """(m, d, d) ``C_g`` of the units ``codes`` (positions in ``units.labels``; None:
+        every unit, (U, d, d)). The same numbers whichever units are asked together."""
+        units, data = self.units, self.fit.data
+        if codes is None:
+            rows, out_of_row, m = None, None, units.n_units
+        else:
+            codes = np.asarray(codes, dtype=np.intp)
+            wanted, inverse = np.unique(codes, return_inverse=True)
+            rows = np.flatnonzero(np.isin(units.of_row, wanted))    # ascending: sorted rows
+            out_of_row = np.searchsorted(wanted, units.of_row[rows])
+            m = wanted.size
+        at = slice(None) if rows is None else rows
+        S = self._at(self._first, rows)
+        A, B = S[:, 0], S[:, 1:]
+        X, u = data.X[at], self.u[at]         # X centred (CoxData): keeps the sums small
+        d = data.d
+        out = np.empty((m, d, d))
+        for c0 in range(0, self._i.size, self._chunk):
+            i, j = self._i[c0:c0 + self._chunk], self._j[c0:c0 + self._chunk]
+            M = self._at(self._m_totals(c0), rows)
+            part = u[:, None] * (A[:, None] * X[:, i] * X[:, j] - X[:, i] * B[:, j]
+                                 - B[:, i] * X[:, j] + M)
+            if rows is None:
+                part = units.collapse(part)
+            else:
+                summed = np.zeros((m, part.shape[1]))
+                np.add.at(summed, out_of_row, part)      # rows in sorted order, as collapse
+                part = summed
+            out[:, i, j] = part
+            out[:, j, i] = part
+        return out if codes is None else out[inverse]
+
+    def traces(self):
+        """(U,) ``tr(H^{-1} C_g)`` of every unit (module docstring), O(n d^2) without a
+        ``d x d`` matrix per row; ``H`` is ``fit.information``."""
+        data = self.fit.data
+        P = np.linalg.inv(np.asarray(self.fit.information, dtype=np.float64))
+        aP = self.a @ P
+        s = self._at(self._totals((self.q * np.einsum("ki,ki->k", aP, self.a))[:, None]),
+                     None)[:, 0]
+        S = self._at(self._first, None)
+        A, B = S[:, 0], S[:, 1:]
+        XP = data.X @ P
+        per_row = self.u * (A * np.einsum("ni,ni->n", XP, data.X)
+                            - 2.0 * np.einsum("ni,ni->n", XP, B) + s)
+        return self.units.collapse(per_row[:, None])[:, 0]
+
+
+def information_split(fit, units=None):
+    """(U, d, d) per-unit parts ``C_g`` of the information, ``sum_g C_g = H`` (module doc).
+
+    ``units``: a :class:`coxinfluence.data.units.Units` (default: the fit's units, rows or the
+    subjects of ``fit_cox(..., id=)``; clusters: ``resolve_units(fit, groups)``). Units in
+    the influence functions' order (rows: the caller's order). ``H`` is the Hessian of the
+    negative log partial likelihood at ``fit.coef``: ``fit.information`` for an unpenalised
+    fit (a penalised fit's information adds the penalty's Hessian, which belongs to no
+    unit). O(n d^2) time; the d(d+1)/2 entries are summed in chunks of bounded memory.
+    """
+    return InformationSplit(fit, units).of()
