@@ -53,7 +53,7 @@ class FineGrayAudit:
     one unit per subject, labelled by the caller's index (module docstring)."""
 
     #: the targets (``Target.name``) this model's changes can be taken of
-    target_names = ("coef", "hazard_ratio")
+    target_names = ("coef", "hazard_ratio", "cumulative_incidence")
 
     def __init__(self, fit):
         if not isinstance(fit, FineGrayFit):

@@ -49,7 +49,7 @@ from coxinfluence.numerics.rows import matmul_reduce_rows, matmul_rows
 
 __all__ = ["FineGrayData", "build_fine_gray_data", "censoring_survival", "risk_sums",
            "row_weights", "loss_grad_hess", "crr_scores", "per_time", "suffix_sums",
-           "sums_before", "FineGrayLikelihood", "CAUSE",
+           "sums_before", "FineGrayLikelihood", "baseline_jumps", "CAUSE",
            "COMPETING", "CENSORED"]
 
 #: row kinds after choosing the cause (crr's ``fstatus``: 1 the cause, 2 another, 0 censored)
@@ -207,6 +207,33 @@ def risk_sums(data, theta, presence):
     dk = per_time(data, is_fail)[:, data.fail]
     return RiskSums(e=e, shift=shift, G=G, inv=inv, S0=S0[:, data.fail],
                     S1=S1[:, data.fail], dk=dk, xf=matmul_reduce_rows(is_fail.T, X))
+
+
+def baseline_jumps(data, theta, presence):
+    """crr's baseline cumulative subdistribution hazard of the problems ``theta`` (B, d)
+    with ``presence`` (B, n) over the sorted rows: ``(jumps, log_scale, xbar)``.
+
+    crr's ``bfitj`` (its Fortran ``crrfit``, cmprsk 2.2-11; ``predict.crr`` cumulates it)
+    is Breslow's estimate with the censoring weights of the risk sets (module docstring),
+
+        Lambda_10(t) = sum_{t_k <= t} d_k / S0_k(theta),
+
+    ``S0_k`` with ``exp(x_j'theta)`` of the *uncentred* covariates (the baseline is at
+    ``x = 0``). On the centred, shifted scale of :func:`risk_sums` the jump at ``t_k`` is
+    ``jumps[:, k] * exp(-log_scale)``, ``log_scale = shift + X_center'theta`` (a new
+    patient's ``exp(x'theta) Lambda_10`` is formed as ``exp(x'theta - log_scale) sum
+    jumps``, which does not overflow). ``xbar`` (B, K, d): ``S1_k / S0_k``, the
+    weighted risk-set means of the centred covariates (``x - X_center - xbar_k`` is the
+    derivative's factor, :class:`coxinfluence.audit.fine_gray_targets.CumulativeIncidence`).
+    A failure time with no failure left in a problem has jump 0."""
+    theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
+    s = risk_sums(data, theta, presence)
+    live = s.dk > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        S0 = np.where(live, s.S0, 1.0)
+        jumps = np.where(live, s.dk / S0, 0.0)
+        xbar = np.where(live[:, :, None], s.S1 / S0[:, :, None], 0.0)
+    return jumps, s.shift + theta @ data.X_center, xbar
 
 
 def row_weights(data, sums, c):
