@@ -1,6 +1,11 @@
 """Self-contained HTML audit report: one file, PNG figures embedded as base64 data URIs,
 inline CSS, no scripts and no external resources (it opens offline, e.g. attached to an
-e-mail).
+e-mail). Written once against the model seam (:mod:`coxinfluence.influence_functions.seam`):
+the model's words (title, header line, the convergence warning) and its coefficient table
+come from the seam's optional ``report_header()`` and ``summary_table(robust)``
+(:func:`~coxinfluence.influence_functions.seam.model_header`,
+:func:`~coxinfluence.influence_functions.seam.model_summary`), so a Cox, AFT, Fine-Gray or
+autodiff audit is the same report.
 
 Sections: the fit's status in red when it did not converge; "what can be trusted"
 (what was verified by exact refits, the largest VIF error among them, every flag); the
@@ -18,6 +23,8 @@ from datetime import datetime, timezone
 
 import numpy as np
 import pandas as pd
+
+from coxinfluence.influence_functions.seam import model_header, model_summary
 
 _CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;
@@ -98,13 +105,13 @@ def _target_wording(result):
     return f"The changes are {what}, refitted without the {unit}{removal}."
 
 
-def _trust_section(result):
-    """"What can be trusted": the fit's status, what was verified, the flags."""
-    fit = result.fit
+def _trust_section(result, header):
+    """"What can be trusted": the fit's status (``header.diverging`` names the diverging
+    parameters), what was verified, the flags."""
     out = ["<h2>What can be trusted</h2><ul>"]
     approx = result.approx if result.approx is not None else result
     if not result.fit_ok:
-        names = fit.diverging_columns()
+        names = header.diverging
         out.append("<li class='bad'><b>The model did not converge</b>"
                    + (f": the coefficients of {html.escape(', '.join(names))} diverge "
                       "(monotone likelihood)" if names else "")
@@ -192,9 +199,9 @@ def _data_columns(result):
     model and holds the same values as one of the first (the data's own event column
     "cens" beside the fit's "event", or its time column under another name) is left out."""
     frame = result.frame
-    info = [c for c in ("rows", "entry", "exit", "events", "time", "event", "cens")
+    info = [c for c in ("rows", "entry", "exit", "events", "time", "event", "cens", "status")
             if c in frame.columns]
-    covariates = set(map(str, result.fit.columns))
+    covariates = set(map(str, result.model.columns))
     kept = []
     for c in info + [c for c in frame.columns if c not in info]:
         if str(c) in covariates or not any(_same_values(frame[c], frame[k])
@@ -215,26 +222,27 @@ def _wrap(table):
     return "<div style='overflow-x:auto'>" + table + "</div>"
 
 
-def build_report(result, *, reid=None, exact=None, title="Cox model influence audit",
-                 description="", top_k=10) -> str:
+def build_report(result, *, reid=None, exact=None, title=None, description="",
+                 top_k=10) -> str:
     """The report (HTML text) for an :class:`~coxinfluence.audit.run.InfluenceResult`
-    ``result`` (normally ``method="auto"``), with optional Reid and exact results of the
-    same target for the comparisons."""
-    fit = result.fit
+    ``result`` (normally ``method="auto"``) of any model behind the seam, with optional
+    Reid and exact results of the same target for the comparisons. ``title`` defaults to
+    the model's ("Cox model influence audit", "Weibull AFT model influence audit",
+    "Fine-Gray model influence audit")."""
+    header = model_header(result.model)
+    title = header.title if title is None else title
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
              f"<h1>{html.escape(title)}</h1>"]
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    parts.append(f"<p class='meta'>{html.escape(description)} {result.units_text}, "
-                 f"{int(fit.data.event.sum())} events, {fit.ties} ties, log partial likelihood "
-                 f"{fit.loglik:.4f}; generated {stamp} by coxinfluence.</p>")
+    parts.append(f"<p class='meta'>{html.escape(description)} "
+                 f"{html.escape(header.statement)}: {html.escape(result.units_text)}, "
+                 f"{html.escape(header.facts)}; generated {stamp} by coxinfluence.</p>")
     if not result.fit_ok:
-        parts.append("<p class='bad'><b>Warning: the Cox fit did not converge</b> (see "
-                     "&ldquo;What can be trusted&rdquo;).</p>")
-    parts.append(_trust_section(result))
-    summary = (fit.summary(robust=True, groups=result._resolved.groups) if result.robust
-               else fit.summary())
-    parts.append("<h2>Model</h2>" + _table(summary))
+        parts.append(f"<p class='bad'><b>Warning: the {html.escape(header.name)} fit did not "
+                     "converge</b> (see &ldquo;What can be trusted&rdquo;).</p>")
+    parts.append(_trust_section(result, header))
+    parts.append("<h2>Model</h2>" + _table(model_summary(result.model, result.robust)))
     unit = result.unit_name
     approx = result.approx if result.approx is not None else result
     parts.append(f"<h2>Top {top_k} influential {unit}</h2><p>Ranked by the likelihood "

@@ -41,9 +41,11 @@ from coxinfluence.data.rank import (
     units_whose_deletion_breaks_rank,
 )
 from coxinfluence.influence_functions.refits import Refits
+from coxinfluence.influence_functions.seam import ReportHeader
 from coxinfluence.influence_functions.stability import unstable_from_split
-from coxinfluence.likelihood.aft import RIGHT
+from coxinfluence.likelihood.aft import EXACT, INTERVAL, LEFT, RIGHT
 from coxinfluence.models.aft import (
+    DIST_NAMES,
     AFTFit,
     AFTNotConvergedError,
     aft_gradient_tolerance,
@@ -368,3 +370,36 @@ class AFTAudit:
                                                    weights=(data.kind != RIGHT).astype(float),
                                                    minlength=U)},
                             index=self.unit_labels)
+
+    # ------------------------------------------------------------ the report
+    def report_header(self):
+        """The report's and the CLI's words for the model (:class:`~coxinfluence.
+        influence_functions.seam.ReportHeader`): the distribution, the events (exact
+        times; left- and interval-censored rows counted apart), the scale(s) ``sigma``
+        (one per stratum) and the log-likelihood."""
+        fit, kind = self.fit, self.fit.data.kind
+        parts = [f"{int((kind == EXACT).sum())} events"]
+        parts += [f"{int((kind == k).sum())} {what}" for k, what in
+                  ((LEFT, "left-censored"), (INTERVAL, "interval-censored"))
+                  if (kind == k).any()]
+        dist = DIST_NAMES[fit.dist]
+        return ReportHeader(name=f"{dist} AFT",
+                            statement=f"{dist} AFT model (R's survreg, log T = x'beta + "
+                                      "sigma W)",
+                            facts=", ".join(parts) + f", {dist.lower()} distribution, "
+                                  f"{self._scale_text()}, log-likelihood {fit.loglik:.4f}")
+
+    def _scale_text(self):
+        """"scale 0.7124", "scale[1] 0.71, scale[2] 0.85" (a scale per stratum, named as
+        R's ``Log(scale[...])`` parameters), or "scale fixed at 1" (exponential)."""
+        fit = self.fit
+        if fit.data.fixed_scale:
+            return "scale fixed at 1"
+        names = [c[4:-1] if c.startswith("Log(") and c.endswith(")") else c
+                 for c in fit.columns[fit.data.p:]]
+        return ", ".join(f"{name} {value:.4g}" for name, value in zip(names, fit.scale))
+
+    def summary_table(self, robust):
+        """R's ``summary(survreg)`` table (Value, Std. Error, z, p); with ``robust`` the
+        grouped sandwich SE of this audit's units (R's ``robust se``, ``cluster =``)."""
+        return self.fit.summary(robust=bool(robust), groups=self.groups)

@@ -19,6 +19,7 @@ from coxinfluence.influence_functions.information_split import InformationSplit
 from coxinfluence.influence_functions.penalized import penalized_refits, penalized_theta_change
 from coxinfluence.influence_functions.refits import exact_refits, newton_loo
 from coxinfluence.influence_functions.reid import reid_of_units, unit_score_residuals
+from coxinfluence.influence_functions.seam import ReportHeader
 from coxinfluence.influence_functions.stability import (
     third_derivative,
     undefined_units,
@@ -180,3 +181,22 @@ class CoxAudit:
                              "entry": entry, "exit": exit_,
                              "events": np.bincount(code, weights=data.event, minlength=U)},
                             index=units.labels)
+
+    # ------------------------------------------------------------ the report
+    def report_header(self):
+        """The report's and the CLI's words for the model (:class:`~coxinfluence.
+        influence_functions.seam.ReportHeader`): events, ties, the log partial
+        likelihood; the diverging covariates when the fit did not converge."""
+        fit = self.fit
+        diverging = () if fit.converged else tuple(map(str, fit.diverging_columns()))
+        return ReportHeader(name="Cox", statement="Cox model",
+                            facts=f"{int(fit.data.event.sum())} events, {fit.ties} ties, "
+                                  f"log partial likelihood {fit.loglik:.4f}",
+                            diverging=diverging)
+
+    def summary_table(self, robust):
+        """``fit.summary()``: coef, exp(coef), se(coef), z, p; with ``robust`` the grouped
+        sandwich SE of this audit's units (R's ``robust se``)."""
+        if robust:
+            return self.fit.summary(robust=True, groups=self.groups)
+        return self.fit.summary()

@@ -36,6 +36,7 @@ import pandas as pd
 
 from coxinfluence.data.rank import rows_whose_deletion_breaks_rank
 from coxinfluence.influence_functions.refits import Refits
+from coxinfluence.influence_functions.seam import ReportHeader, label_text
 from coxinfluence.influence_functions.stability import unstable_from_split
 from coxinfluence.likelihood.fine_gray import CAUSE, crr_scores, loss_grad_hess
 from coxinfluence.likelihood.fine_gray_deletion import DeletionState, deleted_derivatives
@@ -285,3 +286,35 @@ class FineGrayAudit:
             return train
         extra = frame.drop(columns=[c for c in frame.columns if c in train.columns])
         return pd.concat([train, extra.set_axis(self.unit_labels, axis=0)], axis=1)
+
+    # ------------------------------------------------------------ the report
+    def report_header(self):
+        """The report's and the CLI's words for the model (:class:`~coxinfluence.
+        influence_functions.seam.ReportHeader`): "Fine-Gray model for cause K; competing
+        causes ..." with the failures of each cause present, the censored subjects, the
+        censoring groups (when more than one) and crr's log pseudo-likelihood."""
+        fit = self.fit
+        status = np.asarray(fit.status)
+        codes, counts = np.unique(status[status > 0], return_counts=True)
+        others = [f"{int(c)} ({int(k)} failures)" for c, k in zip(codes, counts)
+                  if c != fit.cause]
+        statement = (f"Fine-Gray model for cause {fit.cause}; "
+                     + (f"competing causes {', '.join(others)}" if others
+                        else "no competing causes (the model is Cox's)"))
+        facts = [f"{fit.n_events} failures of cause {fit.cause}",
+                 f"{fit.n_competing} competing failures",
+                 f"{int((status == 0).sum())} censored"]
+        if len(fit.group_labels) > 1:
+            sizes = np.bincount(fit.data.group, minlength=len(fit.group_labels))
+            facts.append("censoring groups " + ", ".join(
+                f"{label_text(g)} ({int(k)} subjects)"
+                for g, k in zip(fit.group_labels, sizes)))
+        facts.append(f"Breslow ties, log pseudo-likelihood {fit.loglik:.4f}")
+        return ReportHeader(name="Fine-Gray", statement=statement, facts=", ".join(facts))
+
+    def summary_table(self, robust):
+        """crr's table (``fit.summary()``: coef, exp(coef) the subdistribution hazard
+        ratio, se(coef) crr's sandwich, z, p), whatever ``robust``: crr's SE is already the
+        sandwich."""
+        return self.fit.summary()
+

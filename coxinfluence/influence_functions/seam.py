@@ -13,10 +13,13 @@ Conventions (``docs/conventions.md``): the objective is a loss, summed over its 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
+
+from coxinfluence.models.cox import standard_errors, wald_z
 
 #: the first-order methods a model offers besides exact refits
 APPROXIMATIONS = ("vif", "reid", "newton")
@@ -38,7 +41,9 @@ class AuditModel(Protocol):
     converged: bool             # whether ``coef`` is a maximum the refits can return to
     unit_labels: pd.Index       # one label per unit of deletion (rows, subjects, clusters)
     units_are_rows: bool        # each unit is one training row
-    # optional: ``unit_name`` (what the report calls a unit; default "patients")
+    # optional: ``unit_name`` (what the report calls a unit; default "patients");
+    # ``report_header()`` and ``summary_table(robust)`` (the report's and the CLI's
+    # model-specific parts: :func:`model_header`, :func:`model_summary` give the defaults)
 
     def objective(self, thetas) -> np.ndarray:
         """(m,) the full-data objective at each row of ``thetas`` (m, d): the likelihood
@@ -71,3 +76,66 @@ class AuditModel(Protocol):
     def unit_frame(self, frame) -> pd.DataFrame:
         """What ``top(k)`` shows beside each unit, indexed by ``unit_labels``: the
         training frame ``frame`` for rows, a summary of each unit's rows otherwise."""
+
+
+# ------------------------------------------------------------- the report's parts
+
+@dataclass(frozen=True)
+class ReportHeader:
+    """What the HTML report and the CLI say about the fitted model (plain text, not HTML):
+    the optional seam member ``report_header()`` returns one.
+
+    ``name``: the model in a few words ("Cox", "Weibull AFT", "Fine-Gray"), used in "the
+    Cox fit did not converge" and the title "Cox model influence audit"; ``statement``:
+    the model in a sentence ("Cox model", "Fine-Gray model for cause 1; competing causes
+    2 (45 failures)"); ``facts``: what follows the number of units ("299 events, efron
+    ties, log partial likelihood -1234.5678"); ``diverging``: when the fit did not
+    converge, the parameters known to diverge (empty when none is known)."""
+
+    name: str
+    statement: str
+    facts: str
+    diverging: tuple = ()
+
+    @property
+    def title(self) -> str:
+        return f"{self.name} model influence audit"
+
+
+def model_header(model) -> ReportHeader:
+    """``model.report_header()``, or, for a seam without it (an autodiff loss), its
+    ``model_name``, its number of parameters and its objective at ``coef``."""
+    own = getattr(model, "report_header", None)
+    if own is not None:
+        return own()
+    value = float(np.asarray(model.objective(np.asarray(model.coef)[None, :]))[0])
+    return ReportHeader(name=str(model.model_name), statement=str(model.model_name),
+                        facts=f"{len(model.columns)} parameters, objective (loss) "
+                              f"{value:.4f} at the fit")
+
+
+def model_summary(model, robust: bool) -> pd.DataFrame:
+    """``model.summary_table(robust)`` (the model's own coefficient table, with the robust
+    SE when ``robust``), or the Wald table of ``coef`` and ``covariance(robust)``: coef,
+    se(coef), z, p."""
+    own = getattr(model, "summary_table", None)
+    if own is not None:
+        return own(robust)
+    from scipy import stats
+    coef = np.asarray(model.coef, dtype=np.float64)
+    se = standard_errors(np.diag(model.covariance(robust)))
+    z = wald_z(coef, se)
+    return pd.DataFrame({"coef": coef, "robust se" if robust else "se(coef)": se, "z": z,
+                         "p": 2 * stats.norm.sf(np.abs(z))}, index=list(model.columns))
+
+
+def label_text(value) -> str:
+    """A label (a stratum, a censoring group, a cause) as text: integer-valued numbers
+    without a decimal point (a 0/1 column read as floats is "0", "1", not "0.0", "1.0")."""
+    import numbers
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) \
+            and float(value).is_integer():
+        return str(int(value))
+    return str(value)
