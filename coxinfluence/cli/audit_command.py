@@ -1,0 +1,302 @@
+"""``coxinfluence audit``: fit a model to a CSV file, audit every patient's influence
+(``ci.influence``: by default the VIF, verified by exact refits where the audit is read),
+print a summary and write one self-contained HTML report (:mod:`coxinfluence.report`).
+
+The model: Cox (the default, ``ci.fit_cox``); a parametric AFT model with ``--model
+weibull|exponential|lognormal|loglogistic`` (``ci.fit_aft``, R's ``survreg``); the
+Fine-Gray model for one cause with ``--status S --cause K [--cengroup COL]``
+(``ci.fit_fine_gray``, R's ``cmprsk::crr``). Options that do not apply to the model chosen
+(``--model weibull --cause 1``, ``--ties efron`` or ``--weights`` for Fine-Gray, ``--ties``
+for an AFT model) are refused with a one-line error naming them (exit status 2). What is
+said about the model (report and summary) comes from the model's seam, never from here.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+from coxinfluence.cli.audit_inputs import (
+    audit_target,
+    per_stratum,
+    read_audit_csv,
+    read_newdata,
+)
+from coxinfluence.cli.registry import Subcommand, add_progress_argument, register, show_progress
+from coxinfluence.influence_functions.seam import model_header
+
+#: the parametric AFT models of --model (ci.fit_aft's dist)
+AFT_MODELS = ("weibull", "exponential", "lognormal", "loglogistic")
+#: --model's choices; Cox is the default
+MODELS = ("cox",) + AFT_MODELS
+
+
+def _audit_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("data", nargs="?", type=Path, help="CSV file, one row per patient")
+    p.add_argument("--demo", action="store_true",
+                   help="audit lifelines' bundled GBSG2 data (embedded, no download)")
+    p.add_argument("--model", choices=MODELS, default=None,
+                   help="cox (default) or a parametric AFT model as R's survreg: weibull, "
+                        "exponential, lognormal, loglogistic (--status with --cause fits a "
+                        "Fine-Gray model instead)")
+    p.add_argument("--start", default=None,
+                   help="entry-time column: each row is at risk on (start, time] (R's "
+                        "Surv(start, stop, event)); Cox: delayed entry, time-varying "
+                        "covariates; AFT: delayed entry (left truncation)")
+    p.add_argument("--time", help="follow-up (stop) time column")
+    p.add_argument("--event", help="event indicator column (1 = event, 0 = censored)")
+    fg = p.add_argument_group("competing risks (Fine-Gray, as R's cmprsk::crr)")
+    fg.add_argument("--status", default=None,
+                    help="status column: 0 = censored, 1, 2, ... the cause of failure "
+                         "(with --cause, instead of --event)")
+    fg.add_argument("--cause", type=int, default=None,
+                    help="the cause K modelled (crr's failcode): fits the Fine-Gray "
+                         "subdistribution hazard model; the other causes compete")
+    fg.add_argument("--cengroup", default=None,
+                    help="censoring-group column: a censoring Kaplan-Meier per group (crr's "
+                         "cengroup)")
+    p.add_argument("--strata", nargs="+", default=None,
+                   help="stratum column(s) (Cox: a baseline hazard per stratum; AFT: a scale "
+                        "per stratum)")
+    p.add_argument("--weights", default=None, help="case-weight column")
+    p.add_argument("--id", default=None,
+                   help="patient id column: patients are labelled by its values (default, "
+                        "without --id: by their data row number in the CSV, counted from 1 "
+                        "= the first row below the header); Cox with --start or --subjects: "
+                        "repeated ids are one patient's rows and the audit is per patient")
+    p.add_argument("--subjects", action="store_true",
+                   help="rows sharing an --id are one patient (implied by --start; Cox only)")
+    p.add_argument("--cluster", default=None,
+                   help="cluster column (a hospital, a family): the audit deletes whole "
+                        "clusters and the model's SE are robust (grouped sandwich); Cox and "
+                        "AFT")
+    p.add_argument("--covariates", nargs="+", default=None,
+                   help="covariate columns (default: every other column)")
+    p.add_argument("--ties", choices=["efron", "breslow"], default=None,
+                   help="Cox: efron (default) or breslow; Fine-Gray: breslow only (crr's)")
+    p.add_argument("--target", default="coef",
+                   help="coef (default); hr (hazard ratios: Cox, Fine-Gray); tr (time "
+                        "ratios: AFT); Cox only: lp, rr, or survival:T1,T2,... for the "
+                        "patients of --newdata, else for the average patient (covariate "
+                        "means; survival once per stratum in a stratified model)")
+    p.add_argument("--newdata", type=Path, default=None,
+                   help="CSV of new patients for the lp / rr / survival targets: the "
+                        "covariate columns (and the --strata columns for survival), rows "
+                        "labelled by the --id column when present")
+    p.add_argument("--method", choices=["auto", "vif", "reid", "newton", "exact"],
+                   default="auto",
+                   help="auto (default): VIF for every patient and exact refits for the top "
+                        "ones (until the top 10 cannot change) and every flagged one; or one "
+                        "method throughout")
+    p.add_argument("--exact", action="store_true",
+                   help="also refit without each patient (exact leave-one-out)")
+    p.add_argument("--exact-max-n", type=int, default=1000,
+                   help="without --exact, still refit when n is at most this (default 1000)")
+    p.add_argument("--top", type=int, default=10, help="patients in the top table (default 10)")
+    p.add_argument("--out", type=Path, default=Path("influence_report.html"),
+                   help="HTML report path (default influence_report.html)")
+    add_progress_argument(p)
+
+
+# ------------------------------------------------------------------- the model
+
+def model_family(args) -> str:
+    """"cox", "aft" or "fine_gray" from the options (``--status`` with ``--cause``:
+    Fine-Gray; ``--model`` an AFT distribution: AFT; else Cox); a ValueError naming the
+    options that do not go together."""
+    if args.cause is not None or args.status is not None or args.cengroup is not None:
+        _check_fine_gray(args)
+        return "fine_gray"
+    if args.model in AFT_MODELS:
+        _refuse(args, f"a {args.model} AFT model",
+                ties="--ties (the AFT likelihood has no ties)",
+                subjects="--subjects (an AFT audit is per row or per --cluster)",
+                newdata="--newdata (an AFT model's targets are coef and tr)")
+        return "aft"
+    return "cox"
+
+
+def _check_fine_gray(args):
+    given = ("--cause" if args.cause is not None else
+             "--status" if args.status is not None else "--cengroup")
+    if args.model is not None:
+        raise ValueError(f"--model {args.model} and {given} conflict: --status with --cause "
+                         "fits a Fine-Gray model; give one model")
+    if args.status is None or args.cause is None:
+        raise ValueError(f"{given} needs both --status S and --cause K (they fit a "
+                         "Fine-Gray model for cause K)")
+    if args.demo:
+        raise ValueError("--demo (GBSG2) has no competing causes; give a DATA.csv file "
+                         "with --status and --cause")
+    _refuse(args, f"a Fine-Gray model (--cause {args.cause})",
+            event="--event (a Fine-Gray model reads --status: 0 censored, 1, 2, ... the "
+                  "causes)",
+            weights="--weights (not supported yet; crr has none)",
+            strata="--strata (not supported yet)",
+            start="--start (not supported: one row per subject)",
+            subjects="--subjects (one row per subject)",
+            cluster="--cluster (the subjects are the units: crr's sandwich SE)",
+            newdata="--newdata (a Fine-Gray model's targets are coef and hr)")
+    if args.ties == "efron":
+        raise ValueError("--ties efron is not supported for a Fine-Gray model: its ties are "
+                         "crr's (breslow)")
+
+
+def _refuse(args, model, **options):
+    """A ValueError naming the first of ``options`` (option attribute -> its words) that
+    is given, for ``model``."""
+    for name, words in options.items():
+        if getattr(args, name) not in (None, False):
+            raise ValueError(f"{words} does not apply to {model}")
+
+
+def _fit(family, args, data):
+    """The fitted model of ``family`` on ``data``; convergence warnings go to stderr (the
+    report shows a fit that did not converge at its top, in red)."""
+    import coxinfluence as ci
+    from coxinfluence.models.fine_gray import FineGrayConvergenceWarning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ci.ConvergenceWarning)
+        warnings.simplefilter("always", FineGrayConvergenceWarning)
+        if family == "fine_gray":
+            fit = ci.fit_fine_gray(data.X, data.time, data.outcome, cause=args.cause,
+                                   cengroup=data.cengroup)
+        elif family == "aft":
+            fit = ci.fit_aft(data.X, data.time, data.outcome, args.model, entry=data.start,
+                             weights=data.weights, strata=data.strata)
+        else:
+            fit = ci.fit_cox(data.X, data.time, data.outcome, start=data.start, id=data.ids,
+                             strata=data.strata, weights=data.weights,
+                             ties=args.ties or "efron")
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    return fit
+
+
+def _demo_data():
+    from coxinfluence.cli.audit_inputs import AuditData
+    from coxinfluence.demo import gbsg2_design
+    X, time, event = gbsg2_design()
+    frame = X.assign(time=time.to_numpy(), event=event.to_numpy())
+    return AuditData(frame=frame, X=X, time=time, outcome=event)
+
+
+# ------------------------------------------------------------------- the audit
+
+def _audit_run(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
+    import coxinfluence as ci
+    from coxinfluence.models.fine_gray import FineGrayConvergenceWarning
+    from coxinfluence.report import write_report
+
+    if args.top < 1:
+        raise ValueError(f"--top must be >= 1; got {args.top}")
+    family = model_family(args)
+    data, description = _read(args, family)
+    newdata = None
+    if args.newdata is not None:
+        newdata = read_newdata(args.newdata, list(data.X.columns),
+                               None if args.demo else args.strata, args.id)
+    target = audit_target(args.target, data.X, newdata)
+    show = show_progress(args.progress)
+    steps = tqdm(total=4, desc="audit", unit="step", disable=not show)
+    steps.set_postfix_str("fitting")
+    fit = _fit(family, args, data)
+    steps.update()
+    if family == "cox" and newdata is None:
+        target = per_stratum(target, fit)
+    steps.set_postfix_str(args.method)
+    # R: cluster= makes the SE robust; a Fine-Gray model's units and SE are crr's
+    robust = True if data.clusters is not None else None
+    common = dict(target=target, groups=data.clusters, robust=robust)
+    with warnings.catch_warnings():
+        # the report shows a fit that did not converge at its top, in red
+        warnings.simplefilter("ignore", ci.ConvergenceWarning)
+        warnings.simplefilter("ignore", FineGrayConvergenceWarning)
+        res = ci.influence(fit, data.frame, method=args.method, progress=show, **common)
+        steps.update()
+        steps.set_postfix_str("Reid")
+        reid_res = (res if args.method == "reid"
+                    else ci.influence(fit, data.frame, method="reid", **common))
+    steps.update()
+    exact_res = None
+    if res.fit_ok and (args.exact or len(res.loo_change) <= args.exact_max_n):
+        steps.set_postfix_str("exact refits")
+        exact_res = res.exact(progress=show)
+    steps.update()
+    steps.close()
+    out = Path(args.out)
+    if out.parent and not out.parent.exists():
+        raise ValueError(f"output folder does not exist: {out.parent}")
+    write_report(out, res, reid=reid_res, exact=exact_res, description=description,
+                 top_k=args.top)
+    print_summary(res, reid_res, exact_res, target)
+    print(f"wrote {out}")
+    return 0
+
+
+def _read(args, family):
+    """(the data, the report's description of it)."""
+    if args.demo:
+        if args.data is not None:
+            raise ValueError("give either DATA.csv or --demo, not both")
+        return _demo_data(), "lifelines' bundled GBSG2 breast-cancer data (demo)."
+    if args.data is None:
+        raise ValueError("give a DATA.csv file or --demo")
+    subjects = family == "cox" and bool(args.id) and (args.subjects or args.start is not None)
+    data = read_audit_csv(args, outcome="status" if family == "fine_gray" else "event",
+                          subjects=subjects)
+    return data, f"Data: {args.data.name}."
+
+
+def print_summary(res, reid_res, exact_res, target):
+    """The audit's summary on stdout: the model (its seam's words), the top units (exact
+    displacement marked with *), what was verified, the flags, and the approximation's
+    agreement."""
+    header = model_header(res.model)
+    top = res.top(min(5, len(res.loo_change)))
+    print(f"{header.statement}: {res.units_text}, {header.facts}; target {target.name}")
+    if not res.fit_ok:
+        print(f"WARNING: the {header.name} fit did not converge; the numbers below are not "
+              "meaningful")
+    approx = res.approx if res.approx is not None else res
+    kind = ("* = exact refit" if res.refits is not None
+            else f"{approx.method.upper()} quadratic-form estimate")
+    print(f"Most influential {res.unit_name} (likelihood displacement, {kind}): "
+          + ", ".join(f"{i} ({v:.4g}{'*' if ok else ''})" for i, v, ok in
+                      zip(top.index, top["likelihood_displacement"], top["verified"])))
+    if res.verification is not None:
+        print(res.verification.describe(res.unit_name))
+        err = res.largest_error()
+        if err is not None:
+            print(f"Largest VIF error among the verified: {err[0]} "
+                  f"(displacement {err[1]:.4g} by VIF, {err[2]:.4g} exact)")
+    counts = res.flags.sum()
+    if counts.any():
+        print("Flagged: " + ", ".join(f"{int(v)} {k}" for k, v in counts.items() if v))
+    if reid_res is not approx:
+        print(f"{approx.method.upper()} vs Reid: mean correlation "
+              f"{approx.correlation(reid_res).mean():.6f}")
+    if exact_res is not None and exact_res is not approx:
+        print(f"{approx.method.upper()} vs exact leave-one-out: mean correlation "
+              f"{approx.correlation(exact_res).mean():.6f}")
+
+
+register(Subcommand(
+    "audit",
+    "audit a survival model's influential patients: Cox, AFT or Fine-Gray (HTML report)",
+    add_arguments=_audit_arguments, run=_audit_run,
+    description="Fit a model to DATA.csv (or --demo: lifelines' bundled GBSG2): Cox (default), "
+                "a parametric AFT model (--model weibull, exponential, lognormal, "
+                "loglogistic; as R's survreg) or the Fine-Gray model for one cause (--status S "
+                "--cause K [--cengroup COL]; as R's cmprsk::crr). Compute every patient's "
+                "leave-one-out influence (by default VIF, verified by exact refits where the "
+                "audit is read), Reid's IF and (with --exact or for small n) exact refits of "
+                "every patient, and write one self-contained HTML report. "
+                "Patient labels (report and printed summary): the --id column's values; "
+                "without --id, the data row number in the CSV counted from 1 (the first row "
+                "below the header is 1); with --cluster, the cluster column's values; with "
+                "--demo, GBSG2's row position counted from 0 (0 to 685, as python -m "
+                "coxinfluence.demo prints them)."))
