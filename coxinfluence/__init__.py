@@ -9,6 +9,7 @@ Conventions (docs/conventions.md): ``reid_influence`` and ``vif`` are on the pap
 approximating ``n (theta_hat - theta_hat_{-i})``; the leave-one-out change is
 ``theta_hat_{-i} - theta_hat``; R's ``resid(fit, "dfbeta") = IF_n / n``.
 """
+from coxinfluence.audit.aft_targets import AFTSurvival, SurvivalQuantile
 from coxinfluence.audit.fine_gray_targets import CumulativeIncidence
 from coxinfluence.audit.result import InfluenceResult
 from coxinfluence.audit.run import influence
@@ -41,5 +42,5 @@ __all__ = [
     "fit_fine_gray", "FineGrayFit",
     "reid_influence", "score_residuals", "vif", "exact_loo", "newton_loo",
     "influence", "InfluenceResult", "targets", "datasets", "metrics",
-    "CumulativeIncidence",
+    "CumulativeIncidence", "AFTSurvival", "SurvivalQuantile",
 ]

@@ -68,7 +68,7 @@ class AFTAudit:
     it (module docstring)."""
 
     #: the targets (``Target.name``) this model's changes can be taken of
-    target_names = ("coef", "time_ratio")
+    target_names = ("coef", "time_ratio", "aft_survival", "survival_quantile")
 
     def __init__(self, fit, groups=None):
         if not isinstance(fit, AFTFit):

@@ -1,0 +1,186 @@
+"""Targets of new patients under a parametric AFT fit (``ci.fit_aft``, R's ``survreg``):
+the survival probability ``S(t | x)`` and the quantiles of the survival time.
+
+The model is ``log T = x'beta + sigma W`` (:mod:`coxinfluence.likelihood.aft`), ``x`` with
+the intercept, ``sigma = exp(s_k)`` the scale of the patient's stratum k (1 for the
+exponential). With ``F0``, ``S0 = 1 - F0`` and ``f0`` the distribution, survival and
+density functions of ``W`` (standard minimum extreme value for the Weibull and
+exponential, normal for the log-normal, logistic for the log-logistic):
+
+    S(t | x)  = S0(z),   z = (log t - x'beta) / sigma
+                (R: ``1 - psurvreg(t, x'beta, sigma, dist)``)
+    Q_p(x)    = exp(x'beta + sigma w_p),   F0(w_p) = p
+                (R: ``qsurvreg(p, x'beta, sigma, dist)``, ``predict(fit, newdata,
+                type = "quantile", p = p)``; ``p = 0.5`` the median survival time)
+
+with ``w_p = log(-log(1 - p))`` (extreme value), ``Phi^{-1}(p)`` (normal), ``log(p / (1 -
+p))`` (logistic), R's ``survreg.distributions[[.]]$quantile``. Their derivatives in the
+parameters (``s = log sigma`` of the patient's stratum; none for the exponential):
+
+    dS/dbeta = f0(z) x / sigma,     dS/ds = f0(z) z,
+    dQ/dbeta = Q x,                 dQ/ds = Q sigma w_p.
+
+Both are functions of the parameters alone (the model is fully parametric: no baseline
+estimated from the data besides ``theta``), so a deleted unit changes them only through
+``theta``: the exact change is ``g(theta_{-g}) - g(theta_hat)`` and a first-order method's
+is ``J (theta_{-g} - theta_hat)``; there is no data effect.
+
+A stratified fit (one scale per stratum) needs each new patient's stratum
+(``strata=``: one label for all, or one per patient; labels as in the training data).
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logit, ndtri
+
+from coxinfluence.audit.new_patients import covariate_view, positive_times
+from coxinfluence.audit.targets import Target, _new_patients, _stratum_codes
+from coxinfluence.likelihood.aft import DISTRIBUTIONS
+
+__all__ = ["AFTSurvival", "SurvivalQuantile", "standard_quantile"]
+
+
+def standard_quantile(dist, p):
+    """``w_p`` with ``F0(w_p) = p`` for the ``W`` of ``dist`` (R's
+    ``survreg.distributions[[.]]$quantile``; module docstring)."""
+    p = np.asarray(p, dtype=np.float64)
+    family = DISTRIBUTIONS[dist]
+    if family == "extreme":
+        return np.log(-np.log1p(-p))
+    if family == "gaussian":
+        return ndtri(p)
+    return logit(p)
+
+
+def _stratum_labels(fit):
+    """The fit's stratum labels in code order (None without strata), from the labels of
+    its rows."""
+    labels = fit.raw.get("strata")
+    if labels is None:
+        return None
+    codes = fit.data.strata
+    first = [int(np.flatnonzero(codes == k)[0]) for k in range(fit.data.n_strata)]
+    out = tuple(np.asarray(labels, dtype=object)[first])
+    return tuple(v.item() if isinstance(v, np.generic) else v for v in out)
+
+
+class _AFTNewPatients(Target):
+    """New patients ``X_new`` (rows; a DataFrame with the fit's covariate columns, or an
+    array in their order) of an AFT fit, with their strata."""
+
+    def __init__(self, X_new, strata=None):
+        self.X_new = X_new
+        self.strata = strata
+
+    def _X(self, fit):
+        return _new_patients(self.X_new, covariate_view(fit.covariates), self.transform)
+
+    def _design(self, fit):
+        """(P, p) the new patients' design with the intercept, (P,) their stratum codes
+        and their labels."""
+        X, labels = self._X(fit)
+        codes = _stratum_codes(covariate_view(fit.covariates, _stratum_labels(fit)),
+                               self.strata, X.shape[0])
+        return np.column_stack([np.ones(X.shape[0]), X]), codes, labels
+
+    def refit_values(self, fit, theta_loo, units=None):
+        """(U, m) the target at each unit's refitted parameters (no data effect: module
+        docstring); NaN where the refit is."""
+        theta = np.atleast_2d(np.asarray(theta_loo, dtype=np.float64))
+        ok = np.isfinite(theta).all(axis=1)
+        out = np.full((theta.shape[0], len(self.columns(fit))), np.nan)
+        if ok.any():
+            out[ok] = self.value(fit, theta[ok])
+        return out
+
+    @staticmethod
+    def _location_scale(fit, theta, design, codes):
+        """(B, P) ``x'beta`` and ``log sigma`` of each patient at each row of ``theta``."""
+        theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
+        p = fit.data.p
+        lp = theta[:, :p] @ design.T
+        if fit.data.fixed_scale:
+            return lp, np.zeros_like(lp)
+        return lp, theta[:, p:][:, codes]
+
+    @staticmethod
+    def _scale_jacobian(fit, codes, factor):
+        """(P, k, d) ``J`` of the scales: ``factor`` (P, k) in the column of each patient's
+        ``log sigma`` (none for the exponential)."""
+        P, k = factor.shape
+        J = np.zeros((P, k, len(fit.coef)))
+        if not fit.data.fixed_scale:
+            J[np.arange(P), :, fit.data.p + codes] = factor
+        return J
+
+
+class AFTSurvival(_AFTNewPatients):
+    """``S(t | x) = S0((log t - x'beta) / sigma)`` of new patients at ``times`` (> 0) under
+    an AFT fit: R's ``1 - psurvreg(t, predict(fit, newdata, type = "lp"), fit$scale,
+    dist)``. One column per (patient, time), ``S(t|label)``. ``strata``: the patients'
+    strata for a stratified fit (module docstring)."""
+
+    name = "aft_survival"
+
+    def __init__(self, X_new, times, strata=None):
+        super().__init__(X_new, strata)
+        self.times = positive_times(times)
+
+    def columns(self, fit):
+        return [f"S({t:g}|{lab})" for lab in self._X(fit)[1] for t in self.times]
+
+    def _z(self, fit, theta):
+        design, codes, _ = self._design(fit)
+        lp, s = self._location_scale(fit, theta, design, codes)
+        z = (np.log(self.times)[None, None, :] - lp[:, :, None]) * np.exp(-s)[:, :, None]
+        return z, design, codes, s
+
+    def value(self, fit, theta):
+        z = self._z(fit, theta)[0]
+        return np.exp(fit.likelihood.family.log_S(z)).reshape(z.shape[0], -1)
+
+    def jacobian(self, fit):
+        z, design, codes, s = self._z(fit, fit.coef)
+        z, s = z[0], s[0]                                            # (P, T), (P,)
+        f = np.exp(fit.likelihood.family.log_f(z))                  # f0(z)
+        J = self._scale_jacobian(fit, codes, f * z)
+        J[:, :, :fit.data.p] = (f * np.exp(-s)[:, None])[:, :, None] * design[:, None, :]
+        return J.reshape(-1, len(fit.coef))
+
+
+class SurvivalQuantile(_AFTNewPatients):
+    """The ``p``-quantiles ``Q_p(x) = exp(x'beta + sigma w_p)`` of new patients' survival
+    times under an AFT fit (``p = 0.5``, the default: the median survival time): R's
+    ``predict(fit, newdata, type = "quantile", p = p)``. ``p`` one probability or several
+    in (0, 1): one column per (patient, p), ``Q(p|label)``. ``strata`` as
+    :class:`AFTSurvival`."""
+
+    name = "survival_quantile"
+
+    def __init__(self, X_new, p=0.5, strata=None):
+        super().__init__(X_new, strata)
+        q = np.array(p, dtype=np.float64, ndmin=1)
+        if q.ndim != 1 or q.size == 0 or not ((q > 0) & (q < 1)).all():
+            raise ValueError(f"p must be probabilities strictly between 0 and 1; got {p!r}")
+        self.p = q
+
+    def columns(self, fit):
+        return [f"Q({q:g}|{lab})" for lab in self._X(fit)[1] for q in self.p]
+
+    def _quantiles(self, fit, theta):
+        design, codes, _ = self._design(fit)
+        lp, s = self._location_scale(fit, theta, design, codes)
+        w = standard_quantile(fit.dist, self.p)
+        Q = np.exp(lp[:, :, None] + np.exp(s)[:, :, None] * w[None, None, :])
+        return Q, design, codes, s, w
+
+    def value(self, fit, theta):
+        Q = self._quantiles(fit, theta)[0]
+        return Q.reshape(Q.shape[0], -1)
+
+    def jacobian(self, fit):
+        Q, design, codes, s, w = self._quantiles(fit, fit.coef)
+        Q, s = Q[0], s[0]                                            # (P, k), (P,)
+        J = self._scale_jacobian(fit, codes, Q * np.exp(s)[:, None] * w[None, :])
+        J[:, :, :fit.data.p] = Q[:, :, None] * design[:, None, :]
+        return J.reshape(-1, len(fit.coef))
