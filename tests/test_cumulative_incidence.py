@@ -24,6 +24,7 @@ from test_fine_gray import case_inputs, fit_case, load, reference
 
 import coxinfluence as ci
 from coxinfluence.influence_functions.fine_gray_audit import FineGrayAudit
+from coxinfluence.likelihood.fine_gray_deletion import DeletionState
 
 HERE = Path(__file__).parent
 SCRIPT = HERE / "r" / "cumulative_incidence_reference.R"
@@ -134,17 +135,22 @@ def test_exact_changes_equal_refits_without_each_subject(sim_case):
     assert np.abs(brute).max() > 1e-3                        # the changes are not all 0
 
 
-def test_data_effect_is_the_baseline_without_the_subject(sim_case):
-    """The data effect at ``theta_hat`` against the target of a fit on the data without the
-    subject (a fresh FineGrayData: its own risk sets and Kaplan-Meier), read at
-    ``theta_hat``."""
-    fit, target, _, _ = sim_case
+@pytest.mark.parametrize("case", ["sim_cengroup", "simc"])
+def test_data_effect_is_the_baseline_without_the_subject(case):
+    """The closed-form data effect at ``theta_hat`` against the target of a fit on the data
+    without each subject (a fresh FineGrayData: its own risk sets and Kaplan-Meier), read
+    at ``theta_hat``; the subjects alone and last in their censoring group (deleted
+    literally) included."""
+    fit = case_fit(case)
+    target = ci.CumulativeIncidence(new_patients(REF, case, fit),
+                                    reference(REF, case, "times")[0][1:])
+    assert DeletionState(fit.data, fit.coef, hessian=False).special.any()
     effect = target.data_effect(fit)
     base = target.value(fit, fit.coef[None, :])[0]
-    for i in [0, 7, 50, int(np.argmax(fit.data.to_caller_order(fit.data.time)))]:
-        f = case_fit("sim_cengroup", drop=i)
-        want = target.value(f, fit.coef[None, :])[0] - base
-        assert np.abs(effect[i] - want).max() < 1e-12
+    want = np.array([target.value(f, fit.coef[None, :])[0] - base
+                     for f in (case_fit(case, drop=i) for i in range(fit.n))])
+    assert np.abs(effect - want).max() < 1e-12
+    assert np.abs(want).max() > 1e-3
 
 
 def test_jacobian_is_the_derivative(sim_case):

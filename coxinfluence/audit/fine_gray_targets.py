@@ -20,12 +20,13 @@ target in two ways:
 
 ``xbar_k = S1_k / S0_k`` the weighted risk-set mean. The data effect is the exact change
 of ``Lambda_10`` at ``theta_hat`` with the subject deleted and its censoring group's
-Kaplan-Meier re-estimated (a finite difference by literal deletion, batched: O(n d) per
-subject, O(n^2 d) in all), as the Cox ``Survival`` target's; a first-order version would
-need the derivative of every weight ``G(t_k-)/G(T_j-)`` in the deleted subject, and the
-literal deletion is exact by definition and affordable at the sizes the exact refits are.
-The exact change (:meth:`CumulativeIncidence.refit_values`) recomputes both: the refitted
-``theta_{-i}`` and the baseline without the subject.
+Kaplan-Meier re-estimated, not a first-order version: the deleted risk-set sums are known
+in closed form (:func:`coxinfluence.likelihood.fine_gray_deletion.deleted_baseline_jumps`,
+the sums the VIF's deleted gradients use), O(K) per subject (K failure times), so the
+exact change costs no more than a linearisation would, and it is what the definition
+asks (as the Cox ``Survival`` target's data effect, by deletion at ``theta_hat``). The
+exact change (:meth:`CumulativeIncidence.refit_values`) recomputes both, by literal
+deletion: the refitted ``theta_{-i}`` and the baseline without the subject.
 """
 from __future__ import annotations
 
@@ -34,11 +35,14 @@ import numpy as np
 from coxinfluence.audit.new_patients import covariate_view, positive_times
 from coxinfluence.audit.targets import Target, _new_patients
 from coxinfluence.likelihood.fine_gray import baseline_jumps
+from coxinfluence.likelihood.fine_gray_deletion import DeletionState, deleted_baseline_jumps
 
 __all__ = ["CumulativeIncidence"]
 
-#: subjects deleted per batch in the data effect and the refitted values
+#: subjects deleted per batch of the refitted values (literal deletion)
 _BATCH = 128
+#: floats per block of (subjects x failure times) in the data effect
+_BLOCK_FLOATS = 4_000_000
 
 
 class CumulativeIncidence(Target):
@@ -96,37 +100,46 @@ class CumulativeIncidence(Target):
         dH = np.exp(lin[0])[:, None, None] * inner
         return (np.exp(-H[0])[:, :, None] * dH).reshape(-1, fit.data.d)
 
-    def _without_each(self, fit, thetas, units):
-        """(n, m) ``F`` at ``thetas`` (n, d), row i of ``thetas`` with subject i (caller's
-        order) deleted and the censoring Kaplan-Meier re-estimated without it."""
-        if units is not None:
-            raise ValueError("a Fine-Gray fit's units are its subjects; units= is not "
-                             "supported")
-        data = fit.data
-        n = data.n
-        sorted_row = np.argsort(data.order)                           # caller -> sorted
-        th = np.asarray(thetas, dtype=np.float64)
-        ok = np.isfinite(th).all(axis=1)
-        th = np.where(ok[:, None], th, fit.coef[None, :])
-        out = np.empty((n, len(self.columns(fit))))
-        for start in range(0, n, _BATCH):
-            codes = np.arange(start, min(start + _BATCH, n))
-            P = np.ones((codes.size, n))
-            P[np.arange(codes.size), sorted_row[codes]] = 0.0
-            out[codes] = self._cif(fit, th[codes], P)
-        out[~ok] = np.nan
-        return out
-
     def data_effect(self, fit, units=None):
         """(n, m) ``F(t|x; theta_hat, D_{-i}) - F(t|x; theta_hat, D)`` per subject (caller's
-        order): the baseline recomputed without subject i, its censoring group's
-        Kaplan-Meier re-estimated (module docstring)."""
-        full = self.value(fit, fit.coef[None, :])[0]
-        thetas = np.repeat(fit.coef[None, :], fit.data.n, axis=0)
-        return self._without_each(fit, thetas, units) - full
+        order): the baseline without subject i, its censoring group's Kaplan-Meier
+        re-estimated (module docstring), in closed form
+        (:func:`coxinfluence.likelihood.fine_gray_deletion.deleted_baseline_jumps`)."""
+        _no_units(units)
+        data = fit.data
+        X = self._X(fit)[0]
+        jumps, log_scale, _ = baseline_jumps(data, fit.coef[None, :], np.ones((1, data.n)))
+        risk = np.exp(X @ fit.coef - log_scale[0])                      # (P,)
+        mask = self._mask(fit)                                          # (T, K)
+        full = -np.expm1(-risk[:, None] * (mask @ jumps[0])[None, :]).reshape(-1)
+        state = DeletionState(data, fit.coef, hessian=False)
+        out = np.empty((data.n, full.size))
+        step = max(1, _BLOCK_FLOATS // max(data.fail.size, full.size, 1))
+        for start in range(0, data.n, step):
+            rows = np.arange(start, min(start + step, data.n))
+            cum = deleted_baseline_jumps(state, rows) @ mask.T          # (m, T)
+            H = risk[None, :, None] * cum[:, None, :]
+            out[rows] = -np.expm1(-H).reshape(rows.size, -1) - full
+        return data.to_caller_order(out)
 
     def refit_values(self, fit, theta_loo, units=None):
         """(n, m) ``F(t|x; theta_{-i}, D_{-i})``: the refitted coefficients with the baseline
-        and the censoring Kaplan-Meier recomputed without subject i (NaN where the refit
-        is)."""
-        return self._without_each(fit, theta_loo, units)
+        and the censoring Kaplan-Meier recomputed without subject i, by literal deletion
+        (batched); NaN where the refit is (those subjects are not evaluated)."""
+        _no_units(units)
+        data = fit.data
+        theta = np.asarray(theta_loo, dtype=np.float64)
+        ok = np.flatnonzero(np.isfinite(theta).all(axis=1))
+        sorted_row = np.argsort(data.order)                             # caller -> sorted
+        out = np.full((data.n, len(self.columns(fit))), np.nan)
+        for start in range(0, ok.size, _BATCH):
+            codes = ok[start:start + _BATCH]
+            P = np.ones((codes.size, data.n))
+            P[np.arange(codes.size), sorted_row[codes]] = 0.0
+            out[codes] = self._cif(fit, theta[codes], P)
+        return out
+
+
+def _no_units(units):
+    if units is not None:
+        raise ValueError("a Fine-Gray fit's units are its subjects; units= is not supported")

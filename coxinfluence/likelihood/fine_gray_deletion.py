@@ -42,6 +42,7 @@ from coxinfluence.likelihood.fine_gray import (
     CAUSE,
     CENSORED,
     COMPETING,
+    baseline_jumps,
     censoring_survival,
     loss_grad_hess,
     per_time,
@@ -52,7 +53,7 @@ from coxinfluence.likelihood.fine_gray import (
 from coxinfluence.numerics.rows import matmul_rows
 from coxinfluence.numerics.threads import for_row_blocks, n_threads
 
-__all__ = ["DeletionState", "deleted_derivatives"]
+__all__ = ["DeletionState", "deleted_derivatives", "deleted_baseline_jumps"]
 
 #: floats per block of (subjects x failure times x d) arrays
 _BLOCK_FLOATS = 4_000_000
@@ -286,3 +287,39 @@ def deleted_derivatives(state, rows=None):
         if hess is not None:
             hess[pos] = h
     return grad, hess
+
+
+def deleted_baseline_jumps(state, rows=None):
+    """(m, K) the jumps ``d_k / S0_k`` of crr's baseline (:func:`coxinfluence.likelihood.
+    fine_gray.baseline_jumps`) at ``state.theta`` with each sorted row of ``rows`` (default
+    all) deleted and its group's Kaplan-Meier re-estimated, on the full data's scale (the
+    same ``log_scale``): the deleted risk-set sums of the module docstring,
+
+        t_k <= T_i:  S0_k - e_i + D_g(t_k),      t_k > T_i:  S0_k + G_g(t_k-) beta_i,
+
+    and ``d_k`` less one at ``T_i`` when row i fails from the cause. O(K) per row; the rows
+    alone at their time and last in their group are deleted literally, as in
+    :func:`deleted_derivatives`."""
+    data = state.data
+    rows = np.arange(data.n) if rows is None else np.asarray(rows, dtype=np.intp)
+    fail, tau, g = data.fail, data.tie[rows], data.group[rows]
+    own_v = np.where(data.kind[rows] == COMPETING, state.v[rows], 0.0)
+    beta0 = (_ratio_factor(state, rows) * (state.P_le[0][g, tau, 0] - own_v)
+             - state.B_le[0][g, tau, 0])
+    before = fail[None, :] <= tau[:, None]                           # t_k <= T_i
+    den = np.where(before, state.S0[None, :] + state.D[0][g, :, 0] - state.e[rows, None],
+                   state.S0[None, :] + beta0[:, None] * state.G[g][:, fail])
+    dk = np.broadcast_to(state.dk, den.shape).copy()
+    own = np.flatnonzero(data.kind[rows] == CAUSE)
+    dk[own, np.searchsorted(fail, tau[own])] -= 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(dk > 0, dk / np.where(dk > 0, den, 1.0), 0.0)
+    lone = np.flatnonzero(state.special[rows])
+    if lone.size:
+        P = np.ones((lone.size, data.n))
+        P[np.arange(lone.size), rows[lone]] = 0.0
+        theta = np.repeat(state.theta[None, :], lone.size, axis=0)
+        jumps, log_scale, _ = baseline_jumps(data, theta, P)
+        full = baseline_jumps(data, state.theta[None, :], np.ones((1, data.n)))[1]
+        out[lone] = jumps * np.exp(full - log_scale)[:, None]
+    return out
