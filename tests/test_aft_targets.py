@@ -75,6 +75,20 @@ def test_values_and_exact_changes_are_survregs(case):
     check_against_r(REF, case)
 
 
+@pytest.mark.parametrize("case", TARGET_CASES)
+def test_quantile_standard_errors_are_predicts(case):
+    """``target_se = sqrt(diag(J V J'))`` of the quantiles is R's ``predict(fit, newdata,
+    type = "quantile", se.fit = TRUE)$se.fit``: the Jacobian, scale column included,
+    against R's delta method."""
+    fit, _, quant = targets_of(REF, case)
+    J = quant.jacobian(fit)
+    se = np.sqrt(np.diag(J @ fit.var @ J.T))
+    want = reference(REF, case, "quantile_se").reshape(-1)
+    assert np.abs(se - want).max() < 1e-8 * np.abs(want).max()
+    res = ci.influence(fit, method="vif", target=quant)
+    assert np.abs(res.target_se.to_numpy() - se).max() < 1e-12 * np.abs(se).max()
+
+
 def test_the_fixture_covers_the_cases():
     cases = set(CASES.index[CASES["cluster"] == ""])
     assert set(TARGET_CASES) == cases

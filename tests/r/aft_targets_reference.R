@@ -9,7 +9,8 @@
 #     new_rows: 0-based rows of the data file whose covariates (and stratum) are the new
 #       patients;
 #     p (0.1, 0.5, 0.9) and quantile: predict(fit, newdata, type = "quantile", p = p)
-#       (patients x p), exp(x'b + sigma w_p) (qsurvreg);
+#       (patients x p), exp(x'b + sigma w_p) (qsurvreg), and quantile_se, predict's
+#       se.fit of it (the delta method with vcov(fit): sqrt(diag(J V J')));
 #     times (the quartiles of the observed times) and survival: 1 - psurvreg(t,
 #       predict(fit, newdata, type = "lp"), sigma of the patient's stratum, dist)
 #       (patients x times);
@@ -43,12 +44,14 @@ rows <- list()
 probs <- c(0.1, 0.5, 0.9)
 # quantiles (patients x p) and survival probabilities (patients x times) of newdata
 predictions <- function(fit, cs, newdata, times) {
-  q <- matrix(predict(fit, newdata, type = "quantile", p = probs), ncol = length(probs))
+  pq <- predict(fit, newdata, type = "quantile", p = probs, se.fit = TRUE)
+  q <- matrix(pq$fit, ncol = length(probs))
   lp <- predict(fit, newdata, type = "lp")
   sigma <- if (cs$strata == "") rep(fit$scale, nrow(newdata))
            else fit$scale[paste0(cs$strata, "=", newdata[[cs$strata]])]
   s <- sapply(times, function(t) 1 - psurvreg(t, lp, sigma, cs$dist))
-  list(quantile = q, survival = matrix(s, ncol = length(times)))
+  list(quantile = q, survival = matrix(s, ncol = length(times)),
+       quantile_se = matrix(pq$se.fit, ncol = length(probs)))
 }
 
 for (k in seq_len(nrow(cases))) {
@@ -72,6 +75,7 @@ for (k in seq_len(nrow(cases))) {
   emit(cs$case, "new_rows", matrix(new_rows - 1, nrow = 1))
   emit(cs$case, "p", matrix(probs, nrow = 1))
   emit(cs$case, "quantile", pr$quantile)
+  emit(cs$case, "quantile_se", pr$quantile_se)
   emit(cs$case, "times", matrix(times, nrow = 1))
   emit(cs$case, "survival", pr$survival)
   loo <- sort(sample(nrow(d), 4))
