@@ -160,6 +160,48 @@ def test_time_ratio_target(rossi, tmp_path, capsys):
     assert_top_table_is(report_tables(out), res)
 
 
+def test_aft_quantile_of_the_average_patient_per_stratum(rossi, tmp_path, capsys):
+    """--target quantile in a stratified AFT model: the median survival time of the
+    average patient once per stratum (each stratum its own scale), as
+    ``ci.SurvivalQuantile`` of those rows."""
+    path = _write(rossi, tmp_path / "rossi.csv")
+    out = tmp_path / "q.html"
+    covs = ["fin", "age", "prio"]
+    code, stdout, err = run([str(path), "--time", "week", "--event", "arrest", "--covariates",
+                             *covs, "--model", "weibull", "--strata", "race", "--target",
+                             "quantile", "--method", "vif", "--exact-max-n", "0",
+                             "--no-progress", "--out", str(out)], capsys)
+    assert code == 0, err
+    X = rossi[covs].astype(float)
+    fit = ci.fit_aft(X, rossi.week, rossi.arrest, "weibull", strata=rossi[["race"]])
+    mean = pd.concat([X.mean().to_frame().T] * 2, ignore_index=True)
+    mean.index = ["mean, stratum 0", "mean, stratum 1"]
+    res = ci.influence(fit, method="vif", target=ci.SurvivalQuantile(mean, [0.5], strata=[0, 1]))
+    assert list(res.loo_change.columns) == ["Q(0.5|mean, stratum 0)", "Q(0.5|mean, stratum 1)"]
+    assert_top_table_is(report_tables(out), res)
+
+
+def test_aft_survival_of_new_patients(rossi, tmp_path, capsys):
+    """--target survival:T1,T2 --newdata for a stratified log-normal model: S(t|x) of each
+    new patient with the scale of its stratum (``ci.AFTSurvival``)."""
+    path = _write(rossi, tmp_path / "rossi.csv")
+    new = rossi[ROSSI_COVS].iloc[[0, 5, 9]].reset_index(drop=True)
+    new_path = _write(new, tmp_path / "new.csv")
+    out = tmp_path / "s.html"
+    code, stdout, err = run([str(path), "--time", "week", "--event", "arrest", "--covariates",
+                             *[c for c in ROSSI_COVS if c != "race"], "--model", "lognormal",
+                             "--strata", "race", "--newdata", str(new_path), "--target",
+                             "survival:20,40", "--no-progress", "--out", str(out)], capsys)
+    assert code == 0, err
+    covs = [c for c in ROSSI_COVS if c != "race"]
+    fit = ci.fit_aft(rossi[covs].astype(float), rossi.week, rossi.arrest, "lognormal",
+                     strata=rossi[["race"]])
+    X_new = new.set_axis([f"new {k}" for k in range(1, 4)])
+    res = ci.influence(fit, rossi, target=ci.AFTSurvival(X_new, [20, 40],
+                                                         strata=list(X_new.race)))
+    assert_top_table_is(report_tables(out), res)
+
+
 # ------------------------------------------------------------------------ Fine-Gray
 
 def test_fine_gray_audit_report_and_summary(competing, tmp_path, capsys):
@@ -220,6 +262,25 @@ def test_fine_gray_other_cause_and_hazard_ratios(competing, tmp_path, capsys):
     assert_top_table_is(report_tables(out), res)
 
 
+def test_fine_gray_cumulative_incidence_of_the_average_patient(competing, tmp_path, capsys):
+    """--target cif:T1,T2: the cumulative incidence of the cause for the average patient
+    (``ci.CumulativeIncidence``)."""
+    df = competing
+    path = _write(df[["x1", "x2", "ftime", "fstatus"]], tmp_path / "cr.csv")
+    out = tmp_path / "cif.html"
+    code, stdout, err = run([str(path), "--time", "ftime", "--status", "fstatus", "--cause",
+                             "1", "--target", "cif:0.5,1.5", "--no-progress", "--out",
+                             str(out)], capsys)
+    assert code == 0, err
+    assert "target cumulative_incidence" in stdout.splitlines()[0]
+    X = df[["x1", "x2"]]
+    fit = ci.fit_fine_gray(X, df.ftime, df.fstatus, 1)
+    res = ci.influence(fit, df, target=ci.CumulativeIncidence(X.mean().to_frame("mean").T,
+                                                               [0.5, 1.5]))
+    assert list(res.loo_change.columns) == ["F(0.5|mean)", "F(1.5|mean)"]
+    assert_top_table_is(report_tables(out), res)
+
+
 # --------------------------------------------------------------------- refusals
 
 @pytest.mark.parametrize("extra, message", [
@@ -245,6 +306,15 @@ def test_fine_gray_other_cause_and_hazard_ratios(competing, tmp_path, capsys):
     (["--event", "e", "--target", "tr"],
      "target 'time_ratio' is not available for this model (Cox proportional hazards)"),
     (["--status", "s", "--cause", "4"], "no failures of cause 4: the causes present are [1, 2]"),
+    (["--status", "s", "--cause", "1", "--target", "survival:1"],
+     "target 'survival' is not available for this model (Fine-Gray, cause 1)"),
+    (["--event", "e", "--target", "quantile"],
+     "target 'survival_quantile' is not available for this model (Cox"),
+    (["--event", "e", "--model", "weibull", "--target", "cif:1"],
+     "target 'cumulative_incidence' is not available for this model (Weibull AFT"),
+    (["--event", "e", "--model", "weibull", "--strata", "g", "w"],
+     "--strata g w: an AFT model takes one stratum column"),
+    (["--event", "e", "--target", "survival:a"], "--target survival:... needs numbers"),
 ])
 def test_bad_combinations_are_refused(tmp_path, capsys, extra, message):
     rng = np.random.default_rng(0)

@@ -77,13 +77,16 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
                    help="Cox: efron (default) or breslow; Fine-Gray: breslow only (crr's)")
     p.add_argument("--target", default="coef",
                    help="coef (default); hr (hazard ratios: Cox, Fine-Gray); tr (time "
-                        "ratios: AFT); Cox only: lp, rr, or survival:T1,T2,... for the "
-                        "patients of --newdata, else for the average patient (covariate "
-                        "means; survival once per stratum in a stratified model)")
+                        "ratios: AFT); of new patients: lp, rr (Cox), survival:T1,T2,... "
+                        "(Cox, AFT), quantile[:P1,P2,...] (AFT survival quantiles, default "
+                        "the median), cif:T1,T2,... (Fine-Gray cumulative incidence), for "
+                        "the patients of --newdata, else for the average patient (covariate "
+                        "means; once per stratum for survival in a stratified Cox model and "
+                        "for survival and quantiles in a stratified AFT model)")
     p.add_argument("--newdata", type=Path, default=None,
-                   help="CSV of new patients for the lp / rr / survival targets: the "
-                        "covariate columns (and the --strata columns for survival), rows "
-                        "labelled by the --id column when present")
+                   help="CSV of new patients for the targets of new patients: the "
+                        "covariate columns (and the --strata columns in a stratified model), "
+                        "rows labelled by the --id column when present")
     p.add_argument("--method", choices=["auto", "vif", "reid", "newton", "exact"],
                    default="auto",
                    help="auto (default): VIF for every patient and exact refits for the top "
@@ -111,8 +114,11 @@ def model_family(args) -> str:
     if args.model in AFT_MODELS:
         _refuse(args, f"a {args.model} AFT model",
                 ties="--ties (the AFT likelihood has no ties)",
-                subjects="--subjects (an AFT audit is per row or per --cluster)",
-                newdata="--newdata (an AFT model's targets are coef and tr)")
+                subjects="--subjects (an AFT audit is per row or per --cluster)")
+        if args.strata and len(args.strata) > 1:
+            raise ValueError(f"--strata {' '.join(args.strata)}: an AFT model takes one "
+                             "stratum column (a scale per stratum) on the command line; "
+                             "combine the columns into one")
         return "aft"
     return "cox"
 
@@ -136,8 +142,7 @@ def _check_fine_gray(args):
             strata="--strata (not supported yet)",
             start="--start (not supported: one row per subject)",
             subjects="--subjects (one row per subject)",
-            cluster="--cluster (the subjects are the units: crr's sandwich SE)",
-            newdata="--newdata (a Fine-Gray model's targets are coef and hr)")
+            cluster="--cluster (the subjects are the units: crr's sandwich SE)")
     if args.ties == "efron":
         raise ValueError("--ties efron is not supported for a Fine-Gray model: its ties are "
                          "crr's (breslow)")
@@ -199,7 +204,7 @@ def _audit_run(args: argparse.Namespace) -> int:
     if args.newdata is not None:
         newdata = read_newdata(args.newdata, list(data.X.columns),
                                None if args.demo else args.strata, args.id)
-    target = audit_target(args.target, data.X, newdata)
+    target = audit_target(args.target, data.X, newdata, family=family, strata=data.strata)
     show = show_progress(args.progress)
     steps = tqdm(total=4, desc="audit", unit="step", disable=not show)
     steps.set_postfix_str("fitting")

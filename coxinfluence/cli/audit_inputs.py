@@ -161,34 +161,68 @@ def read_newdata(path, covariates, strata, id_col):
 
 #: --target values that need no new patients: coefficients, hazard ratios, time ratios
 PARAMETER_TARGETS = ("coef", "hr", "tr")
+TARGET_HELP = ("coef, hr, tr, lp, rr, survival:T1,T2,..., quantile[:P1,P2,...] or "
+               "cif:T1,T2,...")
 
 
-def audit_target(spec, X, newdata=None):
-    """The target of ``--target spec``: coef, hr, tr (the model's parameters), or lp, rr,
-    survival:T1,T2,... of the patients of ``newdata`` (default: the average patient, the
-    covariate means). Whether the model offers it is the seam's to say (``ci.influence``
+def audit_target(spec, X, newdata=None, *, family="cox", strata=None):
+    """The target of ``--target spec`` for a model of ``family`` ("cox", "aft",
+    "fine_gray"): coef, hr, tr (the model's parameters); lp, rr (Cox), survival:T1,T2,...
+    (Cox's ``Survival``, an AFT model's ``AFTSurvival``), quantile[:P1,...] (an AFT model's
+    survival quantiles, default the median) and cif:T1,T2,... (a Fine-Gray model's
+    cumulative incidence) of the patients of ``newdata``, by default of the average patient
+    (the covariate means; once per stratum of a stratified AFT model, ``strata`` its stratum
+    column). Whether the model offers the target is the seam's to say (``ci.influence``
     refuses a target not in its ``target_names``)."""
     from coxinfluence.audit import targets as T
+    from coxinfluence.audit.aft_targets import AFTSurvival, SurvivalQuantile
+    from coxinfluence.audit.fine_gray_targets import CumulativeIncidence
     patients = X.mean().to_frame("mean").T if newdata is None else newdata
     spec = spec.strip().lower()
     if spec in PARAMETER_TARGETS:
         if newdata is not None:
-            raise ValueError("--newdata applies to the lp, rr and survival targets, "
-                             f"not --target {spec}")
+            raise ValueError("--newdata applies to the lp, rr and survival targets, quantile "
+                             f"and cif, not --target {spec}")
         return T.resolve_target(spec)
-    if spec == "lp":
-        return T.LinearPredictor(patients)
-    if spec == "rr":
-        return T.RelativeRisk(patients)
-    if spec.startswith("survival:"):
-        try:
-            times = [float(v) for v in spec.split(":", 1)[1].split(",") if v.strip()]
-        except ValueError:
-            raise ValueError(f"--target survival:T1,T2,... needs numeric times; got {spec!r}") \
-                from None
-        return T.Survival(patients, times)
-    raise ValueError(f"--target must be coef, hr, tr, lp, rr or survival:T1,T2,...; got "
-                     f"{spec!r}")
+    kind, colon, values = spec.partition(":")
+    if kind in ("lp", "rr") and not colon:
+        return (T.LinearPredictor if kind == "lp" else T.RelativeRisk)(patients)
+    if kind == "survival" and values and family == "aft":
+        X_new, labels = aft_patients(patients, newdata, strata)
+        return AFTSurvival(X_new, _numbers(spec), strata=labels)
+    if kind == "survival" and values:
+        return T.Survival(patients, _numbers(spec))
+    if kind == "quantile":
+        X_new, labels = aft_patients(patients, newdata, strata)
+        return SurvivalQuantile(X_new, _numbers(spec) if values else [0.5], strata=labels)
+    if kind == "cif" and values:
+        return CumulativeIncidence(patients, _numbers(spec))
+    raise ValueError(f"--target must be {TARGET_HELP}; got {spec!r}")
+
+
+def _numbers(spec):
+    """The numbers after the colon of ``spec`` ("survival:10,20" -> [10.0, 20.0])."""
+    kind, _, values = spec.partition(":")
+    try:
+        return [float(v) for v in values.split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"--target {kind}:... needs numbers separated by commas; got "
+                         f"{spec!r}") from None
+
+
+def aft_patients(patients, newdata, strata):
+    """``(X_new, strata)`` for an AFT model's new-patient target: without strata the
+    patients as they are; the patients of ``newdata`` with their stratum column's labels;
+    the average patient once per stratum (labels as in the training data, sorted)."""
+    if strata is None:
+        return patients, None
+    column = strata.columns[0]
+    if newdata is not None:
+        return newdata, list(newdata[column])
+    labels = sorted(pd.unique(strata[column]))
+    rows = pd.concat([patients] * len(labels), ignore_index=True)
+    rows.index = [f"mean, stratum {label_text(lab)}" for lab in labels]
+    return rows, labels
 
 
 def per_stratum(target, fit):
