@@ -154,3 +154,21 @@ def test_header_title_and_label_text():
     assert ReportHeader("Weibull AFT", "s", "f").title == "Weibull AFT model influence audit"
     assert [label_text(v) for v in (1.0, np.float64(2.0), 3, "a", 1.5, True)] == \
         ["1", "2", "3", "a", "1.5", "True"]
+
+
+def test_lifelines_weibull_aft_report(rossi, tmp_path):
+    """A lifelines WeibullAFTFitter is reported as R's survreg model: the scale is
+    lifelines' exp(-rho_), the Model table is the refitted AFTFit's (lifelines' lambda_
+    coefficients, R's order)."""
+    from lifelines import WeibullAFTFitter
+    m = WeibullAFTFitter().fit(rossi, "week", "arrest")
+    html = build_report(ci.influence(m, rossi, method="vif"))
+    meta = _meta(html)
+    assert "Weibull AFT model" in meta
+    scale = float(re.search(r"scale ([\d.]+),", meta).group(1))
+    assert scale == pytest.approx(np.exp(-m.params_.loc[("rho_", "Intercept")]), rel=1e-3)
+    model = _num(_tables(html, tmp_path)["Model"])
+    lam = m.params_.loc["lambda_"]
+    np.testing.assert_allclose(model.loc["(Intercept)", "Value"], lam["Intercept"], rtol=1e-3)
+    np.testing.assert_allclose(model.loc[list(lam.index.drop("Intercept")), "Value"],
+                               lam.drop("Intercept"), rtol=1e-3, atol=1e-5)
