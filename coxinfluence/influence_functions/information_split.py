@@ -80,7 +80,9 @@ class InformationSplit:
 
     def of(self, codes=None):
         """(m, d, d) ``C_g`` of the units ``codes`` (positions in ``units.labels``; None:
-        every unit, (U, d, d)). The same numbers whichever units are asked together."""
+        every unit, (U, d, d)). ``M_j`` is read from sums over all the risk sets, or, when
+        that costs more, summed over each row's own terms (:meth:`_m_direct`; equal to
+        rounding)."""
         units, data = self.units, self.fit.data
         if codes is None:
             rows, out_of_row, m = None, None, units.n_units
@@ -95,10 +97,12 @@ class InformationSplit:
         A, B = S[:, 0], S[:, 1:]
         X, u = data.X[at], self.u[at]         # X centred (CoxData): keeps the sums small
         d = data.d
+        direct = rows is not None and self._direct_is_cheaper(rows)
+        M_rows = self._m_direct(rows)[:, self._i, self._j] if direct else None
         out = np.empty((m, d, d))
         for c0 in range(0, self._i.size, self._chunk):
             i, j = self._i[c0:c0 + self._chunk], self._j[c0:c0 + self._chunk]
-            M = self._at(self._m_totals(c0), rows)
+            M = M_rows[:, c0:c0 + i.size] if direct else self._at(self._m_totals(c0), rows)
             part = u[:, None] * (A[:, None] * X[:, i] * X[:, j] - X[:, i] * B[:, j]
                                  - B[:, i] * X[:, j] + M)
             if rows is None:
@@ -110,6 +114,52 @@ class InformationSplit:
             out[:, i, j] = part
             out[:, j, i] = part
         return out if codes is None else out[inverse]
+
+    def _term_ranges(self, rows):
+        """For the sorted rows ``rows``: the terms ``lo:hi`` whose risk sets hold each (a
+        contiguous run: terms are in tie-group order, and a row is at risk from its own
+        group to its entry's, within its stratum), and ``own``, the end of the terms of
+        its own group (Efron's ``1 - c_k`` for its events)."""
+        data = self.fit.data
+        G = data.n_groups
+        group = data.group[rows]
+        change = np.flatnonzero(np.diff(data.group_stratum)) + 1
+        ends = np.append(change, G)
+        g_hi = ends[np.searchsorted(ends, group, side="right")]     # the stratum's end
+        if data.entry is not None:
+            exit_group = data.entry.row_exit_group[rows]
+            g_hi = np.where(exit_group < G, exit_group, g_hi)
+        lo = np.searchsorted(data.term_group, group, side="left")
+        hi = np.searchsorted(data.term_group, g_hi, side="left")
+        own = np.searchsorted(data.term_group, group, side="right")
+        return lo, hi, own
+
+    def _direct_is_cheaper(self, rows):
+        """Summing each row's own terms (``d^2`` per term) against forming (or reading)
+        the sums over all risk sets (about 8 passes over ``d(d+1)/2`` columns)."""
+        if self._kept:
+            return False
+        lo, hi, _ = self._term_ranges(rows)
+        groups = self.fit.data.n_groups + self.q.size
+        return float((hi - lo).sum()) * self.fit.data.d ** 2 < 8.0 * groups * self._i.size
+
+    def _m_direct(self, rows):
+        """(c, d, d) ``M_j = sum_k v_jk q_k a_k a_k'`` of the sorted rows ``rows``, each
+        summed over its own terms: O(d^2) per term of its risk sets."""
+        lo, hi, own = self._term_ranges(rows)
+        data = self.fit.data
+        is_event = np.isin(rows, data.event_rows)         # the rows with a term
+        frac = np.broadcast_to(self.frac, self.q.shape)
+        d = data.d
+        out = np.empty((rows.size, d, d))
+        for r in range(rows.size):
+            w = self.q[lo[r]:hi[r]].copy()
+            if is_event[r]:                    # Efron: 1 - c_k in the row's own group
+                k = own[r] - lo[r]
+                w[:k] *= 1.0 - frac[lo[r]:own[r]]
+            a = self.a[lo[r]:hi[r]]
+            out[r] = (a.T * w) @ a
+        return out
 
     def traces(self):
         """(U,) ``tr(H^{-1} C_g)`` of every unit (module docstring), O(n d^2) without a

@@ -525,12 +525,13 @@ class RiskSets:
 
     # -------------------------------------------------------- loss, gradient, Hessian
     def loss_grad_hess(self, theta, deleted: Deletion | None = None, *, hess=True, blas=True,
-                       terms: Terms | None = None):
+                       terms: Terms | None = None, grad=True):
         """Loss (B,), gradient (B, d) and Hessian (B, d, d) of the negative log partial
         likelihood at ``theta`` (B, d), problem b without the rows ``deleted`` removes.
 
         ``terms`` (from :meth:`terms`) may be passed instead of ``deleted`` when they
-        are reused across evaluations. ``blas=False`` does every reduction over rows with
+        are reused across evaluations. ``grad=False`` (a batch): the loss alone, gradient
+        and Hessian None. ``blas=False`` does every reduction over rows with
         einsum's single-threaded loops instead of BLAS, whose multi-threaded reductions
         round differently with the thread count: leave-one-out refits then give the same
         bits on a dask worker (one BLAS thread) as in the serial run.
@@ -547,6 +548,8 @@ class RiskSets:
         ev = data.event_rows
         loss = (-(w[:, ev] * eta[:, ev]).sum(axis=1)
                 + (m * (np.log(den) + shift)).sum(axis=1))
+        if not grad:
+            return loss, None, None
         coef = self.row_coefficients(r, den, terms)
         if blas:
             grad = coef @ data.X - w[:, ev] @ data.X[ev]

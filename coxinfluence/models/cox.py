@@ -120,7 +120,8 @@ class CoxFit:
         for start in range(0, ok.size, 256):
             rows = ok[start:start + 256]
             part = None if deleted is None else deleted.take(rows)
-            out[rows] = self.risk_sets.loss_grad_hess(thetas[rows], part, hess=False)[0]
+            out[rows] = self.risk_sets.loss_grad_hess(thetas[rows], part, hess=False,
+                                                      grad=False)[0]
             if self.penalty is not None:
                 out[rows] += self.penalty.value(thetas[rows])
         return out
