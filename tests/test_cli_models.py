@@ -281,6 +281,46 @@ def test_fine_gray_cumulative_incidence_of_the_average_patient(competing, tmp_pa
     assert_top_table_is(report_tables(out), res)
 
 
+
+@pytest.mark.parametrize("case, extra", [("sim_cengroup", ["--cengroup", "cg"]),
+                                         ("mgus2_progression", ["--method", "vif"])])
+def test_fine_gray_model_table_is_crrs(tmp_path, capsys, case, extra):
+    """The Model table and the log pseudo-likelihood of the CLI's Fine-Gray audit against
+    R's crr itself (golden fixtures of tests/r/fine_gray_reference.R): coefficients,
+    sandwich SE (crr's var), loglik."""
+    from pathlib import Path
+    folder = Path(__file__).parent / "fixtures" / "r_fine_gray"
+    row = pd.read_csv(folder / "cases.csv", keep_default_na=False).set_index("case").loc[case]
+    ref = pd.read_csv(folder / "reference.csv")
+    ref = ref[ref["case"] == case]
+    covs = row["covariates"].split("+")
+    d = int(len(covs))
+    coef = ref[ref.quantity == "coef"].sort_values("col")["value"].to_numpy()
+    var = np.zeros((d, d))
+    v = ref[ref.quantity == "var"]
+    var[v["row"].to_numpy(), v["col"].to_numpy()] = v["value"].to_numpy()
+    loglik = float(ref[ref.quantity == "loglik"]["value"].iloc[0])
+    path = folder / f"data_{row['dataset']}.csv"
+    out = tmp_path / "crr.html"
+    code, stdout, err = run([str(path), "--time", row["time"], "--status", row["status"],
+                             "--cause", str(row["cause"]), "--covariates", *covs,
+                             "--exact-max-n", "0", "--no-progress", "--out", str(out), *extra],
+                            capsys)
+    assert code == 0, err
+    model = _num(report_tables(out)["Model"])
+    assert list(model.index) == covs
+    np.testing.assert_allclose(model["coef"], coef, rtol=5.01e-4)
+    np.testing.assert_allclose(model["se(coef)"], np.sqrt(np.diag(var)), rtol=5.01e-4)
+    got = float(re.search(r"log pseudo-likelihood (-?[\d.]+)", out.read_text()).group(1))
+    assert got == pytest.approx(loglik, abs=5.01e-5)
+    data = pd.read_csv(path)
+    k = data[row["status"]].value_counts()
+    others = ", ".join(f"{c} ({k[c]} failures)" for c in sorted(k.index)
+                       if c not in (0, row["cause"]))
+    assert f"Fine-Gray model for cause {row['cause']}; competing causes {others}" \
+        in stdout.splitlines()[0]
+
+
 # --------------------------------------------------------------------- refusals
 
 @pytest.mark.parametrize("extra, message", [
