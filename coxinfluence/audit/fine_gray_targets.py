@@ -71,55 +71,56 @@ class CumulativeIncidence(Target):
         t_fail = data.time[data.starts[data.fail]]
         return (t_fail[None, :] <= self.times[:, None]).astype(np.float64)
 
-    def _hazard(self, fit, theta, presence):
-        """(B, P, T) ``exp(x'theta) Lambda_10(t)`` and the parts of its derivative."""
-        X = self._X(fit)[0]
+    def _parts(self, fit, theta, presence):
+        """``lin`` (B, P) ``x'theta - log_scale``, ``cum`` (B, T) the baseline's jumps summed
+        up to each time (``exp(lin) cum = exp(x'theta) Lambda_10(t)``), and the jumps and
+        risk-set means (:func:`baseline_jumps`)."""
         jumps, log_scale, xbar = baseline_jumps(fit.data, theta, presence)
-        lin = theta @ X.T - log_scale[:, None]                        # (B, P)
-        cum = jumps @ self._mask(fit).T                               # (B, T)
-        return np.exp(lin)[:, :, None] * cum[:, None, :], X, jumps, xbar, lin
+        lin = theta @ self._X(fit)[0].T - log_scale[:, None]
+        return lin, jumps @ self._mask(fit).T, jumps, xbar
+
+    @staticmethod
+    def _incidence(lin, cum):
+        """(B, P T) ``F = 1 - exp(-exp(lin) cum)``, patient-major."""
+        H = np.exp(lin)[:, :, None] * cum[:, None, :]
+        return -np.expm1(-H).reshape(lin.shape[0], -1)
 
     def _cif(self, fit, theta, presence):
-        theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
-        H = self._hazard(fit, theta, presence)[0]
-        return -np.expm1(-H).reshape(theta.shape[0], -1)
+        return self._incidence(*self._parts(fit, theta, presence)[:2])
 
     def value(self, fit, theta):
         theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
         return self._cif(fit, theta, np.ones((theta.shape[0], fit.data.n)))
 
     def jacobian(self, fit):
-        theta = fit.coef[None, :]
-        H, X, jumps, xbar, lin = self._hazard(fit, theta, np.ones((1, fit.data.n)))
-        mask = self._mask(fit)                                        # (T, K)
-        w = mask * jumps[0][None, :]                                  # (T, K)
-        xc = X - fit.data.X_center                                    # (P, d)
-        # sum_{t_k <= t} (d_k / S0_k) (x - xbar_k), shifted scale: (P, T, d)
-        inner = (w.sum(axis=1)[None, :, None] * xc[:, None, :]
-                 - (w @ xbar[0])[None, :, :])
+        lin, cum, jumps, xbar = self._parts(fit, fit.coef[None, :], np.ones((1, fit.data.n)))
+        survive = 1.0 - self._incidence(lin, cum)[0].reshape(lin.shape[1], -1)   # (P, T)
+        w = self._mask(fit) * jumps[0][None, :]                          # (T, K)
+        xc = self._X(fit)[0] - fit.data.X_center                         # (P, d)
+        # sum_{t_k <= t} (d_k / S0_k) (x - xbar_k), on the shifted scale: (P, T, d)
+        inner = w.sum(axis=1)[None, :, None] * xc[:, None, :] - (w @ xbar[0])[None, :, :]
         dH = np.exp(lin[0])[:, None, None] * inner
-        return (np.exp(-H[0])[:, :, None] * dH).reshape(-1, fit.data.d)
+        return (survive[:, :, None] * dH).reshape(-1, fit.data.d)
 
     def data_effect(self, fit, units=None):
         """(n, m) ``F(t|x; theta_hat, D_{-i}) - F(t|x; theta_hat, D)`` per subject (caller's
         order): the baseline without subject i, its censoring group's Kaplan-Meier
         re-estimated (module docstring), in closed form
-        (:func:`coxinfluence.likelihood.fine_gray_deletion.deleted_baseline_jumps`)."""
+        (:func:`coxinfluence.likelihood.fine_gray_deletion.deleted_baseline_jumps`), on
+        the full data's scale (the same ``lin``)."""
         _no_units(units)
         data = fit.data
-        X = self._X(fit)[0]
-        jumps, log_scale, _ = baseline_jumps(data, fit.coef[None, :], np.ones((1, data.n)))
-        risk = np.exp(X @ fit.coef - log_scale[0])                      # (P,)
-        mask = self._mask(fit)                                          # (T, K)
-        full = -np.expm1(-risk[:, None] * (mask @ jumps[0])[None, :]).reshape(-1)
+        lin, cum, _, _ = self._parts(fit, fit.coef[None, :], np.ones((1, data.n)))
+        full = self._incidence(lin, cum)[0]
+        mask = self._mask(fit)                                           # (T, K)
         state = DeletionState(data, fit.coef, hessian=False)
         out = np.empty((data.n, full.size))
         step = max(1, _BLOCK_FLOATS // max(data.fail.size, full.size, 1))
         for start in range(0, data.n, step):
             rows = np.arange(start, min(start + step, data.n))
-            cum = deleted_baseline_jumps(state, rows) @ mask.T          # (m, T)
-            H = risk[None, :, None] * cum[:, None, :]
-            out[rows] = -np.expm1(-H).reshape(rows.size, -1) - full
+            cum_del = deleted_baseline_jumps(state, rows) @ mask.T       # (m, T)
+            lin_del = np.broadcast_to(lin, (rows.size, lin.shape[1]))
+            out[rows] = self._incidence(lin_del, cum_del) - full
         return data.to_caller_order(out)
 
     def refit_values(self, fit, theta_loo, units=None):
