@@ -202,6 +202,38 @@ def test_aft_survival_of_new_patients(rossi, tmp_path, capsys):
     assert_top_table_is(report_tables(out), res)
 
 
+@pytest.mark.parametrize("case, extra, se_col", [
+    ("lung_weibull_w_sex_", ["--weights", "w", "--strata", "sex"], "Std. Error"),
+    ("lung_lognormal___inst", ["--cluster", "inst"], "robust se")])
+def test_aft_model_table_is_survregs(tmp_path, capsys, case, extra, se_col):
+    """The Model table and log-likelihood of the CLI's AFT audit against R's survreg itself
+    (golden fixtures of tests/r/aft_reference.R, R's lung): with weights and a scale per
+    stratum (vcov), and with clusters (survreg(robust = TRUE, cluster = inst)$var)."""
+    from pathlib import Path
+    folder = Path(__file__).parent / "fixtures" / "r_aft"
+    row = pd.read_csv(folder / "cases.csv", keep_default_na=False).set_index("case").loc[case]
+    ref = pd.read_csv(folder / "reference.csv")
+    ref = ref[ref["case"] == case]
+    names = row["names"].split("|")
+    coef = ref[ref.quantity == "coef"].sort_values("col")["value"].to_numpy()
+    v = ref[ref.quantity == ("robust_var" if se_col == "robust se" else "var")]
+    var = np.zeros((len(names), len(names)))
+    var[v["row"].to_numpy(), v["col"].to_numpy()] = v["value"].to_numpy()
+    loglik = float(ref[ref.quantity == "loglik"]["value"].iloc[0])
+    out = tmp_path / "survreg.html"
+    code, stdout, err = run([str(folder / "data_lung.csv"), "--time", "time", "--event",
+                             "status", "--covariates", *row["covariates"].split("+"),
+                             "--model", row["dist"], "--method", "vif", "--exact-max-n", "0",
+                             "--no-progress", "--out", str(out), *extra], capsys)
+    assert code == 0, err
+    model = _num(report_tables(out)["Model"])
+    assert list(model.index) == names
+    np.testing.assert_allclose(model["Value"], coef, rtol=5.01e-4)
+    np.testing.assert_allclose(model[se_col], np.sqrt(np.diag(var)), rtol=5.01e-4)
+    got = float(re.search(r"log-likelihood (-?[\d.]+)", out.read_text()).group(1))
+    assert got == pytest.approx(loglik, abs=5.01e-5)
+
+
 # ------------------------------------------------------------------------ Fine-Gray
 
 def test_fine_gray_audit_report_and_summary(competing, tmp_path, capsys):
