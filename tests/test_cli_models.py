@@ -209,17 +209,13 @@ def test_aft_model_table_is_survregs(tmp_path, capsys, case, extra, se_col):
     """The Model table and log-likelihood of the CLI's AFT audit against R's survreg itself
     (golden fixtures of tests/r/aft_reference.R, R's lung): with weights and a scale per
     stratum (vcov), and with clusters (survreg(robust = TRUE, cluster = inst)$var)."""
-    from pathlib import Path
-    folder = Path(__file__).parent / "fixtures" / "r_aft"
-    row = pd.read_csv(folder / "cases.csv", keep_default_na=False).set_index("case").loc[case]
-    ref = pd.read_csv(folder / "reference.csv")
-    ref = ref[ref["case"] == case]
+    import test_aft
+    folder = test_aft.GOLDEN
+    row, ref = test_aft.CASES.loc[case], test_aft.REF
     names = row["names"].split("|")
-    coef = ref[ref.quantity == "coef"].sort_values("col")["value"].to_numpy()
-    v = ref[ref.quantity == ("robust_var" if se_col == "robust se" else "var")]
-    var = np.zeros((len(names), len(names)))
-    var[v["row"].to_numpy(), v["col"].to_numpy()] = v["value"].to_numpy()
-    loglik = float(ref[ref.quantity == "loglik"]["value"].iloc[0])
+    coef = test_aft.reference(ref, case, "coef")[0]
+    var = test_aft.reference(ref, case, "robust_var" if se_col == "robust se" else "var")
+    loglik = test_aft.reference(ref, case, "loglik")[0, 0]
     out = tmp_path / "survreg.html"
     code, stdout, err = run([str(folder / "data_lung.csv"), "--time", "time", "--event",
                              "status", "--covariates", *row["covariates"].split("+"),
@@ -320,18 +316,14 @@ def test_fine_gray_model_table_is_crrs(tmp_path, capsys, case, extra):
     """The Model table and the log pseudo-likelihood of the CLI's Fine-Gray audit against
     R's crr itself (golden fixtures of tests/r/fine_gray_reference.R): coefficients,
     sandwich SE (crr's var), loglik."""
-    from pathlib import Path
-    folder = Path(__file__).parent / "fixtures" / "r_fine_gray"
-    row = pd.read_csv(folder / "cases.csv", keep_default_na=False).set_index("case").loc[case]
-    ref = pd.read_csv(folder / "reference.csv")
-    ref = ref[ref["case"] == case]
+    import test_fine_gray
+    folder = test_fine_gray.GOLDEN
+    cases, ref, _ = test_fine_gray.load(folder)
+    row = cases.loc[case]
     covs = row["covariates"].split("+")
-    d = int(len(covs))
-    coef = ref[ref.quantity == "coef"].sort_values("col")["value"].to_numpy()
-    var = np.zeros((d, d))
-    v = ref[ref.quantity == "var"]
-    var[v["row"].to_numpy(), v["col"].to_numpy()] = v["value"].to_numpy()
-    loglik = float(ref[ref.quantity == "loglik"]["value"].iloc[0])
+    coef = test_fine_gray.reference(ref, case, "coef")[0]
+    var = test_fine_gray.reference(ref, case, "var")
+    loglik = test_fine_gray.reference(ref, case, "loglik")[0, 0]
     path = folder / f"data_{row['dataset']}.csv"
     out = tmp_path / "crr.html"
     code, stdout, err = run([str(path), "--time", row["time"], "--status", row["status"],
