@@ -13,6 +13,7 @@ from coxinfluence.audit.aft_targets import AFTSurvival, SurvivalQuantile
 from coxinfluence.audit.fine_gray_targets import CumulativeIncidence
 from coxinfluence.audit.result import InfluenceResult
 from coxinfluence.audit.run import influence
+from coxinfluence.audit.sksurv_targets import RiskScore
 from coxinfluence.data.cox_data import CoxData
 from coxinfluence.data.inputs import CoxInputError
 from coxinfluence.influence_functions.refits import LeaveOneOutWarning, exact_loo, newton_loo
@@ -43,4 +44,5 @@ __all__ = [
     "reid_influence", "score_residuals", "vif", "exact_loo", "newton_loo",
     "influence", "InfluenceResult", "targets", "datasets", "metrics",
     "CumulativeIncidence", "AFTSurvival", "SurvivalQuantile",
+    "RiskScore",
 ]

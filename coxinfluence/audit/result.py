@@ -310,5 +310,11 @@ def _flags(result) -> pd.DataFrame:
         failed[result.refits.codes[status == "refit_failed"]] = True
     top = (result.verification.unverified_top if result.verification is not None
            else np.zeros(len(index), dtype=bool))
-    return pd.DataFrame({"undefined": undefined, "unstable": unstable,
-                         "refit_failed": failed, "unverified_top": top}, index=index)
+    flags = pd.DataFrame({"undefined": undefined, "unstable": unstable,
+                          "refit_failed": failed, "unverified_top": top}, index=index)
+    # a model's own flags (optional seam member: name -> (U,) bool), e.g. the elastic
+    # net's selection_changes
+    extra = getattr(model, "extra_flags", None)
+    for name, values in ({} if extra is None else extra()).items():
+        flags[name] = np.asarray(values, dtype=bool)
+    return flags

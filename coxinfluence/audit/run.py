@@ -52,7 +52,9 @@ from coxinfluence.influence_functions.cox_audit import CoxAudit
 from coxinfluence.influence_functions.fine_gray_audit import FineGrayAudit
 from coxinfluence.influence_functions.refits import warn_undefined
 from coxinfluence.influence_functions.seam import AuditModel
+from coxinfluence.influence_functions.sksurv_audit import CoxnetAudit, SksurvCoxAudit
 from coxinfluence.integrations import Resolved, attach_columns, resolve
+from coxinfluence.integrations.sksurv import is_sksurv_cox, resolve_sksurv
 from coxinfluence.models.aft import AFTFit
 from coxinfluence.models.fine_gray import FineGrayFit
 
@@ -173,7 +175,8 @@ class TopNotVerifiedWarning(UserWarning):
 
 
 def influence(model, data=None, *, method="auto", target=None, include_data_effect=True,
-              progress=None, executor=None, groups=None, robust=None) -> InfluenceResult:
+              progress=None, executor=None, groups=None, robust=None, y=None,
+              alpha=None) -> InfluenceResult:
     """Influence of every training patient on a fitted Cox model (module docstring).
 
     Parameters
@@ -207,6 +210,10 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
     robust : divide dfbetas by the robust (grouped sandwich) SE (True) or the model-based
         SE (False); default: as the model reports its SE (lifelines ``robust=True`` or
         ``cluster_col``: robust; a ``CoxFit``: model-based).
+    y, alpha : for a fitted scikit-survival ``CoxPHSurvivalAnalysis`` or
+        ``CoxnetSurvivalAnalysis`` (then ``data`` is its training ``X``): ``y`` its
+        training structured array; ``alpha`` the Coxnet alpha audited (one of its
+        ``alphas_``; default its only one). :mod:`coxinfluence.integrations.sksurv`.
 
     Returns
     -------
@@ -214,7 +221,7 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
-    audit_model, resolved = _seam(model, data, groups, robust)
+    audit_model, resolved = _seam(model, data, groups, robust, y, alpha)
     target = copy.copy(resolve_target(target))
     allowed = getattr(audit_model, "target_names", ("coef",))
     if target.name not in allowed:
@@ -226,11 +233,15 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
                    executor=executor, include_data_effect=include_data_effect)
 
 
-def _seam(model, data, groups, robust):
+def _seam(model, data, groups, robust, y=None, alpha=None):
     """``(the model behind the seam, Resolved)``: the one place that knows the model
     families. A seam object (an autodiff model) is used as it is; a ``FineGrayFit`` gets
     its seam; every other model is resolved (:func:`coxinfluence.integrations.resolve`:
     ``CoxFit``, ``AFTFit``, lifelines, statsmodels) and gets ``AFTAudit`` or ``CoxAudit``."""
+    if is_sksurv_cox(model):
+        return sksurv_seam(model, data, y, alpha, groups, robust)
+    if y is not None or alpha is not None:
+        raise ValueError("y= and alpha= are for scikit-survival estimators")
     if isinstance(model, FineGrayFit):
         model = FineGrayAudit(model)
     if isinstance(model, AuditModel):
@@ -248,3 +259,17 @@ def _seam(model, data, groups, robust):
         resolved = dataclasses.replace(resolved, robust=bool(robust))
     seam = AFTAudit if isinstance(resolved.fit, AFTFit) else CoxAudit
     return seam(resolved.fit, resolved.groups), resolved
+
+
+def sksurv_seam(estimator, X, y, alpha, groups, robust):
+    """A scikit-survival Cox estimator behind the seam: ``CoxPHSurvivalAnalysis`` ->
+    :class:`SksurvCoxAudit`, ``CoxnetSurvivalAnalysis`` -> :class:`CoxnetAudit` (units:
+    the rows; ``groups=`` and ``robust=`` refused)."""
+    if groups is not None or robust:
+        raise ValueError("groups= and robust= are not available for scikit-survival "
+                         "estimators: their units are the rows")
+    resolved = resolve_sksurv(estimator, X, y, alpha)
+    if type(estimator).__name__ == "CoxnetSurvivalAnalysis":
+        survival = bool(estimator.fit_baseline_model) and not estimator.normalize
+        return CoxnetAudit(resolved.fit, survival=survival), resolved
+    return SksurvCoxAudit(resolved.fit), resolved

@@ -98,6 +98,8 @@ def verify(model, ld_approx, must_refit, *, refit=None, top=TOP, min_refits=MIN_
     ld_exact = np.full(U, np.nan)
     full = model.objective(model.coef[None, :])[0]
     n_flagged = int(must_refit.sum())
+    if getattr(model, "refit_every_flagged", False):   # e.g. the elastic net's selection
+        cap = max(cap, min(U, n_flagged + min_refits))  # changes: all refitted
     want = min(cap, max(min_refits + n_flagged, min_refits))
     while True:
         new = [c for c in flagged_first[:want] if not refitted[c]]

@@ -1,0 +1,239 @@
+"""scikit-survival's Cox models behind the seam (:mod:`coxinfluence.influence_functions.seam`).
+
+``CoxPHSurvivalAnalysis`` is a (ridge-penalised) Cox model: :class:`SksurvCoxAudit` is
+:class:`~coxinfluence.influence_functions.cox_audit.CoxAudit` with scikit-survival's risk
+score among its targets.
+
+``CoxnetSurvivalAnalysis`` is the elastic net of :mod:`coxinfluence.models.coxnet`:
+``J = L + sum_j lambda_j |beta_j| + (1/2) sum_j r_j beta_j^2`` (summed scale), audited by
+:class:`CoxnetAudit`. With ``A`` the active set (``beta_hat_j != 0``), ``s = sign(beta_hat)``
+and ``G_{-i} = grad L_{-i}(beta_hat) + r_{-i} beta_hat`` the smooth gradient of the deleted
+objective ``J_{-i}`` (its strengths ``lambda_{-i}``, ``r_{-i}``), the KKT conditions of
+``J_{-i}`` on ``A`` linearised at ``beta_hat`` give, when the deletion keeps the selection,
+
+    VIF:    Delta_A = -H_AA^{-1} (G_{-i,A} + lambda_{-i,A} s_A),   Delta_{not A} = 0,
+
+``H`` the smooth part's Hessian at ``beta_hat`` (the paper's Eq. (VIF), ``-(H/n)^{-1}
+(grad J - grad J_{-i})`` restricted to ``A``, since ``grad J_A = 0`` there). One-step
+Newton replaces ``H`` by the deleted Hessian ``H_{-i}``; Reid's IF is the derivative in
+row i's case weight with the penalty held fixed, ``-H_AA^{-1} U_{i,A}`` (``U_i`` the score
+residual). ``L_{-i}``'s gradient at ``beta_hat`` comes from the closed-form VIF
+(:func:`coxinfluence.influence_functions.vif.vif_of_units`).
+
+A deletion can change the selection, where no first-order number is defined. Predicted
+without refitting (flag ``selection_changes``): with the predicted margin after the
+deletion ``m`` and its predicted change ``c`` (``m_before - m``),
+
+- active j: ``m = s_j (beta_hat_j + Delta_j)`` (its distance to zero), ``m_before = |beta_hat_j|``;
+- inactive j: ``m = lambda_{-i,j} - |G_{-i,j} + H_{jA} Delta_A|`` (its KKT slack at the
+  predicted refit), ``m_before = lambda_j - |G_j|``;
+
+a row is flagged when some ``m <= (SELECTION_SAFETY - 1) |c|``: the predicted move,
+``SELECTION_SAFETY`` times larger, would cross; ``Delta`` is the VIF's and, up to
+``NEWTON_ROWS`` rows, also one-step Newton's (either flags). ``method="auto"`` refits
+every flagged row.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from coxinfluence.data.deletion import Deletion
+from coxinfluence.influence_functions.cox_audit import CoxAudit
+from coxinfluence.influence_functions.refits import Refits
+from coxinfluence.influence_functions.vif import vif_of_units
+from coxinfluence.likelihood.score_residuals import score_residuals_sorted
+from coxinfluence.models.coxnet import coxnet_refits
+
+__all__ = ["SksurvCoxAudit", "CoxnetAudit", "SELECTION_SAFETY", "NEWTON_ROWS"]
+
+#: how many times its first-order prediction a selection margin must exceed to be left
+#: unflagged (measured: ``paper_appendix/bench_sksurv.py``)
+SELECTION_SAFETY = 3.0
+#: up to this many rows the flag also asks one-step Newton (deleted Hessians: O(n^2 d^2)
+#: time, O(n d^2) memory), which predicts the selection better where d is large against
+#: n (scikit-survival's breast cancer data: 198 rows, 82 covariates)
+NEWTON_ROWS = 5000
+
+
+class SksurvCoxAudit(CoxAudit):
+    """A ``CoxPHSurvivalAnalysis`` (our :class:`~coxinfluence.CoxFit` of its objective,
+    ridge included): the Cox audit, with scikit-survival's risk score as a target."""
+
+    target_names = CoxAudit.target_names + ("risk_score",)
+    model_name = "Cox proportional hazards (scikit-survival CoxPHSurvivalAnalysis)"
+
+
+class CoxnetAudit:
+    """A ``CoxnetSurvivalAnalysis`` at one alpha (``fit``: the
+    :class:`~coxinfluence.models.coxnet.SksurvCoxFit` of its elastic net), units the rows
+    (module docstring). ``survival``: whether ``Survival`` targets are offered (the
+    estimator has a baseline model)."""
+
+    model_name = "Cox elastic net (scikit-survival CoxnetSurvivalAnalysis)"
+    units_are_rows = True
+
+    def __init__(self, fit, survival=False):
+        self.fit = fit
+        self.target_names = ("coef", "hazard_ratio", "risk_score") + (
+            ("survival",) if survival else ())
+        self.active = fit.coef != 0
+
+    # ---------------------------------------------------------------- the model
+    @property
+    def coef(self):
+        return self.fit.coef
+
+    @property
+    def columns(self):
+        return self.fit.columns
+
+    @property
+    def converged(self):
+        return bool(self.fit.converged)
+
+    @cached_property
+    def unit_labels(self):
+        data = self.fit.data
+        return pd.Index(data.index) if data.index is not None else pd.RangeIndex(data.n)
+
+    @cached_property
+    def information(self):
+        """The smooth part's Hessian on the active set; coefficients at zero decoupled
+        (identity): the objective is not differentiable off the active set, and first-order
+        changes there are zero."""
+        A = self.active
+        H = np.eye(self.coef.size)
+        H[np.ix_(A, A)] = self.fit.information[np.ix_(A, A)]
+        return H
+
+    def objective(self, thetas):
+        return self.fit.objective(thetas)
+
+    # ------------------------------------------------------ shared, computed once
+    @cached_property
+    def deleted_gradient(self):
+        """(n, d) ``G_{-i}``: the smooth gradient of ``J_{-i}`` at ``beta_hat``, caller's
+        row order (``grad L - grad L_{-i} = -(H/n) VIF_n(i)``, the closed-form VIF)."""
+        fit, n = self.fit, self.fit.n
+        vif = np.asarray(vif_of_units(fit), dtype=np.float64)
+        dL = -(vif @ fit.information.T) / n          # grad L - grad L_{-i}
+        penalty = fit.penalty
+        return fit.gradient - dL + (penalty.ridge_loo - penalty.ridge) * fit.coef
+
+    def _active_solve(self, M, rhs):
+        """(n, d) ``-M_AA^{-1} rhs_A`` (zeros off ``A``); ``M`` (d, d) or (n, d, d)."""
+        A = self.active
+        out = np.zeros(rhs.shape)
+        if not A.any():
+            return out
+        if M.ndim == 2:
+            out[:, A] = -np.linalg.solve(M[np.ix_(A, A)], rhs[:, A].T).T
+        else:
+            MA = M[:, A][:, :, A]
+            out[:, A] = -np.linalg.solve(MA, rhs[:, A][:, :, None])[:, :, 0]
+        return out
+
+    def _kkt_rhs(self, grad_loo):
+        s = np.sign(self.coef)
+        return grad_loo + self.fit.penalty.l1_loo * s
+
+    @cached_property
+    def vif_change(self):
+        return self._active_solve(self.fit.information, self._kkt_rhs(self.deleted_gradient))
+
+    def change(self, method):
+        if method == "vif":
+            return self.vif_change.copy()
+        if method == "reid":
+            fit = self.fit
+            U = fit.data.to_caller_order(score_residuals_sorted(fit.risk_sets, fit.coef))
+            return self._active_solve(fit.information, U)
+        if method == "newton":
+            return self.newton_change.copy()
+        raise ValueError(f"unknown method {method!r}")
+
+    def _deleted_hessians(self, batch=64):
+        """(n, d, d) the smooth part's Hessian of ``J_{-i}`` at ``beta_hat`` (by deletion:
+        O(n^2 d^2) time)."""
+        fit, data = self.fit, self.fit.data
+        out = np.empty((data.n, data.d, data.d))
+        for b0 in range(0, data.n, batch):
+            rows = np.arange(b0, min(b0 + batch, data.n))
+            theta = np.repeat(fit.coef[None, :], rows.size, axis=0)
+            deleted = Deletion.of_rows(data.n, data.inverse_order[rows])
+            H = fit.risk_sets.loss_grad_hess(theta, deleted)[2]
+            out[rows] = H + fit.penalty.ridge_loo[rows][:, :, None] * np.eye(data.d)[None]
+        return out
+
+    def refit(self, codes=None, *, progress=None, executor=None):
+        codes = np.arange(self.fit.n) if codes is None else np.asarray(codes, dtype=int)
+        theta = coxnet_refits(self.fit, codes)
+        ok = np.isfinite(theta).all(axis=1)
+        return Refits(codes, theta, np.where(ok, "ok", "refit_failed"))
+
+    def undefined(self):
+        """None: an elastic net (``l1_ratio > 0``) always has a minimum."""
+        return np.zeros(self.fit.n, dtype=bool)
+
+    def unstable(self, delta_vif):
+        """None beyond :meth:`selection_changes` (no measured rule on the active set)."""
+        return np.zeros(self.fit.n, dtype=bool)
+
+    @cached_property
+    def newton_change(self):
+        return self._active_solve(self._deleted_hessians(), self._kkt_rhs(
+            self.deleted_gradient))
+
+    @cached_property
+    def selection_changes(self):
+        """(n,) bool: the deletion is predicted to change the selected covariates by the
+        VIF's change or, up to ``NEWTON_ROWS`` rows, by one-step Newton's (module
+        docstring)."""
+        flag = self._crossing(self.vif_change)
+        if self.fit.n <= NEWTON_ROWS:
+            flag |= self._crossing(self.newton_change)
+        return flag
+
+    def _crossing(self, delta):
+        """(n,) bool: some margin ``m <= (SELECTION_SAFETY - 1) |c|`` for the predicted
+        change ``delta`` (n, d) (module docstring)."""
+        fit, A, k = self.fit, self.active, SELECTION_SAFETY
+        s = np.sign(fit.coef)
+        m_act = s * (fit.coef + delta)
+        c_act = np.abs(fit.coef) - m_act
+        pred = self.deleted_gradient + delta[:, A] @ fit.information[A, :]
+        m_in = fit.penalty.l1_loo - np.abs(pred)
+        c_in = (fit.penalty.l1 - np.abs(fit.gradient)) - m_in
+        m = np.where(A, m_act, m_in)
+        c = np.where(A, c_act, c_in)
+        return ((m <= (k - 1.0) * np.abs(c)) & (fit.penalty.l1 > 0)).any(axis=1)
+
+    def extra_flags(self):
+        """The flags beside the audit's own: ``selection_changes``."""
+        return {"selection_changes": self.selection_changes}
+
+    #: ``method="auto"`` refits every flagged row, beyond its usual cap
+    refit_every_flagged = True
+
+    def unit_scores(self):
+        """(n, d) the score residuals ``U_i`` on the active set (zero elsewhere)."""
+        fit = self.fit
+        U = fit.data.to_caller_order(score_residuals_sorted(fit.risk_sets, fit.coef))
+        return np.where(self.active, U, 0.0)
+
+    def covariance(self, robust):
+        """``H_AA^{-1}`` on the active set, zero for coefficients at zero (no standard error:
+        their dfbetas are NaN). ``robust=True`` is refused."""
+        if robust:
+            raise ValueError("robust standard errors are not available for the elastic net")
+        A = self.active
+        V = np.zeros((self.coef.size, self.coef.size))
+        if A.any():
+            V[np.ix_(A, A)] = np.linalg.inv(self.fit.information[np.ix_(A, A)])
+        return V
+
+    def unit_frame(self, frame):
+        return frame
