@@ -256,3 +256,25 @@ def test_lifelines_models_follow_their_own_predictions(fitter, names):
     assert np.abs(quant.value(fit, theta)[0] / Q - 1).max() < 1e-10
     assert list(res.loo_change.columns) == ["Q(0.25|0)", "Q(0.5|0)", "Q(0.25|5)",
                                             "Q(0.5|5)", "Q(0.25|9)", "Q(0.5|9)"]
+
+
+def test_several_stratum_columns_take_tuple_labels():
+    """Strata of two columns (a DataFrame) are the same model as one column of their
+    combined labels (R's ``strata(sex, g)`` = ``strata(interaction)``; the one-column path
+    is R's above): each new patient's scale is its tuple's."""
+    d = DATA["lung"].copy()
+    d["g"] = (d["age"] > 62).astype(int)
+    X = d[covariates("lung_weibull___")]
+    two = ci.fit_aft(X, d["time"], d["status"], strata=d[["sex", "g"]])
+    one = ci.fit_aft(X, d["time"], d["status"], strata=d["sex"] * 10 + d["g"])
+    assert np.abs(two.coef - one.coef).max() < 1e-10
+    new = X.iloc[[0, 3, 7]]
+    labels = [(2, 1), (1, 0), (1, 1)]
+    for make in (lambda s: ci.SurvivalQuantile(new, [0.5, 0.9], strata=s),
+                 lambda s: ci.AFTSurvival(new, [100.0, 300.0], strata=s)):
+        a, b = make(labels), make([10 * s + g for s, g in labels])
+        assert np.abs(a.value(two, two.coef[None, :]) - b.value(one, one.coef[None, :])).max() \
+            < 1e-8
+        assert np.abs(a.jacobian(two) - b.jacobian(one)).max() < 1e-6
+    with pytest.raises(ValueError, match="unknown strata"):
+        ci.SurvivalQuantile(new, strata=[(3, 1)] * 3).value(two, two.coef[None, :])

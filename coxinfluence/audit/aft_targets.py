@@ -54,14 +54,20 @@ def standard_quantile(dist, p):
 
 def _stratum_labels(fit):
     """The fit's stratum labels in code order (None without strata), from the labels of
-    its rows."""
+    its rows: scalars, or tuples for several stratum columns (as
+    :func:`coxinfluence.data.inputs.encode_strata`)."""
     labels = fit.raw.get("strata")
     if labels is None:
         return None
+    rows = np.asarray(labels, dtype=object)
     codes = fit.data.strata
     first = [int(np.flatnonzero(codes == k)[0]) for k in range(fit.data.n_strata)]
-    out = tuple(np.asarray(labels, dtype=object)[first])
-    return tuple(v.item() if isinstance(v, np.generic) else v for v in out)
+    return tuple(tuple(_plain(v) for v in lab) if isinstance(lab, np.ndarray) else _plain(lab)
+                 for lab in rows[first])
+
+
+def _plain(value):
+    return value.item() if isinstance(value, np.generic) else value
 
 
 class _AFTNewPatients(Target):
