@@ -40,8 +40,9 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from coxinfluence.data.deletion import Deletion
+from coxinfluence.data.units import resolve_units
 from coxinfluence.influence_functions.cox_audit import CoxAudit
+from coxinfluence.influence_functions.deleted_hessians import deleted_hessians
 from coxinfluence.influence_functions.refits import Refits
 from coxinfluence.influence_functions.vif import vif_of_units
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
@@ -52,10 +53,10 @@ __all__ = ["SksurvCoxAudit", "CoxnetAudit", "SELECTION_SAFETY", "NEWTON_ROWS"]
 #: how many times its first-order prediction a selection margin must exceed to be left
 #: unflagged (measured: ``paper_appendix/bench_sksurv.py``)
 SELECTION_SAFETY = 3.0
-#: up to this many rows the flag also asks one-step Newton (deleted Hessians: O(n^2 d^2)
-#: time, O(n d^2) memory), which predicts the selection better where d is large against
-#: n (scikit-survival's breast cancer data: 198 rows, 82 covariates)
-NEWTON_ROWS = 5000
+#: up to this many rows the flag also asks one-step Newton (closed-form deleted Hessians,
+#: O(n d^2) memory), which predicts the selection better where d is large against n
+#: (scikit-survival's breast cancer data: 198 rows, 82 covariates)
+NEWTON_ROWS = 100_000
 
 
 class SksurvCoxAudit(CoxAudit):
@@ -155,22 +156,18 @@ class CoxnetAudit:
             return self.newton_change.copy()
         raise ValueError(f"unknown method {method!r}")
 
-    def _deleted_hessians(self, batch=64):
-        """(n, d, d) the smooth part's Hessian of ``J_{-i}`` at ``beta_hat`` (by deletion:
-        O(n^2 d^2) time)."""
-        fit, data = self.fit, self.fit.data
-        out = np.empty((data.n, data.d, data.d))
-        for b0 in range(0, data.n, batch):
-            rows = np.arange(b0, min(b0 + batch, data.n))
-            theta = np.repeat(fit.coef[None, :], rows.size, axis=0)
-            deleted = Deletion.of_rows(data.n, data.inverse_order[rows])
-            H = fit.risk_sets.loss_grad_hess(theta, deleted)[2]
-            out[rows] = H + fit.penalty.ridge_loo[rows][:, :, None] * np.eye(data.d)[None]
-        return out
+    def _deleted_hessians(self):
+        """(n, d, d) the smooth part's Hessian of ``J_{-i}`` at ``beta_hat``: the loss's
+        in closed form (:func:`coxinfluence.influence_functions.deleted_hessians.deleted_hessians`)
+        plus the ridge part without the row."""
+        fit = self.fit
+        H = deleted_hessians(fit, resolve_units(fit))
+        return H + fit.penalty.ridge_loo[:, :, None] * np.eye(fit.data.d)[None]
 
     def refit(self, codes=None, *, progress=None, executor=None):
         codes = np.arange(self.fit.n) if codes is None else np.asarray(codes, dtype=int)
-        theta = coxnet_refits(self.fit, codes)
+        guess = self.newton_change if self.fit.n <= NEWTON_ROWS else self.vif_change
+        theta = coxnet_refits(self.fit, codes, init=self.coef + guess[codes])
         ok = np.isfinite(theta).all(axis=1)
         return Refits(codes, theta, np.where(ok, "ok", "refit_failed"))
 

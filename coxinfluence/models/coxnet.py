@@ -213,19 +213,21 @@ def fit_coxnet(data, penalty, init, *, tol=1e-10, max_iter=100, **fields):
     return fit
 
 
-def coxnet_refits(fit, rows, batch=64):
+def coxnet_refits(fit, rows, init=None, batch=64):
     """(m, d) exact refits of the elastic net without each of the caller's ``rows`` (the
-    penalty's strengths without the row, ``n -> n - 1``), warm-started at ``fit.coef``;
-    NaN where a refit does not converge."""
+    penalty's strengths without the row, ``n -> n - 1``), started at ``init`` (m, d; e.g.
+    a first-order prediction) or ``fit.coef``; NaN where a refit does not converge."""
     rows = np.asarray(rows, dtype=int)
+    start = (np.repeat(fit.coef[None, :], rows.size, axis=0) if init is None
+             else np.asarray(init, dtype=np.float64))
     data, penalty = fit.data, fit.penalty
     out = np.full((rows.size, data.d), np.nan)
     for b0 in range(0, rows.size, batch):
         part = rows[b0:b0 + batch]
         deleted = Deletion.of_rows(data.n, data.inverse_order[part])
         objective = cox_objective(fit.risk_sets, deleted, ridge=penalty.ridge_loo[part])
-        theta0 = np.repeat(fit.coef[None, :], part.size, axis=0)
-        theta, ok, _, _ = elastic_net_newton(objective, penalty.l1_loo[part], theta0,
+        theta, ok, _, _ = elastic_net_newton(objective, penalty.l1_loo[part],
+                                             start[b0:b0 + part.size],
                                              gradient_tolerance(data, fit.tol), fit.max_iter)
         out[b0:b0 + part.size] = np.where(ok[:, None], theta, np.nan)
     return out
