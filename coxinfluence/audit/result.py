@@ -156,7 +156,7 @@ class InfluenceResult:
         else:
             src = self.approx if self.approx is not None else self
             D = src.theta_change.to_numpy()
-            ld = np.einsum("ij,jk,ik->i", D, self.model.information, D)
+            ld = ((D @ self.model.information) * D).sum(axis=1)
         return pd.Series(ld, index=self.loo_change.index, name="ld_approx")
 
     @property

@@ -38,6 +38,10 @@ from coxinfluence.models.cox import check_fit
 #: of :meth:`InformationSplit.of` up to this many floats (64 MB), else formed per call
 KEEP_TOTALS_FLOATS = 8_000_000
 
+#: ``C_g`` of at most this many rows is summed over the rows' own terms
+#: (:meth:`InformationSplit._m_direct`), of more from the sums over all risk sets
+DIRECT_ROWS = 512
+
 #: the columns of ``M`` formed at a time: at most this many floats per chunk
 CHUNK_FLOATS = 4_000_000
 
@@ -135,30 +139,32 @@ class InformationSplit:
         return lo, hi, own
 
     def _direct_is_cheaper(self, rows):
-        """Summing each row's own terms (``d^2`` per term) against forming (or reading)
-        the sums over all risk sets (about 8 passes over ``d(d+1)/2`` columns)."""
-        if self._kept:
-            return False
-        lo, hi, _ = self._term_ranges(rows)
-        groups = self.fit.data.n_groups + self.q.size
-        return float((hi - lo).sum()) * self.fit.data.d ** 2 < 8.0 * groups * self._i.size
+        """A few rows (at most ``DIRECT_ROWS``): :meth:`_m_direct`, one pass over the terms;
+        else the sums over all risk sets (about 8 passes over ``d(d+1)/2`` columns), kept
+        for the next call."""
+        return not self._kept and rows.size <= DIRECT_ROWS
 
     def _m_direct(self, rows):
-        """(c, d, d) ``M_j = sum_k v_jk q_k a_k a_k'`` of the sorted rows ``rows``, each
-        summed over its own terms: O(d^2) per term of its risk sets."""
+        """(c, d, d) ``M_j = sum_k v_jk q_k a_k a_k'`` of the sorted rows ``rows``: each row's
+        terms are a run ``lo:hi`` (:meth:`_term_ranges`), so ``M_j = S(lo) - S(hi)`` with
+        ``S(p) = sum_{k >= p} q_k a_k a_k'`` needed only at the runs' ends: the terms are
+        cut there and each piece summed once (one pass, ``d^2`` per term), less
+        ``c_k q_k a_k a_k'`` over the row's own tie group for an event (Efron)."""
         lo, hi, own = self._term_ranges(rows)
         data = self.fit.data
-        is_event = np.isin(rows, data.event_rows)         # the rows with a term
+        K, d = self.q.size, data.d
+        cuts, where = np.unique(np.concatenate([lo, hi, [K]]), return_inverse=True)
+        qa = self.q[:, None] * self.a
+        pieces = np.zeros((cuts.size, d, d))          # piece b: terms cuts[b]:cuts[b+1]
+        for b in range(cuts.size - 1):
+            k0, k1 = cuts[b], cuts[b + 1]
+            pieces[b] = qa[k0:k1].T @ self.a[k0:k1]
+        suffix = np.cumsum(pieces[::-1], axis=0)[::-1]      # S at each cut (0 at K)
+        out = suffix[where[:rows.size]] - suffix[where[rows.size:2 * rows.size]]
         frac = np.broadcast_to(self.frac, self.q.shape)
-        d = data.d
-        out = np.empty((rows.size, d, d))
-        for r in range(rows.size):
-            w = self.q[lo[r]:hi[r]].copy()
-            if is_event[r]:                    # Efron: 1 - c_k in the row's own group
-                k = own[r] - lo[r]
-                w[:k] *= 1.0 - frac[lo[r]:own[r]]
-            a = self.a[lo[r]:hi[r]]
-            out[r] = (a.T * w) @ a
+        for r in np.flatnonzero(np.isin(rows, data.event_rows) & (own > lo)):
+            k0, k1 = lo[r], own[r]                    # the row's own group's terms
+            out[r] -= (qa[k0:k1] * frac[k0:k1, None]).T @ self.a[k0:k1]
         return out
 
     def traces(self):
@@ -166,11 +172,10 @@ class InformationSplit:
         ``d x d`` matrix per row; ``H`` is ``fit.information``."""
         data = self.fit.data
         P = np.linalg.inv(np.asarray(self.fit.information, dtype=np.float64))
-        aP = self.a @ P
-        s = self._at(self._totals((self.q * np.einsum("ki,ki->k", aP, self.a))[:, None]),
-                     None)[:, 0]
-        S = self._at(self._first, None)
-        A, B = S[:, 0], S[:, 1:]
+        aPa = np.einsum("ki,ki->k", self.a @ P, self.a)
+        S = self._at(self._totals(np.concatenate([self.q[:, None], self.q[:, None] * self.a,
+                                                  (self.q * aPa)[:, None]], axis=1)), None)
+        A, B, s = S[:, 0], S[:, 1:-1], S[:, -1]
         XP = data.X @ P
         per_row = self.u * (A * np.einsum("ni,ni->n", XP, data.X)
                             - 2.0 * np.einsum("ni,ni->n", XP, B) + s)

@@ -22,15 +22,17 @@ def third_derivative(risk_sets, theta, block=4096):
     (:func:`coxinfluence.influence_functions.refits._warm_start`)."""
     data = risk_sets.data
     d = data.d
-    terms = risk_sets.terms()
-    theta = np.asarray(theta, dtype=np.float64).reshape(1, d)
-    eta, r, shift, den = risk_sets.risk(theta, terms)
-    m = np.broadcast_to(terms.mean_weight, den.shape)
-    a = risk_sets.term_means(r, den, terms.frac)[0]                     # (K, d)
-    coef = risk_sets.row_coefficients(r, den, terms)[0]                 # (n,)
-    # row weights of a_k (x) M2_k: r_j sum_{k holds j} m_k (1 - c_k [j event]) a_k / den_k
-    A = r[0][:, None] * risk_sets.sum_over_risk_sets((m / den)[:, :, None] * a[None],
-                                                terms.frac)[0]     # (n, d)
+    # the risk-set state at theta (kept for theta_hat by the kernels: an audit's VIF,
+    # flags and refits share it)
+    st = risk_sets.state(np.asarray(theta, dtype=np.float64).reshape(d))
+    m, a = st.mean_weight, st.term_mean                                  # (K,), (K, d)
+    q = np.where(m > 0, m / st.den, 0.0)
+    # per row: r_j sum_{k holds j} q_k v_jk [1, a_k], the row coefficients of S1 (and
+    # S2, S3) and the row weights of a_k (x) M2_k
+    S = risk_sets.sum_over_risk_sets(np.concatenate([q[:, None], q[:, None] * a],
+                                                    axis=1)[None], st.frac)[0]
+    coef = st.risk * S[:, 0]                                            # (n,)
+    A = st.risk[:, None] * S[:, 1:]                                     # (n, d)
     X = data.X
     M3 = np.zeros((d, d * d))
     P = np.zeros((d, d * d))
@@ -39,7 +41,7 @@ def third_derivative(risk_sets, theta, block=4096):
         outer = (xs[:, :, None] * xs[:, None, :]).reshape(-1, d * d)
         M3 += matmul_reduce_rows(coef[s:s + block, None] * xs, outer)
         P += matmul_reduce_rows(A[s:s + block], outer)
-    ma = m[0][:, None] * a
+    ma = m[:, None] * a
     A3 = np.zeros((d, d * d))
     for s in range(0, a.shape[0], block):
         ak = a[s:s + block]
