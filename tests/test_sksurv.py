@@ -234,3 +234,49 @@ def test_refusals(veterans):
     fit = ci.fit_cox(X, y["Survival_in_days"], y["Status"].astype(float))
     with pytest.raises(ValueError, match="scikit-survival"):
         ci.influence(fit, y=y)
+
+
+def _glmnet_available():
+    import shutil
+    import subprocess
+    if shutil.which("Rscript") is None:
+        return False
+    return subprocess.run(["Rscript", "-e", "library(glmnet)"],
+                          capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not _glmnet_available(),
+                    reason="R's glmnet not installed (apt-get install -y r-cran-glmnet)")
+def test_coxnet_refits_equal_r_glmnet(veterans, tmp_path):
+    """Second oracle: R's glmnet (``family="cox"``, ``standardize=FALSE``: its objective
+    is scikit-survival's with ``normalize=False``, lambda = alpha, alpha = l1_ratio, the
+    penalty factors rescaled the same way) refitted without each of three rows."""
+    import subprocess
+    X, y = veterans
+    pf = np.r_[np.ones(X.shape[1] - 1), 0.5]
+    a, l1r, rows = 0.05, 0.8, (0, 7, 50)
+    est = _quiet(_coxnet(l1_ratio=l1r, alphas=[a], penalty_factor=pf).fit, X, y)
+    res = ci.influence(est, X, y=y, method="exact")
+    data = X.copy()
+    data["time"], data["status"] = y["Survival_in_days"], y["Status"].astype(int)
+    data.to_csv(tmp_path / "d.csv", index=False)
+    script = f"""
+suppressPackageStartupMessages(library(glmnet))
+d <- read.csv("{tmp_path / 'd.csv'}")
+x <- as.matrix(d[, 1:(ncol(d) - 2)]); yy <- cbind(time = d$time, status = d$status)
+out <- NULL
+for (i in c(0, {', '.join(str(r + 1) for r in rows)})) {{
+  keep <- if (i == 0) seq_len(nrow(x)) else -i
+  f <- glmnet(x[keep, ], yy[keep, ], family = "cox", alpha = {l1r}, lambda = {a},
+              standardize = FALSE, thresh = 1e-14, penalty.factor = c({', '.join(map(str, pf))}))
+  out <- rbind(out, as.numeric(coef(f)))
+}}
+write.table(out, "{tmp_path / 'coef.csv'}", sep = ",", row.names = FALSE, col.names = FALSE)
+"""
+    (tmp_path / "g.R").write_text(script)
+    subprocess.run(["Rscript", str(tmp_path / "g.R")], check=True, capture_output=True)
+    coef = np.loadtxt(tmp_path / "coef.csv", delimiter=",")
+    np.testing.assert_allclose(res.model.coef, coef[0], atol=1e-6)
+    for k, i in enumerate(rows):
+        np.testing.assert_allclose(res.theta_change.iloc[i] + res.model.coef, coef[k + 1],
+                                   atol=1e-6)
