@@ -656,3 +656,18 @@ def test_lifelines_aft_refusals():
     cox = ci.fit_cox(df[["age", "fin"]], df["week"], df["arrest"])
     with pytest.raises(ValueError, match="'time_ratio' is not available for this model"):
         ci.influence(cox, target="tr")
+
+
+def test_several_stratum_columns_are_audited_like_one_combined_column():
+    """Two stratum columns give each (fin, wexp) cell its scale: the same model, audit and
+    top table as one column coding the cells; the frame shows the cells as tuples."""
+    from lifelines.datasets import load_rossi
+    df = load_rossi()
+    X = df[["age", "prio"]]
+    two = ci.fit_aft(X, df.week, df.arrest, strata=df[["fin", "wexp"]])
+    one = ci.fit_aft(X, df.week, df.arrest, strata=2 * df.fin + df.wexp)
+    assert np.abs(two.coef - one.coef).max() < 1e-10
+    a, b = ci.influence(two), ci.influence(one)
+    assert np.abs(a.theta_change.to_numpy() - b.theta_change.to_numpy()).max() < 1e-10
+    assert list(a.top(10).index) == list(b.top(10).index)
+    assert two.training_frame()["strata"].iloc[0] == (df.fin[0], df.wexp[0])

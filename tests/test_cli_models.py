@@ -181,6 +181,26 @@ def test_aft_quantile_of_the_average_patient_per_stratum(rossi, tmp_path, capsys
     assert_top_table_is(report_tables(out), res)
 
 
+def test_aft_quantile_with_two_stratum_columns(rossi, tmp_path, capsys):
+    """--strata fin wexp for an AFT model: a scale per (fin, wexp) cell; the average
+    patient once per cell, labelled by the cell's tuple, as ``ci.SurvivalQuantile``."""
+    path = _write(rossi, tmp_path / "rossi.csv")
+    out = tmp_path / "q2.html"
+    covs = ["age", "prio"]
+    code, stdout, err = run([str(path), "--time", "week", "--event", "arrest", "--covariates",
+                             *covs, "--model", "weibull", "--strata", "fin", "wexp",
+                             "--target", "quantile", "--method", "vif", "--exact-max-n", "0",
+                             "--no-progress", "--out", str(out)], capsys)
+    assert code == 0, err
+    X = rossi[covs].astype(float)
+    fit = ci.fit_aft(X, rossi.week, rossi.arrest, "weibull", strata=rossi[["fin", "wexp"]])
+    cells = [(0, 0), (0, 1), (1, 0), (1, 1)]
+    mean = pd.concat([X.mean().to_frame().T] * 4, ignore_index=True)
+    mean.index = [f"mean, stratum {c}" for c in cells]
+    res = ci.influence(fit, method="vif", target=ci.SurvivalQuantile(mean, [0.5], strata=cells))
+    assert_top_table_is(report_tables(out), res)
+
+
 def test_aft_survival_of_new_patients(rossi, tmp_path, capsys):
     """--target survival:T1,T2 --newdata for a stratified log-normal model: S(t|x) of each
     new patient with the scale of its stratum (``ci.AFTSurvival``)."""
@@ -376,8 +396,6 @@ def test_fine_gray_model_table_is_crrs(tmp_path, capsys, case, extra):
      "target 'survival_quantile' is not available for this model (Cox"),
     (["--event", "e", "--model", "weibull", "--target", "cif:1"],
      "target 'cumulative_incidence' is not available for this model (Weibull AFT"),
-    (["--event", "e", "--model", "weibull", "--strata", "g", "w"],
-     "--strata g w: an AFT model takes one stratum column"),
     (["--event", "e", "--target", "survival:a"], "--target survival:... needs numbers"),
 ])
 def test_bad_combinations_are_refused(tmp_path, capsys, extra, message):

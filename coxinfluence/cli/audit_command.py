@@ -115,10 +115,6 @@ def model_family(args) -> str:
         _refuse(args, f"a {args.model} AFT model",
                 ties="--ties (the AFT likelihood has no ties)",
                 subjects="--subjects (an AFT audit is per row or per --cluster)")
-        if args.strata and len(args.strata) > 1:
-            raise ValueError(f"--strata {' '.join(args.strata)}: an AFT model takes one "
-                             "stratum column (a scale per stratum) on the command line; "
-                             "combine the columns into one")
         return "aft"
     return "cox"
 

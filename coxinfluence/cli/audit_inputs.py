@@ -213,16 +213,23 @@ def _numbers(spec):
 def aft_patients(patients, newdata, strata):
     """``(X_new, strata)`` for an AFT model's new-patient target: without strata the
     patients as they are; the patients of ``newdata`` with their stratum column's labels;
-    the average patient once per stratum (labels as in the training data, sorted)."""
+    the average patient once per stratum (labels as in the training data, sorted; a
+    tuple per row for several stratum columns, as ``fit_aft`` labels them)."""
     if strata is None:
         return patients, None
-    column = strata.columns[0]
     if newdata is not None:
-        return newdata, list(newdata[column])
-    labels = sorted(pd.unique(strata[column]))
+        return newdata, _stratum_labels(newdata, strata.columns)
+    labels = sorted(set(_stratum_labels(strata, strata.columns)))
     rows = pd.concat([patients] * len(labels), ignore_index=True)
     rows.index = [f"mean, stratum {label_text(lab)}" for lab in labels]
     return rows, labels
+
+
+def _stratum_labels(frame, columns):
+    """Each row's stratum: its value of the one stratum column, or the tuple of several."""
+    if len(columns) == 1:
+        return list(frame[columns[0]])
+    return list(frame[list(columns)].itertuples(index=False, name=None))
 
 
 def per_stratum(target, fit):

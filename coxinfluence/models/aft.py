@@ -203,6 +203,14 @@ class AFTFit:
 
 # ------------------------------------------------------------------------ fitting
 
+def _one_per_row(labels, codes):
+    """Each row's stratum label (a 1-d object array: tuples of several stratum columns
+    stay whole, where ``np.asarray`` would make them a second axis)."""
+    out = np.empty(len(labels), dtype=object)
+    out[:] = list(labels)
+    return out[codes]
+
+
 def _label_text(value):
     """A stratum label as R prints it (``1``, not ``1.0``)."""
     if isinstance(value, np.generic):
@@ -363,8 +371,7 @@ def make_aft_data(X, time, event=None, dist="weibull", *, upper=None, entry=None
     if weights is not None:
         raw["weights"] = w
     if strata is not None:
-        raw["strata"] = (np.asarray(labels, dtype=object)[codes] if labels is not None
-                         else codes)
+        raw["strata"] = codes if labels is None else _one_per_row(labels, codes)
     return data, names_all, index, raw
 
 
