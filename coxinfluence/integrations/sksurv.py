@@ -42,14 +42,15 @@ def is_sksurv_cox(model):
 
 
 def sksurv_tolerance(fit):
-    """How far the estimator's coefficients may be from our refit: 0.05 standard errors
+    """How far the estimator's coefficients may be from our refit: 0.25 standard errors
     (from the smooth part's information) plus 1e-6. scikit-survival stops on loose
-    criteria (Coxnet: coordinate updates below ``tol`` = 1e-7, which left the age
-    coefficient of GBSG2 at alpha 0.02 1e-3 from the minimum, 0.02 SE; CoxPH: a relative
-    change of the loss below 1e-9), so this is looser than the lifelines check: it refuses
-    other data, not one row fewer."""
+    criteria (Coxnet: coordinate updates below ``tol`` = 1e-7; CoxPH: a relative change of
+    the loss below 1e-9): on its five bundled data sets at the alphas of
+    ``paper_appendix/bench_sksurv.py`` its default ``tol`` left Coxnet up to 0.06 SE from
+    the minimum (breast cancer, 82 covariates, alpha 0.0015). So this refuses other data
+    (shuffled or different rows), not one row fewer."""
     se = np.sqrt(np.abs(np.diag(np.linalg.pinv(fit.information))))
-    return 0.05 * se + 1e-6
+    return 0.25 * se + 1e-6
 
 
 def coxnet_alpha(estimator, alpha):
