@@ -21,6 +21,9 @@ Modules:
   independent exponential censoring, follow-up ending at ``tau``) and, with
   ``tau=None``, a negative control that breaks condition (3); :class:`GeneratorDesign`
   wraps any user generator ``f(rng, n) -> (X, time, event)``;
+* :mod:`.fine_gray_design`: :class:`FineGrayDesign`, competing risks with a true
+  Fine-Gray model (Fine & Gray 1999's simulation design); :func:`simulate_gap` then
+  records also the gap of the influence function with the censoring weights held fixed;
 * :mod:`.population`: :class:`QuadraturePopulation` / :func:`monte_carlo_population`:
   the population quantities ``s0, s1, G, A`` and the leading term of
   ``n * Diff_n(i)`` from the end of the proof, by Gauss-Legendre quadrature (for
@@ -43,6 +46,7 @@ from .designs import (
     QuadraturePopulation,
     monte_carlo_population,
 )
+from .fine_gray_design import FineGrayDesign
 from .result import GapResult, SlopeFit, loglog_slope
 from .result import _md_table as _md_table  # used by paper_appendix/asymptotics.py
 from .seeding import replicate_seed
@@ -51,6 +55,7 @@ from .simulation import simulate_gap
 __all__ = [
     "CoxDesign",
     "GeneratorDesign",
+    "FineGrayDesign",
     "QuadraturePopulation",
     "MonteCarloPopulation",
     "monte_carlo_population",

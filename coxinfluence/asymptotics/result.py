@@ -81,7 +81,10 @@ def loglog_slope(table: pd.DataFrame, column: str, *, n_boot: int = 2000, level:
 
 
 _SLOPE_COLUMNS = ("gap_mean", "gap_max", "if_mean", "if_max", "lead_relerr", "lead_max",
-                  "vif_loo_mean", "if_loo_mean")
+                  "vif_loo_mean", "if_loo_mean", "fixed_gap_mean", "fixed_gap_max",
+                  "weight_term_mean", "fixed_loo_mean")
+#: columns summarised by geometric means over replicates (norms)
+_NORM_PREFIXES = ("gap", "n_gap", "if_", "vif_", "lead_", "fixed_", "weight_term")
 
 
 @dataclass
@@ -99,7 +102,11 @@ class GapResult:
     ``lead_mean``/``lead_max`` the mean and max over rows of ``||L(Z_i)||`` and
     ``lead_at_argmax`` its value at the row attaining ``gap_max``; with
     ``include_loo``, ``vif_loo_*``/``if_loo_*`` the mean and max over rows of the
-    gaps to ``n (theta_hat - theta_hat_{-i})``.
+    gaps to ``n (theta_hat - theta_hat_{-i})``. A
+    :class:`~coxinfluence.asymptotics.FineGrayDesign` adds ``fixed_gap_mean``/``_max``
+    (``||VIF_n(i) - IF^fix_n(i)||``, the censoring weights held fixed),
+    ``weight_term_mean`` (``||IF_n(i) - IF^fix_n(i)||``) and, with ``include_loo``,
+    ``fixed_loo_*`` (:func:`~coxinfluence.asymptotics.fine_gray_design.fine_gray_gap_row`).
     """
 
     table: pd.DataFrame
@@ -147,7 +154,7 @@ class GapResult:
             row = {"n": int(n), "reps": len(g)}
             for c in cols:
                 v = g[c].to_numpy(dtype=np.float64)
-                if c.startswith(("gap", "n_gap", "if_", "vif_", "lead_")):
+                if c.startswith(_NORM_PREFIXES):
                     row[c] = float(np.exp(np.mean(np.log(v)))) if np.all(v > 0) else float(v.mean())
                 else:
                     row[c] = float(v.mean())
@@ -195,7 +202,8 @@ class GapResult:
         """Per-n summary and slopes as a markdown table."""
         s = self.summary()
         keep = [c for c in ("n", "reps", "gap_mean", "gap_max", "n_gap_mean", "n_gap_max",
-                            "if_mean", "lead_relerr", "lead_max", "vif_loo_mean", "if_loo_mean")
+                            "fixed_gap_mean", "weight_term_mean", "if_mean", "lead_relerr",
+                            "lead_max", "vif_loo_mean", "if_loo_mean", "fixed_loo_mean")
                 if c in s.columns]
         lines = [_md_table(s[keep]), "", _md_table(self.slopes())]
         return "\n".join(lines)

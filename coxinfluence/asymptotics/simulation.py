@@ -27,6 +27,7 @@ from coxinfluence.models.cox import fit_cox
 from coxinfluence.numerics.executors import on_workers
 
 from .designs import CoxDesign, _as_design, _norms
+from .fine_gray_design import FineGrayDesign, fine_gray_gap_row
 from .result import GapResult
 from .seeding import replicate_seed
 
@@ -43,6 +44,8 @@ def _one_replicate(design, n, rep, seed_seq, include_loo, population):
     """One replicate: fit, IF_n, VIF_n (and exact LOO); returns one table row."""
     rng = np.random.default_rng(seed_seq)
     X, time, event = design.sample(n, rng)
+    if isinstance(design, FineGrayDesign):
+        return {"n": n, "rep": rep, **fine_gray_gap_row(design, X, time, event, include_loo)}
     fit = fit_cox(X, time, event)
     IF = np.asarray(reid_influence(fit), dtype=np.float64)
     VIF = np.asarray(vif(fit), dtype=np.float64)
@@ -94,7 +97,10 @@ def simulate_gap(sample_sizes: Sequence[int], n_reps: int, *, design=None, seed=
     n_reps : replicates per size (>= 2, for the bootstrap).
     design : a :class:`~coxinfluence.asymptotics.CoxDesign` (default ``CoxDesign()``),
         any object with ``.sample(n, rng)``, or a callable
-        ``generator(rng, n) -> (X, time, event)``.
+        ``generator(rng, n) -> (X, time, event)``; a
+        :class:`~coxinfluence.asymptotics.FineGrayDesign` fits ``ci.fit_fine_gray`` and
+        records also the gap of the weights-held-fixed IF
+        (:func:`~coxinfluence.asymptotics.fine_gray_design.fine_gray_gap_row`).
     seed : non-negative int (default 0), ``SeedSequence``, or ``Generator`` (one
         integer is drawn from it and used as the seed); replicate ``rep`` at size ``n``
         uses :func:`~coxinfluence.asymptotics.replicate_seed` ``(seed, rep, n)``, so the
@@ -102,7 +108,8 @@ def simulate_gap(sample_sizes: Sequence[int], n_reps: int, *, design=None, seed=
     executor : any ``concurrent.futures.Executor`` (threads, processes), or a
         ``dask.distributed.Client`` or its ``get_executor()`` (the design and the
         population are then scattered once to every worker); ``None`` runs serially.
-    include_loo : also refit without each row (``coxinfluence.exact_loo``) and record
+    include_loo : also refit without each row (``coxinfluence.exact_loo``; a Fine-Gray
+        design: ``FineGrayAudit.refit``, the Kaplan-Meier re-estimated) and record
         the gaps of VIF and IF to ``n (theta_hat - theta_hat_{-i})`` (slow; small n).
     progress : show a tqdm progress bar.
     leading_term : ``None`` (use ``design.population()`` when the design is a
