@@ -35,6 +35,7 @@ every flagged row.
 """
 from __future__ import annotations
 
+import dataclasses
 from functools import cached_property
 
 import numpy as np
@@ -117,10 +118,13 @@ class CoxnetAudit:
     @cached_property
     def deleted_gradient(self):
         """(n, d) ``G_{-i}``: the smooth gradient of ``J_{-i}`` at ``beta_hat``, caller's
-        row order (``grad L - grad L_{-i} = -(H/n) VIF_n(i)``, the closed-form VIF)."""
+        row order. ``grad L - grad L_{-i}`` is the closed-form VIF's gradient difference,
+        read off a copy of the fit whose information is the identity (``VIF_n = -n
+        delta``), so a singular Hessian (more covariates than events) does no harm."""
         fit, n = self.fit, self.fit.n
-        vif = np.asarray(vif_of_units(fit), dtype=np.float64)
-        dL = -(vif @ fit.information.T) / n          # grad L - grad L_{-i}
+        plain = dataclasses.replace(fit, information=np.eye(fit.data.d))
+        plain.__dict__["risk_sets"] = fit.risk_sets
+        dL = -np.asarray(vif_of_units(plain), dtype=np.float64) / n    # grad L - grad L_{-i}
         penalty = fit.penalty
         return fit.gradient - dL + (penalty.ridge_loo - penalty.ridge) * fit.coef
 

@@ -146,7 +146,9 @@ def _lasso_step(theta, grad, H, l1, sweeps=500, rtol=1e-14):
             h = diag[:, j]
             a = grad[:, j] + r[:, j] - h * (z[:, j] - theta[:, j])
             u = h * theta[:, j] - a
-            new = np.sign(u) * np.maximum(np.abs(u) - l1[:, j], 0.0) / h
+            # h = 0 (a covariate constant in the data): flat but for the penalty, so 0
+            new = (np.sign(u) * np.maximum(np.abs(u) - l1[:, j], 0.0)
+                   / np.where(h > 0, h, np.inf))
             step = new - z[:, j]
             if np.any(step != 0):
                 z[:, j] = new
