@@ -280,3 +280,23 @@ write.table(out, "{tmp_path / 'coef.csv'}", sep = ",", row.names = FALSE, col.na
     for k, i in enumerate(rows):
         np.testing.assert_allclose(res.theta_change.iloc[i] + res.model.coef, coef[k + 1],
                                    atol=1e-6)
+
+
+def test_lasso_with_many_covariates_and_constant_columns():
+    """scikit-survival's breast cancer data cut to 110 rows (33 events, 82 covariates,
+    some one-hot columns constant), ``l1_ratio=1``: refits equal scikit-survival's, and
+    every selection change is flagged."""
+    from sksurv.datasets import load_breast_cancer
+    X, y = load_breast_cancer()
+    X = OneHotEncoder().fit_transform(X).astype(float).iloc[:110]
+    y = y[:110]
+    kw = dict(l1_ratio=1.0, alphas=[0.004], normalize=True)
+    est = _quiet(_coxnet(**kw).fit, X, y)
+    res = ci.influence(est, X, y=y, method="exact")
+    model = res.model
+    loo = res.theta_change.to_numpy() + model.coef
+    changed = ((loo != 0) != model.active).any(axis=1)
+    assert res.flags["selection_changes"].to_numpy()[changed].all()
+    for i in (0, int(np.flatnonzero(changed)[0])):
+        other = _quiet(_coxnet(**kw).fit, *_without(X, y, i))
+        np.testing.assert_allclose(loo[i], other.coef_[:, 0], atol=1e-6)
