@@ -95,13 +95,15 @@ import numpy as np
 from coxinfluence.influence_functions.vif_series import (
     _GATHER_BLOCK,
     _reversed_ranks,
-    _Segments,
     _SortedTerms,
+    add_direct_pairs,
+    choose_split,
+    gather_series,
     prefix_plan,
     segmented_prefix_sums,
 )
 from coxinfluence.likelihood.efron import efron_fraction_sum, efron_square_fraction_sum
-from coxinfluence.numerics.series import RHO_CANDIDATES, ROUNDING
+from coxinfluence.numerics.series import ROUNDING
 
 _METHODS = ("auto", "series", "direct")
 
@@ -314,50 +316,19 @@ def hessian_series_length(rho, tol=ROUNDING):
     return P
 
 
-def _choose_split(terms, rho):
-    """``(rho, k*)``: the given ``rho``, or the cheapest candidate by the operation count of
-    the VIF's series (``6`` per direct pair, ``P (3 n + 2 K)`` for the series), with this
-    module's series length."""
-    if rho is not None:
-        if not 0.0 < rho < 1.0:
-            raise ValueError(f"rho must lie in (0, 1); got {rho!r}")
-        return rho, terms.split(rho)
-    n, K = terms.data.n, terms.den.size
-    best = None
-    for r in RHO_CANDIDATES:
-        ks = terms.split(r)
-        cost = 6.0 * (ks - terms.lo).sum() + hessian_series_length(r) * (3.0 * n + 2.0 * K)
-        if best is None or cost < best[0]:
-            best = (cost, r, ks)
-    return best[1], best[2]
-
-
 def part1_series(mom, rho=None, n_terms=None, pair_block=1 << 15):
     """Part 1 (module docstring) for every sorted row, (n, T): direct pairs where
-    ``u_i / den_k > rho``, the P-term series elsewhere."""
-    rho, kstar = _choose_split(mom.terms, rho)
+    ``u_i / den_k > rho``, the P-term series elsewhere, by the VIF's series engine
+    (:func:`coxinfluence.influence_functions.vif_series.choose_split`,
+    :func:`~coxinfluence.influence_functions.vif_series.add_direct_pairs`,
+    :func:`~coxinfluence.influence_functions.vif_series.gather_series`) with this
+    module's summands and series length."""
+    rho, kstar = choose_split(mom.terms, rho, hessian_series_length)
     P = hessian_series_length(rho) if n_terms is None else int(n_terms)
-    return _direct_pairs(mom, kstar, pair_block) + _series(mom, kstar, P)
-
-
-def _direct_pairs(mom, kstar, pair_block):
-    """Part 1 over the pairs (row i, term k), k in [lo_i, k*_i), in blocks of pairs."""
-    t, data = mom.terms, mom.data
-    out = np.zeros((data.n, mom.xx.shape[1]))
-    cnt = kstar - t.lo
-    rows = np.flatnonzero(cnt > 0)
-    if rows.size == 0:
-        return out
-    block = (np.cumsum(cnt[rows]) - cnt[rows]) // pair_block
-    bounds = np.r_[0, np.flatnonzero(np.diff(block)) + 1, rows.size]
-    for b0, b1 in zip(bounds[:-1], bounds[1:]):
-        r = rows[b0:b1]
-        c = cnt[r]
-        first = np.cumsum(c) - c
-        pr = np.repeat(r, c)
-        k = np.repeat(t.lo[r] - first, c) + np.arange(pr.size)
-        out[r] += np.add.reduceat(_pair_terms(mom, pr, k, mom.xc[pr]), first, axis=0)
-    return out
+    out = np.zeros((mom.data.n, mom.xx.shape[1]))
+    add_direct_pairs(mom.terms, kstar, pair_block,
+                     lambda rows, k: _pair_terms(mom, rows, k, mom.xc[rows]), out)
+    return out + _series(mom, kstar, P)
 
 
 def _suffix_sums_by_power(seg, mom, P):
@@ -386,46 +357,26 @@ def _suffix_sums_by_power(seg, mom, P):
 
 
 def _series(mom, kstar, P):
-    """The P-term series over terms [k*_i, hi_i) of every row (module docstring), on the
-    VIF series' segments (:class:`coxinfluence.influence_functions.vif_series._Segments`)."""
-    t, data = mom.terms, mom.data
-    n, d, K = data.n, data.d, t.den.size
+    """The P-term series over terms [k*_i, hi_i) of every row (module docstring): each
+    row's gathered sums ``F, G, R`` of ``m [(p+1), (p+1) a, (p+1) a a' - V] / den^{p+1}``
+    (:func:`coxinfluence.influence_functions.vif_series.gather_series`), then
+    ``u_i (x_i x_i' F - x_i G' - G x_i' + R)``."""
+    data = mom.data
+    n, d = data.n, data.d
     out = np.zeros((n, mom.xx.shape[1]))
-    live = np.flatnonzero(kstar < t.hi)
-    if live.size == 0:
+    if not (kstar < mom.terms.hi).any():
         return out
-    if 2 * live.size > n:
-        live = np.arange(n)
-    seg = _Segments(t, P)
-    kl = kstar[live]
-    empty = kl >= t.hi[live]
-    kl[empty] = K - 1
-    sl = seg.of[kl]
-    col = np.where(empty, K, K - 1 - kl)
-    ratio = np.where(empty, 0.0, mom.u[live] / seg.scale[sl])
-    extra = np.where(empty, 0, seg.last[kl] - sl)
-    acc = np.zeros((live.size, 1 + d + mom.xx.shape[1]))
-    buf = np.empty((min(live.size, _GATHER_BLOCK), acc.shape[1]))
-    tp = np.ones(live.size)
-    for p, L in enumerate(_suffix_sums_by_power(seg, mom, P)):
-        if p:
-            tp *= ratio
-        Lt = np.ascontiguousarray(L.T)                       # (K + 1, c): row gathers
-        for b0 in range(0, live.size, _GATHER_BLOCK):
-            b1 = min(b0 + _GATHER_BLOCK, live.size)
-            g = buf[:b1 - b0]
-            np.take(Lt, col[b0:b1], axis=0, out=g)
-            g *= tp[b0:b1, None]
-            acc[b0:b1] += g
-        for j in range(1, int(extra.max()) + 1):
-            more = np.flatnonzero(extra >= j)
-            s = sl[more] + j
-            acc[more] += ((mom.u[live[more]] / seg.scale[s]) ** p)[:, None] \
-                * Lt[K - 1 - seg.start[s]]
-    for b0 in range(0, live.size, _GATHER_BLOCK):
-        sel = slice(b0, b0 + _GATHER_BLOCK)
-        rows = live[sel]
-        F, G, R = acc[sel, 0], acc[sel, 1:1 + d], acc[sel, 1 + d:]
+    acc = np.zeros((n, 1 + d + mom.xx.shape[1]))
+
+    def consume(rows, g):
+        acc[rows] += g
+
+    def sums_by_power(seg):                   # row gathers: (K + 1, c) contiguous
+        return (np.ascontiguousarray(L.T) for L in _suffix_sums_by_power(seg, mom, P))
+    gather_series(mom.terms, kstar, P, sums_by_power, consume, acc.shape[1])
+    for b0 in range(0, n, _GATHER_BLOCK):
+        rows = slice(b0, b0 + _GATHER_BLOCK)
+        F, G, R = acc[rows, 0], acc[rows, 1:1 + d], acc[rows, 1 + d:]
         val = mom.xx[rows] * F[:, None] - _sym_outer_tri(mom.xc[rows], G, mom.tri) + R
         out[rows] = mom.u[rows, None] * val
     return out

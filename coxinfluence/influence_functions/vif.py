@@ -129,14 +129,22 @@ def _own_group_change_fast(data, state, out=None, block=1 << 16):
     return out
 
 
-def _vif_delta_direct(data, state, block_rows=None, own_group=None, rows=None):
-    """``grad L(all) - grad L(-i)`` for every sorted row by direct summation of part 1,
-    O(n K d) time, memory bounded by ``block_rows`` rows; part 2 by ``own_group``
-    (default the O(K d) ``_own_group_change_fast``; the tests pass the pairwise
-    reference ``tests/oracles.py::own_group_change``, whose memory grows with the squared tie
-    sizes).
-    ``rows`` (sorted-row indices): only those rows, (len(rows), d), in O(len(rows) K d)
-    (the benchmark's check of a subsample of a large data set)."""
+def _vif_delta_direct(data, state, block_rows=None, rows=None):
+    """``grad L(all) - grad L(-i)`` for every sorted row (or the sorted rows ``rows``,
+    (len(rows), d)): part 1 by direct summation (:func:`part1_direct_sum`), part 2 by
+    the O(K d) ``_own_group_change_fast``."""
+    delta = _own_group_change_fast(data, state)
+    if rows is not None:
+        delta = delta[np.asarray(rows)]
+    return part1_direct_sum(data, state, block_rows, rows, out=delta)
+
+
+def part1_direct_sum(data, state, block_rows=None, rows=None, out=None):
+    """Part 1 of the gradient difference, ``u_i sum_{k in [lo_i, hi_i)} m_k (x_i - a_k) /
+    (den_k - u_i)``, by summing every (row, term) pair: O(n K d) time, memory bounded by
+    ``block_rows`` rows; every sorted row or only ``rows`` (sorted-row indices), in
+    O(len(rows) K d). Added into ``out`` when given. The reference of the series (tests)
+    and the checks of large data on a subsample (``paper_appendix/bench_subjects.py``)."""
     X = data.X
     K = data.term_group.size
     lo, hi = state.risk_sets.deletion_term_ranges
@@ -144,9 +152,8 @@ def _vif_delta_direct(data, state, block_rows=None, own_group=None, rows=None):
     m, den, a = state.mean_weight, state.den, state.term_mean
     if block_rows is None:
         block_rows = max(1, int(2e7 // max(K, 1)))
-    delta = (own_group or _own_group_change_fast)(data, state)
     rows = np.arange(data.n) if rows is None else np.asarray(rows)
-    delta = delta[rows]
+    delta = np.zeros((rows.size, data.d)) if out is None else out
     k = np.arange(K)
     for start in range(0, rows.size, block_rows):
         block = slice(start, start + block_rows)

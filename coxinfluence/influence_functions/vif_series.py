@@ -185,9 +185,9 @@ def part1_series(data, state, rho=None, n_terms=None, pair_block=1 << 16, out=No
     if data.term_group.size == 0:
         return out
     terms = _SortedTerms(data, state)
-    rho, kstar = terms.choose_split(rho)
+    rho, kstar = choose_split(terms, rho, series_length)
     P = series_length(rho) if n_terms is None else int(n_terms)
-    terms.direct_pairs(kstar, pair_block, out)
+    add_direct_pairs(terms, kstar, pair_block, terms.pair_values, out)
     terms.series(kstar, P, out)
     return out
 
@@ -246,92 +246,118 @@ class _SortedTerms:
         ks[far] = np.clip(np.searchsorted(self.key, q, side="left"), lo[far], hi[far])
         return ks
 
-    def choose_split(self, rho):
-        """``(rho, k*)``: the given ``rho``, or the cheapest candidate by an operation
-        count (~6 per direct (row, term) pair and column, ~3 per row and ~2 per term and
-        column for each of the P series terms). Above 2^18 rows the direct pairs are
-        counted on every s-th row (scaled by s): the count only picks rho, and every
-        rho gives the same sums to rounding."""
-        if rho is not None:
-            return rho, self.split(rho)
-        n, K = self.data.n, self.den.size
-        stride = max(1, n >> 18)
-        sample = None if stride == 1 else np.arange(0, n, stride)
-        lo = self.lo if sample is None else self.lo[sample]
-        best = None
-        for r in RHO_CANDIDATES:
-            pairs = stride * float((self.split(r, sample) - lo).sum())
-            cost = 6.0 * pairs + series_length(r) * (3.0 * n + 2.0 * K)
-            if best is None or cost < best[0]:
-                best = (cost, r)
-        return best[1], self.split(best[1])
-
-    def direct_pairs(self, kstar, pair_block, out):
-        """Add to ``out`` the sums over the pairs (row i, term k), k in [lo_i, k*_i), in
-        memory-bounded blocks."""
-        lo, m, den, u = self.lo, self.m, self.den, self.u
-        cnt = kstar - lo
-        rows = np.flatnonzero(cnt > 0)
-        if rows.size == 0:
-            return out
-        block = (np.cumsum(cnt[rows]) - cnt[rows]) // pair_block   # by first pair
-        bounds = np.r_[0, np.flatnonzero(np.diff(block)) + 1, rows.size]
-        for b0, b1 in zip(bounds[:-1], bounds[1:]):
-            r = rows[b0:b1]
-            c = cnt[r]
-            first = np.cumsum(c) - c
-            pr = np.repeat(r, c)
-            k = np.repeat(lo[r] - first, c) + np.arange(pr.size)
-            wk = m[k] / (den[k] - u[pr])
-            out[r] += np.add.reduceat(wk[:, None] * (self.x_centred(pr) - self.term_means(k)),
-                                      first, axis=0)
-        return out
+    def pair_values(self, rows, k):
+        """The VIF's part 1 of the pairs (row, term): ``m_k (x_i - a_k) / (den_k - u_i)``."""
+        wk = self.m[k] / (self.den[k] - self.u[rows])
+        return wk[:, None] * (self.x_centred(rows) - self.term_means(k))
 
     def series(self, kstar, P, out):
-        """Add to ``out`` the P-term series over terms [k*_i, hi_i) of every row: suffix
-        sums over terms shared by all rows, on segments of each stratum over which ``den``
-        grows by at most ``f`` (``f^P <= 1e250``, so no power of a ratio over- or
-        underflows). Row i adds ``x_i F_i - G_i`` with ``F_i`` (scalar) and ``G_i`` (d,)
-        the sums of the powers' gathered suffix sums: ``G`` goes straight into ``out``,
-        so per row only its gather row, its ratio and ``F`` are kept (memory: ``out``,
-        one (K + 1, d + 1) array and three (n,) vectors)."""
-        n, K = self.data.n, self.den.size
-        seg = _Segments(self, P)
-        empty = kstar >= self.hi
-        k = np.where(empty, K - 1, kstar)         # any valid term; gathers the sentinel
-        sl = seg.of[k]
-        col = _index_dtype(np.where(empty, K, K - 1 - k))
-        t = np.where(empty, 0.0, self.u / seg.scale[sl])
-        # rows whose stratum has more segments after that of k*_i add whole later
-        # segments (each scaled by its own smallest den)
-        extra = np.where(empty, 0, seg.last[k] - sl)
-        several = np.flatnonzero(extra > 0)
-        extra, sl = extra[several], sl[several]
-        del k, empty
+        """Add to ``out`` the P-term series over terms [k*_i, hi_i) of every row
+        (:func:`gather_series` of the suffix sums of ``[m/den, m a/den]``): row i adds
+        ``x_i F_i - G_i`` with ``F_i`` (scalar) and ``G_i`` (d,) the sums of its gathered
+        suffix sums; ``G`` goes straight into ``out``, so per row only its gather row,
+        its ratio and ``F`` are kept (memory: ``out``, one (K + 1, d + 1) array and
+        three (n,) vectors)."""
+        n = self.data.n
         F = np.zeros(n)
-        bufs = [np.empty((min(_GATHER_BLOCK, n), self.data.d + 1))
-                for _ in range(n_threads(n))]
-        for p, L in enumerate(seg.prefix_sums_by_power(self, P)):
-            def gather(w, a, b, p=p, L=L):       # rows [a, b): disjoint across blocks
-                g = np.take(L, col[a:b], axis=0, out=bufs[w][:b - a])
-                if p:
-                    tp = t[a:b].copy()            # t^p by p - 1 products (no (n,) array)
-                    for _ in range(p - 1):
-                        tp *= t[a:b]
-                    g *= tp[:, None]
-                F[a:b] += g[:, 0]
-                out[a:b] -= g[:, 1:]
-            for_row_blocks(gather, n, _GATHER_BLOCK, threads=len(bufs))
-            for j in range(1, int(extra.max(initial=0)) + 1):
-                pick = np.flatnonzero(extra >= j)
-                more, s = several[pick], sl[pick] + j
-                g = ((self.u[more] / seg.scale[s]) ** p)[:, None] * L[K - 1 - seg.start[s]]
-                F[more] += g[:, 0]
-                out[more] -= g[:, 1:]
+
+        def consume(rows, g):
+            F[rows] += g[:, 0]
+            out[rows] -= g[:, 1:]
+        gather_series(self, kstar, P, lambda seg: seg.prefix_sums_by_power(self, P), consume,
+                      self.data.d + 1)
+
         def add_x_f(w, a, b):
             out[a:b] += self.x_centred(slice(a, b)) * F[a:b, None]
         for_row_blocks(add_x_f, n, _GATHER_BLOCK)
         return out
+
+
+# --------------------------------------------------- the series engine: VIF, Hessians
+
+def choose_split(terms, rho, length):
+    """``(rho, k*)`` for the sorted terms ``terms`` (:class:`_SortedTerms`): the given
+    ``rho``, or the cheapest candidate of ``RHO_CANDIDATES`` by an operation count (~6 per
+    direct (row, term) pair, ~3 per row and ~2 per term for each of the ``length(rho)``
+    series terms; the counts only pick rho, every rho gives the same sums to rounding).
+    Above 2^18 rows the direct pairs are counted on every s-th row (scaled by s)."""
+    if rho is not None:
+        if not 0.0 < rho < 1.0:
+            raise ValueError(f"rho must lie in (0, 1); got {rho!r}")
+        return rho, terms.split(rho)
+    n, K = terms.data.n, terms.den.size
+    stride = max(1, n >> 18)
+    sample = None if stride == 1 else np.arange(0, n, stride)
+    lo = terms.lo if sample is None else terms.lo[sample]
+    best = None
+    for r in RHO_CANDIDATES:
+        pairs = stride * float((terms.split(r, sample) - lo).sum())
+        cost = 6.0 * pairs + length(r) * (3.0 * n + 2.0 * K)
+        if best is None or cost < best[0]:
+            best = (cost, r)
+    return best[1], terms.split(best[1])
+
+
+def add_direct_pairs(terms, kstar, pair_block, pair_values, out):
+    """Add to ``out`` (n, c), for every row i, the sum of ``pair_values(rows, k)`` (one
+    row of c values per pair) over the pairs (row i, term k), k in [lo_i, k*_i), formed
+    in blocks of about ``pair_block`` pairs (at most ``K / rho`` pairs in all)."""
+    lo = terms.lo
+    cnt = kstar - lo
+    rows = np.flatnonzero(cnt > 0)
+    if rows.size == 0:
+        return out
+    block = (np.cumsum(cnt[rows]) - cnt[rows]) // pair_block   # by first pair
+    bounds = np.r_[0, np.flatnonzero(np.diff(block)) + 1, rows.size]
+    for b0, b1 in zip(bounds[:-1], bounds[1:]):
+        r = rows[b0:b1]
+        c = cnt[r]
+        first = np.cumsum(c) - c
+        pr = np.repeat(r, c)
+        k = np.repeat(lo[r] - first, c) + np.arange(pr.size)
+        out[r] += np.add.reduceat(pair_values(pr, k), first, axis=0)
+    return out
+
+
+def gather_series(terms, kstar, P, sums_by_power, consume, width):
+    """The series over terms [k*_i, hi_i) of every row i, power by power: suffix sums over
+    terms shared by all rows, on segments of each stratum over which ``den`` grows by at
+    most ``f`` (``f^P <= 1e250``, so no power of a ratio over- or underflows).
+
+    ``sums_by_power(seg)`` yields, for p = 0..P-1, the suffix sums (K + 1, width) of the
+    p-th power's summands scaled by ``(s/den)^p`` (s: the segment's smallest den; row
+    ``K - 1 - k`` holds the sum from term k on, row K is zero). Row i reads its row at
+    ``k*_i`` times ``(u_i/s)^p`` (plus whole later segments of its stratum, each scaled
+    by its own smallest den) and hands the values to ``consume(rows, values)`` (rows: a
+    slice, from threads on disjoint blocks, or an index array)."""
+    n, K = terms.data.n, terms.den.size
+    seg = _Segments(terms, P)
+    empty = kstar >= terms.hi
+    k = np.where(empty, K - 1, kstar)         # any valid term; gathers the sentinel
+    sl = seg.of[k]
+    col = _index_dtype(np.where(empty, K, K - 1 - k))
+    t = np.where(empty, 0.0, terms.u / seg.scale[sl])
+    # rows whose stratum has more segments after that of k*_i add whole later segments
+    extra = np.where(empty, 0, seg.last[k] - sl)
+    several = np.flatnonzero(extra > 0)
+    extra, sl = extra[several], sl[several]
+    del k, empty
+    bufs = [np.empty((min(_GATHER_BLOCK, n), width)) for _ in range(n_threads(n))]
+    for p, L in enumerate(sums_by_power(seg)):
+        def gather(w, a, b, p=p, L=L):           # rows [a, b): disjoint across blocks
+            g = np.take(L, col[a:b], axis=0, out=bufs[w][:b - a])
+            if p:
+                tp = t[a:b].copy()                # t^p by p - 1 products (no (n,) array)
+                for _ in range(p - 1):
+                    tp *= t[a:b]
+                g *= tp[:, None]
+            consume(slice(a, b), g)
+        for_row_blocks(gather, n, _GATHER_BLOCK, threads=len(bufs))
+        for j in range(1, int(extra.max(initial=0)) + 1):
+            pick = np.flatnonzero(extra >= j)
+            more, s = several[pick], sl[pick] + j
+            consume(more, ((terms.u[more] / seg.scale[s]) ** p)[:, None]
+                    * L[K - 1 - seg.start[s]])
 
 
 _GATHER_BLOCK = 1 << 16     # rows per gather of the series sums (bounded memory)
