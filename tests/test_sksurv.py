@@ -54,11 +54,16 @@ def _quiet(fn, *args):
 
 @pytest.mark.parametrize("ties", ["breslow", "efron"])
 @pytest.mark.parametrize("alpha", [0.0, 5.0])
-def test_coxph_exact_refits_and_risk_score_equal_sksurv_refits(veterans, ties, alpha):
+def test_coxph_exact_refits_risk_score_and_survival_equal_sksurv_refits(veterans, ties, alpha):
     X, y = veterans
     Xn = X.iloc[:3]
     est = CoxPHSurvivalAnalysis(alpha=alpha, ties=ties, tol=TIGHT).fit(X, y)
     res = ci.influence(est, X, y=y, method="exact", target=RiskScore(Xn))
+    times = np.array([10.0, 50.0, 100.0, 300.0])
+    surv = ci.influence(est, X, y=y, method="exact", target=Survival(Xn, times))
+    base = np.array([f(times) for f in est.predict_survival_function(Xn)]).ravel()
+    np.testing.assert_allclose(surv.target.value(surv.fit, surv.fit.coef[None])[0], base,
+                               atol=1e-9)
     assert np.allclose(res.model.coef, est.coef_, atol=1e-9)
     for i in (0, 7, 50):
         other = CoxPHSurvivalAnalysis(alpha=alpha, ties=ties, tol=TIGHT).fit(*_without(X, y, i))
@@ -66,6 +71,8 @@ def test_coxph_exact_refits_and_risk_score_equal_sksurv_refits(veterans, ties, a
                                    atol=1e-9)
         np.testing.assert_allclose(res.loo_change.iloc[i],
                                    other.predict(Xn) - est.predict(Xn), atol=1e-9)
+        S = np.array([f(times) for f in other.predict_survival_function(Xn)]).ravel()
+        np.testing.assert_allclose(surv.loo_change.iloc[i], S - base, atol=1e-9)
 
 
 def test_coxph_ridge_vif_is_its_definition(veterans):
