@@ -72,13 +72,17 @@ def quiet(fn):
 
 
 def sksurv_refits(est, X, y):
-    """(n, d) scikit-survival's own refit without each row."""
+    """(n, d) scikit-survival's own refit without each row (NaN where it raises, e.g. its
+    "Numerical error, because weights are too large")."""
     from sklearn.base import clone
     n = len(y)
-    out = np.empty((n, X.shape[1]))
+    out = np.full((n, X.shape[1]), np.nan)
     for i in range(n):
         keep = np.arange(n) != i
-        out[i] = quiet(lambda: clone(est).fit(X[keep], y[keep])).coef_[:, 0]
+        try:
+            out[i] = quiet(lambda: clone(est).fit(X[keep], y[keep])).coef_[:, 0]
+        except ArithmeticError:
+            pass
     return out
 
 
@@ -109,6 +113,8 @@ def analyse(name, X, y, alpha):
             "auto s": f"{t_auto:.2f}", "our exact s": f"{t_exact:.2f}",
             "sksurv refits s": f"{t_sk:.2f}", "sksurv / auto": f"{t_sk / t_auto:.1f}x",
             "max abs diff vs sksurv": f"{np.nanmax(np.abs(loo - theirs)):.1e}",
+            "sksurv refits failed": int((~np.isfinite(theirs).all(axis=1)).sum()),
+            "our refits failed": int((~np.isfinite(loo).all(axis=1)).sum()),
             "_changes": int(changed.sum()), "_caught": int((flagged & changed).sum())}
 
 
