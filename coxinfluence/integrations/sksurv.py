@@ -15,12 +15,14 @@ of its ``alphas_`` (matched as scikit-survival's ``predict_survival_function`` d
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
 from coxinfluence.data.cox_data import make_cox_data
 from coxinfluence.integrations import Resolved
-from coxinfluence.models.cox import fit_cox
+from coxinfluence.models.cox import CoxFit, fit_cox
 from coxinfluence.models.coxnet import (
     SksurvCoxFit,
     elastic_net_penalty,
@@ -144,10 +146,9 @@ def resolve_sksurv(estimator, X, y, alpha=None):
 def _as_sksurv_fit(fit, name):
     """``fit`` (a CoxFit) as a :class:`SksurvCoxFit` with scikit-survival's baseline
     (``ctype=1``) and no centre (``CoxPHSurvivalAnalysis.predict`` is ``X beta``)."""
-    fields = {f: getattr(fit, f) for f in ("coef", "loglik", "information", "gradient",
-                                           "converged", "n_iter", "data", "ties", "tol",
-                                           "max_iter", "penalty")}
-    out = SksurvCoxFit(**fields, ctype=1, centre=None, estimator=name)
+    fields = {f.name: getattr(fit, f.name) for f in dataclasses.fields(CoxFit)}
+    fields.update(ctype=1, centre=None, estimator=name)
+    out = SksurvCoxFit(**fields)
     out.__dict__["risk_sets"] = fit.risk_sets
     return out
 
