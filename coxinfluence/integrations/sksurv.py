@@ -119,28 +119,42 @@ def resolve_sksurv(estimator, X, y, alpha=None):
     design = pd.DataFrame(Xa, index=index, columns=columns)
     name = type(estimator).__name__
     if name == "CoxPHSurvivalAnalysis":
-        coef = np.asarray(estimator.coef_, dtype=np.float64)
-        ridge = np.broadcast_to(np.asarray(estimator.alpha, dtype=np.float64), coef.shape)
-        if (ridge > 0).any():
-            data = make_cox_data(design, time, event, ties=estimator.ties,
-                                 check_identifiable=False)
-            fit = penalized_fit(data, coef, sksurv_ridge_penalty(ridge, data.n), estimator.ties)
-        else:
-            fit = fit_cox(design, time, event, ties=estimator.ties, init=coef)
-        fit = _as_sksurv_fit(fit, name)
+        fit, coef = _coxph_fit(estimator, design, time, event)
     elif name == "CoxnetSurvivalAnalysis":
-        alpha, k = coxnet_alpha(estimator, alpha)
-        coef = np.asarray(estimator.coef_[:, k], dtype=np.float64)
-        data = make_cox_data(design, time, event, ties="breslow", check_identifiable=False)
-        penalty = elastic_net_penalty(Xa, alpha, estimator.l1_ratio,
-                                      estimator.penalty_factor_, estimator.normalize)
-        fit = fit_coxnet(data, penalty, coef, centre=Xa.mean(axis=0), estimator=name,
-                         alpha=alpha)
+        fit, coef = _coxnet_fit(estimator, design, time, event, alpha)
     else:
         raise TypeError(f"unsupported scikit-survival estimator {name}: "
                         f"{' or '.join(ESTIMATORS)}")
     _check(fit, coef, name)
     return Resolved(fit, frame, "scikit-survival")
+
+
+def _coxph_fit(estimator, design, time, event):
+    """``(our fit, the estimator's coefficients)`` of ``CoxPHSurvivalAnalysis``: its ridge
+    ``alpha`` (none: the plain Cox fit) and ties."""
+    coef = np.asarray(estimator.coef_, dtype=np.float64)
+    ridge = np.broadcast_to(np.asarray(estimator.alpha, dtype=np.float64), coef.shape)
+    if (ridge > 0).any():
+        data = make_cox_data(design, time, event, ties=estimator.ties,
+                             check_identifiable=False)
+        fit = penalized_fit(data, coef, sksurv_ridge_penalty(ridge, data.n), estimator.ties)
+    else:
+        fit = fit_cox(design, time, event, ties=estimator.ties, init=coef)
+    return _as_sksurv_fit(fit, type(estimator).__name__), coef
+
+
+def _coxnet_fit(estimator, design, time, event, alpha):
+    """``(our fit, the estimator's coefficients)`` of ``CoxnetSurvivalAnalysis`` at
+    ``alpha`` (:func:`coxnet_alpha`)."""
+    alpha, k = coxnet_alpha(estimator, alpha)
+    coef = np.asarray(estimator.coef_[:, k], dtype=np.float64)
+    Xa = design.to_numpy()
+    data = make_cox_data(design, time, event, ties="breslow", check_identifiable=False)
+    penalty = elastic_net_penalty(Xa, alpha, estimator.l1_ratio, estimator.penalty_factor_,
+                                  estimator.normalize)
+    fit = fit_coxnet(data, penalty, coef, centre=Xa.mean(axis=0),
+                     estimator=type(estimator).__name__, alpha=alpha)
+    return fit, coef
 
 
 def _as_sksurv_fit(fit, name):
