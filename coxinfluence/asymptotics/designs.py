@@ -81,6 +81,38 @@ def _check_positive(value, name, *, allow_zero=False):
     return v
 
 
+def _check_follow_up(design):
+    """Validate ``censor_rate`` (>= 0) and ``tau`` (> 0 or None) of a frozen design."""
+    object.__setattr__(design, "censor_rate",
+                       _check_positive(design.censor_rate, "censor_rate", allow_zero=True))
+    if design.tau is not None:
+        object.__setattr__(design, "tau", _check_positive(design.tau, "tau"))
+
+
+def _end_of_follow_up(design, n, rng):
+    """``min(C, tau)`` per row: ``C ~ Exponential(censor_rate)`` (infinite when the rate is
+    0), ``tau`` the end of follow-up (none when None)."""
+    C = (rng.exponential(1.0, size=n) / design.censor_rate if design.censor_rate > 0
+         else np.full(n, np.inf))
+    return C if design.tau is None else np.minimum(C, design.tau)
+
+
+class _TrueCoefficients:
+    """``d`` and ``theta_star`` of a design whose ``theta`` is a tuple of floats."""
+
+    theta: tuple
+
+    @property
+    def d(self) -> int:
+        """Number of covariates."""
+        return len(self.theta)
+
+    @property
+    def theta_star(self) -> np.ndarray:
+        """The true coefficient vector theta* (float64 copy)."""
+        return np.array(self.theta, dtype=np.float64)
+
+
 def _check_n(n):
     if isinstance(n, bool) or not isinstance(n, numbers.Integral):
         raise ValueError(f"sample size n must be an integer; got {n!r}")
@@ -90,7 +122,7 @@ def _check_n(n):
 
 
 @dataclass(frozen=True)
-class CoxDesign:
+class CoxDesign(_TrueCoefficients):
     """Cox proportional-hazards design satisfying the conditions of the paper's theorem.
 
     ``X ~ Uniform[-x_bound, x_bound]^d`` (condition 2: density ``(2 x_bound)^{-d}``
@@ -130,20 +162,7 @@ class CoxDesign:
         object.__setattr__(self, "x_bound", _check_positive(self.x_bound, "x_bound"))
         object.__setattr__(self, "baseline_hazard",
                            _check_positive(self.baseline_hazard, "baseline_hazard"))
-        object.__setattr__(self, "censor_rate",
-                           _check_positive(self.censor_rate, "censor_rate", allow_zero=True))
-        if self.tau is not None:
-            object.__setattr__(self, "tau", _check_positive(self.tau, "tau"))
-
-    @property
-    def d(self) -> int:
-        """Number of covariates."""
-        return len(self.theta)
-
-    @property
-    def theta_star(self) -> np.ndarray:
-        """The true coefficient vector theta* (float64 copy)."""
-        return np.array(self.theta, dtype=np.float64)
+        _check_follow_up(self)
 
     @property
     def delta0(self) -> float:
@@ -166,9 +185,7 @@ class CoxDesign:
         X = rng.uniform(-self.x_bound, self.x_bound, size=(n, self.d))
         rate = self.baseline_hazard * np.exp(X @ theta)
         T = rng.exponential(1.0, size=n) / rate
-        C = (rng.exponential(1.0, size=n) / self.censor_rate if self.censor_rate > 0
-             else np.full(n, np.inf))
-        end = C if self.tau is None else np.minimum(C, self.tau)
+        end = _end_of_follow_up(self, n, rng)
         event = T <= end
         time = np.where(event, T, end)
         return X, time, event

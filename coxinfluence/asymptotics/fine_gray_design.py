@@ -34,7 +34,14 @@ import numpy as np
 from coxinfluence.influence_functions.fine_gray_audit import FineGrayAudit
 from coxinfluence.models.fine_gray import fit_fine_gray
 
-from .designs import _check_n, _check_positive, _norms
+from .designs import (
+    _check_follow_up,
+    _check_n,
+    _check_positive,
+    _end_of_follow_up,
+    _norms,
+    _TrueCoefficients,
+)
 from .seeding import _as_generator
 
 __all__ = ["FineGrayDesign", "fine_gray_gap_row"]
@@ -51,7 +58,7 @@ def _vector(value, name):
 
 
 @dataclass(frozen=True)
-class FineGrayDesign:
+class FineGrayDesign(_TrueCoefficients):
     """Competing risks with a true Fine-Gray model for cause 1 (module docstring).
 
     ``theta``: the subdistribution hazard's coefficients of cause 1; ``gamma``: the
@@ -81,19 +88,7 @@ class FineGrayDesign:
             raise ValueError(f"p must lie in (0, 1); got {self.p!r}")
         object.__setattr__(self, "p", p)
         object.__setattr__(self, "x_bound", _check_positive(self.x_bound, "x_bound"))
-        object.__setattr__(self, "censor_rate",
-                           _check_positive(self.censor_rate, "censor_rate", allow_zero=True))
-        if self.tau is not None:
-            object.__setattr__(self, "tau", _check_positive(self.tau, "tau"))
-
-    @property
-    def d(self) -> int:
-        return len(self.theta)
-
-    @property
-    def theta_star(self) -> np.ndarray:
-        """The true Fine-Gray coefficients of cause 1 (float64 copy)."""
-        return np.array(self.theta, dtype=np.float64)
+        _check_follow_up(self)
 
     def cumulative_incidence(self, t, X):
         """``F_1(t | x) = 1 - [1 - p (1 - e^{-t})]^{exp(x'theta)}`` (rows of ``X``)."""
@@ -114,9 +109,7 @@ class FineGrayDesign:
         t1 = -np.log1p(np.expm1(np.log1p(-v) / e1) / self.p)
         t2 = rng.exponential(size=n) / np.exp(X @ np.asarray(self.gamma))
         T = np.where(cause1, t1, t2)
-        C = (rng.exponential(size=n) / self.censor_rate if self.censor_rate > 0
-             else np.full(n, np.inf))
-        end = C if self.tau is None else np.minimum(C, self.tau)
+        end = _end_of_follow_up(self, n, rng)
         failed = T <= end
         status = np.where(failed, np.where(cause1, 1, 2), 0).astype(np.int64)
         return X, np.where(failed, T, end), status
