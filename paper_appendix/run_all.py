@@ -79,6 +79,8 @@ STEPS = [
      "bench_audit.py", [], ["--quick"], "bench_audit.md"),
     ("aft", "Beyond the paper: parametric AFT regression audited (R's survreg as the oracle)",
      "bench_aft.py", [], ["--quick"], "bench_aft.md"),
+    ("fine_gray", "Beyond the paper: the Fine-Gray model audited (exact refits; R's crr)",
+     "bench_fine_gray.py", [], ["--quick"], "bench_fine_gray.md"),
     ("sksurv", "Beyond the paper: scikit-survival's elastic-net Cox model audited (its own "
      "refits as the oracle)", "bench_sksurv.py", [], ["--quick"], "bench_sksurv.md"),
     ("core", "Performance: the Cox core against R and lifelines (METABRIC, SUPPORT)",
