@@ -640,6 +640,8 @@ def test_lifelines_aft_weights_entry_and_interval_censoring():
 def test_lifelines_aft_refusals():
     lifelines = pytest.importorskip("lifelines")
     from lifelines.datasets import load_rossi
+
+    from coxinfluence.integrations.lifelines_aft import resolve_lifelines_aft
     df = load_rossi()
     model = lifelines.WeibullAFTFitter().fit(df, "week", "arrest")
     with pytest.raises(ValueError, match="pass the DataFrame"):
@@ -649,8 +651,8 @@ def test_lifelines_aft_refusals():
     with pytest.raises(ValueError, match="do not match our refit"):
         ci.influence(model, other)
     anc = lifelines.WeibullAFTFitter().fit(df, "week", "arrest", ancillary=True)
-    with pytest.raises(ValueError, match="ancillary"):
-        ci.influence(anc, df)
+    with pytest.raises(ValueError, match="ancillary"):       # not R's survreg model
+        resolve_lifelines_aft(anc, df)
     with pytest.raises(ValueError, match="not available for this model"):
         ci.influence(model, df, target="hr")
     cox = ci.fit_cox(df[["age", "fin"]], df["week"], df["arrest"])

@@ -49,6 +49,7 @@ from coxinfluence.audit.targets import (
 from coxinfluence.audit.verification import verify
 from coxinfluence.influence_functions.aft_audit import AFTAudit
 from coxinfluence.influence_functions.cox_audit import CoxAudit
+from coxinfluence.influence_functions.decomposable_audit import DecomposableAudit, DecomposableFit
 from coxinfluence.influence_functions.fine_gray_audit import FineGrayAudit
 from coxinfluence.influence_functions.refits import warn_undefined
 from coxinfluence.influence_functions.seam import AuditModel
@@ -186,7 +187,11 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
         fitter), a statsmodels ``PHRegResults``, or a parametric AFT model: an ``AFTFit``
         (``ci.fit_aft``, R's ``survreg``) or a fitted lifelines ``WeibullAFTFitter``,
         ``LogNormalAFTFitter``, ``LogLogisticAFTFitter`` (audited by
-        :class:`coxinfluence.influence_functions.aft_audit.AFTAudit`).
+        :class:`coxinfluence.influence_functions.aft_audit.AFTAudit`), or any other lifelines
+        parametric regression (``ancillary`` AFT fits, ``PiecewiseExponentialRegressionFitter``,
+        ``GeneralizedGammaRegressionFitter``, ``CoxPHFitter`` with a spline or piecewise
+        baseline, a user's ``ParametricRegressionFitter``: its own likelihood, audited by
+        :class:`~coxinfluence.influence_functions.decomposable_audit.DecomposableAudit`).
     data : the training DataFrame (required for lifelines; optional extra columns for
         the ``top`` table otherwise).
     method : "auto" (default): VIF for every unit and exact refits where the audit is
@@ -237,7 +242,8 @@ def _seam(model, data, groups, robust, y=None, alpha=None):
     """``(the model behind the seam, Resolved)``: the one place that knows the model
     families. A seam object (an autodiff model) is used as it is; a ``FineGrayFit`` gets
     its seam; every other model is resolved (:func:`coxinfluence.integrations.resolve`:
-    ``CoxFit``, ``AFTFit``, lifelines, statsmodels) and gets ``AFTAudit`` or ``CoxAudit``."""
+    ``CoxFit``, ``AFTFit``, lifelines, statsmodels) and gets ``AFTAudit``,
+    ``DecomposableAudit`` (a lifelines parametric regression) or ``CoxAudit``."""
     if is_sksurv_cox(model):
         return sksurv_seam(model, data, y, alpha, groups, robust)
     if y is not None or alpha is not None:
@@ -257,7 +263,8 @@ def _seam(model, data, groups, robust, y=None, alpha=None):
         resolved = dataclasses.replace(resolved, groups=groups)
     if robust is not None:
         resolved = dataclasses.replace(resolved, robust=bool(robust))
-    seam = AFTAudit if isinstance(resolved.fit, AFTFit) else CoxAudit
+    seam = (AFTAudit if isinstance(resolved.fit, AFTFit) else
+            DecomposableAudit if isinstance(resolved.fit, DecomposableFit) else CoxAudit)
     return seam(resolved.fit, resolved.groups), resolved
 
 

@@ -8,7 +8,11 @@ so), the training frame (covariates, time, event; caller's row order and index) 
 the library builds the design from raw columns (formulas, dummies), a function mapping raw
 new-patient frames to the design. A ``coxinfluence.AFTFit`` (R's ``survreg`` model) and
 lifelines' ``WeibullAFTFitter``, ``LogNormalAFTFitter`` and ``LogLogisticAFTFitter``
-(:mod:`.lifelines_aft`) resolve to an ``AFTFit`` the same way.
+(:mod:`.lifelines_aft`) resolve to an ``AFTFit`` the same way. Every other lifelines
+parametric regression (``ParametricRegressionFitter``: the AFT fitters with
+``ancillary``, ``PiecewiseExponentialRegressionFitter``, ``GeneralizedGammaRegressionFitter``,
+a user's own subclass; ``CoxPHFitter`` with a spline or piecewise baseline) resolves to a
+``DecomposableFit`` of its own likelihood (:mod:`.lifelines_parametric`).
 """
 from __future__ import annotations
 
@@ -121,18 +125,23 @@ def resolve(model, data=None) -> Resolved:
             frame = attach_columns(frame, data, model.n)
         return Resolved(model, frame, "coxinfluence")
     kind = f"{type(model).__module__}.{type(model).__name__}"
-    if kind.startswith("lifelines"):
+    if any(c.__module__.startswith("lifelines") for c in type(model).__mro__):
+        # lifelines' fitters and users' subclasses of them
         from .lifelines import resolve_lifelines, resolve_lifelines_time_varying
-        from .lifelines_aft import FITTERS, resolve_lifelines_aft
-        if type(model).__name__ in FITTERS:
+        from .lifelines_aft import FITTERS, has_ancillary, resolve_lifelines_aft
+        from .lifelines_parametric import is_parametric_regression, resolve_lifelines_parametric
+        if type(model).__name__ in FITTERS and not has_ancillary(model):
             return resolve_lifelines_aft(model, data)
         if type(model).__name__ == "CoxTimeVaryingFitter":
             return resolve_lifelines_time_varying(model, data)
+        if is_parametric_regression(model):
+            return resolve_lifelines_parametric(model, data)
         return resolve_lifelines(model, data)
     if kind.startswith("statsmodels"):
         from .statsmodels import resolve_statsmodels
         return resolve_statsmodels(model, data)
     raise TypeError(f"unsupported model type {kind}: pass a coxinfluence CoxFit or AFTFit, "
-                    "a fitted lifelines CoxPHFitter, CoxTimeVaryingFitter, WeibullAFTFitter, "
-                    "LogNormalAFTFitter or LogLogisticAFTFitter, or a statsmodels "
-                    "PHRegResults")
+                    "a fitted lifelines CoxPHFitter, CoxTimeVaryingFitter or parametric "
+                    "regression (WeibullAFTFitter, LogNormalAFTFitter, LogLogisticAFTFitter, "
+                    "PiecewiseExponentialRegressionFitter, GeneralizedGammaRegressionFitter, "
+                    "any ParametricRegressionFitter), or a statsmodels PHRegResults")

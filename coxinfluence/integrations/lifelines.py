@@ -51,7 +51,11 @@ def _as_list(v):
 
 def resolve_lifelines(cph, data) -> Resolved:
     if type(cph).__name__ != "CoxPHFitter":
-        raise TypeError(f"unsupported lifelines model {type(cph).__name__}; use CoxPHFitter")
+        raise TypeError(f"unsupported lifelines model {type(cph).__name__}: coxinfluence "
+                        "audits lifelines' CoxPHFitter, CoxTimeVaryingFitter and parametric "
+                        "regressions (ParametricRegressionFitter subclasses: WeibullAFTFitter, "
+                        "PiecewiseExponentialRegressionFitter, GeneralizedGammaRegressionFitter, "
+                        "...)")
     if not hasattr(cph, "params_"):
         raise ValueError("the CoxPHFitter is not fitted: call cph.fit(df, ...) first")
     if data is None:
@@ -60,8 +64,9 @@ def resolve_lifelines(cph, data) -> Resolved:
     if not isinstance(data, pd.DataFrame):
         raise ValueError(f"data must be the training pandas DataFrame; got {type(data).__name__}")
     if getattr(cph, "baseline_estimation_method", "breslow") != "breslow":
-        raise ValueError("only the semi-parametric CoxPHFitter (baseline_estimation_method="
-                         "'breslow') is supported")
+        raise ValueError("baseline_estimation_method must be 'breslow' (semi-parametric), "
+                         "'spline' or 'piecewise' (coxinfluence.integrations."
+                         "lifelines_parametric)")
     penalized = bool(np.any(np.asarray(cph.penalizer) != 0))
     if penalized and np.any(np.asarray(cph.l1_ratio) != 0):
         raise ValueError(

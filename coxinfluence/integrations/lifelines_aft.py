@@ -21,7 +21,8 @@ rossi: 7e-5 standard errors from the maximum for the Weibull, 4e-4 for the log-n
 1.2e-2 for the log-logistic, whose log-likelihood is 1e-4 below ours), so agreement is
 checked to :data:`AGREEMENT_SE` standard errors: a wrong DataFrame is far outside it.
 
-Not supported (a clear ``ValueError``): ``ancillary`` models (a regression on the scale),
+``ancillary`` models (a regression on the scale) are not R's ``survreg`` model: they take
+the generic path, :mod:`.lifelines_parametric`. Not supported (a clear ``ValueError``):
 ``penalizer > 0``, ``fit_intercept=False``, ``fit_left_censoring``, other lifelines
 regression models.
 """
@@ -43,6 +44,12 @@ FITTERS = {"WeibullAFTFitter": ("weibull", -1.0), "LogNormalAFTFitter": ("lognor
 AGREEMENT_SE = 0.05
 
 
+def has_ancillary(model) -> bool:
+    """Whether a lifelines AFT model regresses its ancillary (scale) parameter too."""
+    ancillary = getattr(model, "model_ancillary", False)
+    return ancillary is not False and ancillary is not None
+
+
 def _censoring(model):
     return str(getattr(model, "_censoring_type", "RIGHT")).split(".")[-1].upper()
 
@@ -59,10 +66,10 @@ def resolve_lifelines_aft(model, data) -> Resolved:
                          f"{name} was fitted on, ci.influence(model, df)")
     if not isinstance(data, pd.DataFrame):
         raise ValueError(f"data must be the training pandas DataFrame; got {type(data).__name__}")
-    ancillary = getattr(model, "model_ancillary", False)
-    if ancillary is not False and ancillary is not None:
-        raise ValueError(f"{name}(ancillary=...) (a regression on the scale) is not supported "
-                         "yet: fit without ancillary")
+    if has_ancillary(model):
+        raise ValueError(f"{name}(ancillary=...) (a regression on the scale) is not R's "
+                         "survreg model: ci.influence audits it by the generic path "
+                         "(coxinfluence.integrations.lifelines_parametric)")
     if np.any(np.asarray(getattr(model, "penalizer", 0.0)) != 0):
         raise ValueError(f"{name}(penalizer > 0) is not supported: the audit follows the "
                          "unpenalised likelihood of R's survreg")

@@ -1,0 +1,324 @@
+"""Any fitted model whose loss is a weighted sum over rows, behind the audit's seam
+(:mod:`coxinfluence.influence_functions.seam`), from the loss's derivatives alone.
+
+A :class:`DecomposableFit` carries ``coef`` (a minimum), ``columns`` and a ``loss`` with
+
+- ``value(theta, presence)``, ``gradient(theta, presence)``, ``hessian(theta, presence)``:
+  ``L(theta, b) = sum_i b_i w_i l_i(theta)`` (``l_i`` minus row i's log-likelihood,
+  ``w_i`` its case weight, ``b_i`` its presence: 1 kept, 0 deleted) and its derivatives;
+- ``row_gradients(theta)`` (n, d): ``w_i grad l_i``; ``row_hessians(theta)`` (n, d, d):
+  ``w_i grad^2 l_i``; ``third(theta)`` (d, d, d): the third derivative of ``L(., 1)``.
+
+(:mod:`coxinfluence.integrations.lifelines_parametric` builds one for any lifelines
+``ParametricRegressionFitter``.) Deleting unit g (its rows) removes its terms, ``L_{-g} = L
+- L_g``, so with ``H`` the information at ``theta_hat`` and ``s_g = grad L_g(theta_hat) =
+sum_{i in g} w_i grad l_i``:
+
+- **VIF = IF exactly** (the paper's Section 3.5, "M-Estimation"): ``grad L - grad L_{-g} =
+  s_g`` at ``theta_hat``, and the case-weight derivative gives the same vector, so
+  ``change("vif") = change("reid") = H^{-1} s_g`` (the change ``theta_{-g} - theta_hat``,
+  ``= -VIF_n(g)/U``);
+- **one-step Newton**: ``-(H - C_g)^{-1} (grad L(theta_hat) - s_g)``, with the exact
+  information split ``C_g = sum_{i in g} w_i grad^2 l_i`` (``H - C_g = H_{-g}``);
+- **exact refits**: the unit's rows get presence 0 and ``L(., b)`` is minimised from
+  Halley's prediction (the one-step Newton change corrected by ``T``), by Newton steps
+  with step halving whose Hessian is kept (a chord method) while the gradient falls at
+  least tenfold per step and recomputed otherwise, to ``max |gradient| <= tol``; a refit
+  that runs more than :data:`RUNAWAY_SE` standard errors away (information metric) is
+  ``"undefined"`` (the deleted likelihood has no maximum near: a monotone likelihood),
+  one that stops otherwise ``"refit_failed"``;
+- ``unstable``: :func:`~coxinfluence.influence_functions.stability.unstable_from_split`
+  with ``C_g`` and ``T``; ``undefined``: none known without refitting;
+- ``unit_scores``: ``-s_g``; ``covariance(False)``: ``H^{-1}``; ``covariance(True)``: the
+  grouped sandwich ``D' D``, ``D`` the units' changes ``H^{-1} s_g`` (Huber's).
+"""
+from __future__ import annotations
+
+import warnings
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+import scipy.linalg
+
+from coxinfluence.data.inputs import encode_labels
+from coxinfluence.influence_functions.refits import Refits
+from coxinfluence.influence_functions.stability import unstable_from_split
+
+__all__ = ["DecomposableFit", "DecomposableAudit", "minimise"]
+
+#: accept a step when the loss is not above ``f (1 + slack)`` (rounding)
+_SLACK = 1e-12
+#: step halvings before a Newton step is given up
+_HALVINGS = 40
+#: a refit this many standard errors (information metric) from ``theta_hat`` has run off:
+#: the deleted likelihood has no maximum near it (monotone likelihood), "undefined"
+RUNAWAY_SE = 30.0
+
+
+class DecomposableFit:
+    """A fitted model with a row-decomposable loss (module docstring): ``loss``,
+    ``coef`` (d,), ``columns`` (d names; a ``pd.MultiIndex`` keeps its levels),
+    ``index`` (the rows' labels), ``tol`` (the gradient tolerance of the fit and the
+    refits), ``model_name``. ``converged``: ``max |grad L(coef)| <= tol`` and a positive
+    definite Hessian."""
+
+    def __init__(self, loss, coef, columns, index, *, tol, model_name):
+        self.loss = loss
+        self.coef = np.asarray(coef, dtype=np.float64).reshape(-1)
+        self.columns = columns
+        self.index = pd.Index(index)
+        self.n = len(self.index)
+        self.tol = float(tol)
+        self.model_name = model_name
+        ones = np.ones(self.n)
+        self.gradient = np.asarray(loss.gradient(self.coef, ones), dtype=np.float64)
+        self.information = _symmetric(loss.hessian(self.coef, ones))
+        pd_ok = bool(np.all(np.isfinite(self.information))) and bool(
+            np.all(np.linalg.eigvalsh(self.information) > 0))
+        self.converged = bool(np.abs(self.gradient).max() <= self.tol) and pd_ok
+
+
+def _symmetric(H):
+    H = np.asarray(H, dtype=np.float64)
+    return (H + H.T) / 2
+
+
+def _value_gradient(loss, theta, presence):
+    """``(L, grad L)`` at ``theta``: one pass where the loss has ``value_and_gradient``."""
+    both = getattr(loss, "value_and_gradient", None)
+    if both is not None:
+        f, g = both(theta, presence)
+    else:
+        f, g = loss.value(theta, presence), loss.gradient(theta, presence)
+    return float(f), np.asarray(g, dtype=np.float64)
+
+
+def _descent_direction(H, g):
+    """``(H + mu I)^{-1} g``: Newton's direction (``mu = 0``) where ``H`` is positive
+    definite, else shifted by ``mu = 1e-6 max|H| - lambda_min(H)`` so that it is (a
+    Levenberg-Marquardt step, a descent direction away from the maximum's basin)."""
+    try:
+        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), g)
+    except (np.linalg.LinAlgError, ValueError):
+        pass
+    lam = np.linalg.eigvalsh(H)
+    mu = 1e-6 * max(1.0, float(np.abs(H).max())) - min(float(lam[0]), 0.0)
+    return np.linalg.solve(H + mu * np.eye(H.shape[0]), g)
+
+
+def minimise(loss, theta0, presence, *, tol, hessian=None, max_iter=60, runaway=None):
+    """``(theta, ok)``: ``L(., presence)`` minimised from ``theta0`` by Newton steps with
+    step halving, the Hessian kept while ``max |grad|`` falls tenfold per step (a chord
+    method, started with ``hessian`` when given) and recomputed otherwise, shifted where it
+    is not positive definite (:func:`_descent_direction`); ``ok`` when ``max |grad| <=
+    tol`` was reached. ``runaway(theta)``, when given, stops the search (not ok) once it
+    returns True (the iterate has left any neighbourhood of a maximum)."""
+    theta = np.asarray(theta0, dtype=np.float64).copy()
+    f, g = _value_gradient(loss, theta, presence)
+    H = _symmetric(loss.hessian(theta, presence) if hessian is None else hessian)
+    fresh = hessian is None
+    for _ in range(max_iter):
+        gmax = float(np.abs(g).max())
+        if gmax <= tol:
+            return theta, True
+        if not np.isfinite(gmax):
+            return theta, False
+        step = _descent_direction(H, g)
+        moved = False
+        new = theta - step
+        fn, g_new = _value_gradient(loss, new, presence)
+        for k in range(1, _HALVINGS):
+            if np.isfinite(fn) and fn <= f + _SLACK * abs(f):
+                moved = True
+                break
+            new = theta - np.ldexp(step, -k)
+            fn = float(loss.value(new, presence))
+        if not moved:
+            if fresh:
+                return theta, False
+            H, fresh = _symmetric(loss.hessian(theta, presence)), True
+            continue
+        if k > 1:
+            g_new = np.asarray(loss.gradient(new, presence))
+        theta, f = new, fn
+        if runaway is not None and runaway(theta):
+            return theta, False
+        fresh = False
+        if float(np.abs(g_new).max()) > 0.1 * gmax:
+            H, fresh = _symmetric(loss.hessian(theta, presence)), True
+        g = g_new
+    return theta, bool(np.abs(g).max() <= tol)
+
+
+class DecomposableAudit:
+    """A :class:`DecomposableFit` with its units of deletion (``groups``: one label per
+    row; default the rows), as the audit sees it (module docstring)."""
+
+    #: the targets (``Target.name``) this model's changes can be taken of
+    target_names = ("coef",)
+
+    def __init__(self, fit, groups=None):
+        if not isinstance(fit, DecomposableFit):
+            raise TypeError(f"expected a DecomposableFit; got {type(fit).__name__}")
+        self.fit = fit
+        self.groups = groups
+        if groups is None:
+            self.unit_of = np.arange(fit.n)
+            self.unit_labels = fit.index
+        else:
+            self.unit_of, self.unit_labels = encode_labels(groups, fit.n, "groups", fit.index)
+        self.units_are_rows = groups is None
+        self.n_units = len(self.unit_labels)
+
+    # ---------------------------------------------------------------- the model
+    @property
+    def model_name(self):
+        return self.fit.model_name
+
+    @property
+    def coef(self):
+        return self.fit.coef
+
+    @property
+    def columns(self):
+        return self.fit.columns
+
+    @property
+    def information(self):
+        return self.fit.information
+
+    @property
+    def converged(self):
+        return self.fit.converged
+
+    def objective(self, thetas):
+        ones = np.ones(self.fit.n)
+        return np.array([float(self.fit.loss.value(t, ones)) for t in np.atleast_2d(thetas)])
+
+    # ------------------------------------------------------- shared, cached once
+    def _by_unit(self, rows):
+        """Sum of per-row arrays (n, ...) over each unit's rows -> (U, ...)."""
+        if self.units_are_rows:
+            return rows
+        out = np.zeros((self.n_units,) + rows.shape[1:])
+        np.add.at(out, self.unit_of, rows)
+        return out
+
+    @cached_property
+    def unit_gradients(self):
+        """(U, d) ``s_g = grad L_g(theta_hat)``."""
+        return self._by_unit(np.asarray(self.fit.loss.row_gradients(self.coef)))
+
+    @cached_property
+    def split(self):
+        """(U, d, d) ``C_g = grad^2 L_g(theta_hat)``, the exact information split."""
+        return self._by_unit(np.asarray(self.fit.loss.row_hessians(self.coef)))
+
+    @cached_property
+    def third(self):
+        """(d, d, d) the third derivative of ``L(., 1)`` at ``theta_hat``."""
+        return np.asarray(self.fit.loss.third(self.coef))
+
+    @cached_property
+    def _if_change(self):
+        return np.linalg.solve(self.information, self.unit_gradients.T).T
+
+    # ---------------------------------------------------------------- estimates
+    def change(self, method):
+        if method in ("vif", "reid"):
+            return self._if_change.copy()
+        if method == "newton":
+            rhs = self.fit.gradient[None, :] - self.unit_gradients
+            Hg = self.information[None] - self.split
+            out = np.full_like(rhs, np.nan)
+            for g in range(self.n_units):
+                try:
+                    out[g] = -np.linalg.solve(Hg[g], rhs[g])
+                except np.linalg.LinAlgError:
+                    pass
+            return out
+        raise ValueError(f"unknown method {method!r}")
+
+    def presence(self, code):
+        """(n,) the presence vector without unit ``code``."""
+        b = np.ones(self.fit.n)
+        b[self.unit_of == code] = 0.0
+        return b
+
+    def refit(self, codes=None, *, progress=None, executor=None):
+        """Exact refits without each unit of ``codes`` (all by default), from the one-step
+        Newton prediction with ``H - C_g`` as the first Hessian (:func:`minimise`).
+        ``progress`` and ``executor`` are accepted for the seam and unused."""
+        codes = np.arange(self.n_units) if codes is None else np.asarray(codes, dtype=int)
+        if not self.converged:
+            raise ValueError(f"the {self.model_name} fit is not at a minimum: no exact refits")
+        d = self.coef.size
+        theta = np.full((codes.size, d), np.nan)
+        status = np.full(codes.size, "refit_failed", dtype=object)
+        for k, code in enumerate(codes):
+            b = self.presence(code)
+            s0, J = self._halley_start(code)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                th, ok = minimise(self.fit.loss, s0, b, tol=self.fit.tol, hessian=J,
+                                  runaway=self._runaway)
+            if ok and np.all(np.isfinite(th)):
+                theta[k], status[k] = th, "ok"
+            elif self._runaway(th):
+                status[k] = "undefined"
+        return Refits(codes, theta, status.astype(str))
+
+    def _halley_start(self, code):
+        """``(start, Hessian)`` of the refit without unit ``code``: the one-step Newton
+        change ``D0 = -H_{-g}^{-1} r`` (``r = grad L_{-g}(theta_hat)``, ``H_{-g} = H - C_g``)
+        corrected by the third derivative, Halley's ``D = -(H_{-g} + T[D0]/2)^{-1} r``, with
+        ``H_{-g} + T[D]``, the deleted Hessian at the start to first order; the Newton
+        start with ``H_{-g}`` where Halley's step is not within half of ``D0``; the fit
+        itself where ``H_{-g}`` is singular."""
+        d = self.coef.size
+        H_g = self.information - self.split[code]
+        r = self.fit.gradient - self.unit_gradients[code]
+        T = self.third.reshape(d, d * d)
+        try:
+            D0 = -np.linalg.solve(H_g, r)
+        except np.linalg.LinAlgError:
+            return self.coef.copy(), self.information
+        try:
+            D = -np.linalg.solve(H_g + 0.5 * (D0 @ T).reshape(d, d), r)
+        except np.linalg.LinAlgError:
+            D = D0
+        if not np.all(np.isfinite(D)) or np.abs(D - D0).max() > 0.5 * np.abs(D0).max():
+            return self.coef + D0, H_g
+        return self.coef + D, H_g + (D @ T).reshape(d, d)
+
+    def _runaway(self, theta):
+        """Whether ``theta`` is more than :data:`RUNAWAY_SE` standard errors from
+        ``theta_hat`` in the information metric, ``sqrt(delta' H delta)`` (or not finite)."""
+        delta = np.asarray(theta) - self.coef
+        if not np.all(np.isfinite(delta)):
+            return True
+        return float(delta @ self.information @ delta) > RUNAWAY_SE ** 2
+
+    # -------------------------------------------------------------------- trust
+    def undefined(self):
+        return np.zeros(self.n_units, dtype=bool)
+
+    def unstable(self, delta_vif):
+        return unstable_from_split(self.information, self.split, self.third, delta_vif)
+
+    def unit_scores(self):
+        return -self.unit_gradients
+
+    def covariance(self, robust):
+        if not robust:
+            return np.linalg.inv(self.information)
+        D = self._if_change
+        return D.T @ D
+
+    def unit_frame(self, frame):
+        """Rows: ``frame``; groups: their number of rows, indexed by the unit label."""
+        if self.units_are_rows:
+            return frame
+        return pd.DataFrame({"rows": np.bincount(self.unit_of, minlength=self.n_units)},
+                            index=self.unit_labels)
