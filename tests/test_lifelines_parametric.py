@@ -97,12 +97,15 @@ def _inner(model):
     return model._model if type(model).__name__ == "CoxPHFitter" else model
 
 
+TIGHT_SLSQP = {"ftol": 1e-14, "maxiter": 5000}
+
+
 def tight(make, df, model):
     """lifelines refitted on ``df`` with its optimiser tightened: SLSQP ``ftol=1e-14``, or
     BFGS's smallest ``gtol`` of 1e-9 ... 1e-7 at which it reports success (below, its line
     search may stop on precision loss and lifelines raises ``ConvergenceError``)."""
     if _inner(model)._scipy_fit_method == "SLSQP":
-        return make(df, {"ftol": 1e-14, "maxiter": 5000})
+        return make(df, TIGHT_SLSQP)
     for gtol in (1e-9, 1e-8, 1e-7):
         try:
             return make(df, {"gtol": gtol})
@@ -181,8 +184,8 @@ def test_newton_is_its_definition(case):
 
 def test_exact_refits_equal_lifelines_refits(case):
     """Our refit without a row changes the parameters as lifelines' own (tightened) refit
-    without it: changes, to lifelines' tolerance (its tightened fits are within 5e-7 of
-    our maxima)."""
+    without it: changes, to lifelines' tolerance (measured: at most 9e-7 standard errors
+    apart on the eight models; its tightened fits are within 5e-7 of our maxima)."""
     name, df, make, model, fitted_tight, res = case
     rows = [int(np.argmax(res.ld_approx.to_numpy())), 5]
     audit = res.model
@@ -195,7 +198,7 @@ def test_exact_refits_equal_lifelines_refits(case):
             theirs = tight(make, df.drop(index=df.index[i]), model)
         ours = refits.theta[k] - res.fit.coef
         lifelines_change = theirs.params_.to_numpy() - fitted_tight.params_.to_numpy()
-        assert (np.abs(ours - lifelines_change) / se).max() < 1e-4, name
+        assert (np.abs(ours - lifelines_change) / se).max() < 1e-5, name
         # and the refit is a maximum of the deleted likelihood
         b = np.ones(len(df))
         b[i] = 0.0
@@ -305,3 +308,32 @@ def test_a_fit_far_from_its_maximum_warns():
     with pytest.warns(LifelinesNotConvergedWarning, match="standard errors"):
         res = resolve(model, df)
     assert res.fit.converged
+
+
+def test_clusters_and_robust_errors_are_lifelines():
+    """``groups=``: a cluster's exact refit is lifelines' refit without the cluster's rows;
+    the robust covariance (the grouped sandwich over rows) gives lifelines' ``robust=True``
+    standard errors (Huber's sandwich of its per-row scores)."""
+    df = _small()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = lifelines.WeibullAFTFitter().fit(df, "week", "arrest", ancillary=True,
+                                                 robust=True, fit_options=TIGHT_SLSQP)
+        res = ci.influence(model, df, method="vif")
+        clustered = ci.influence(model, df, method="vif", groups=df["prio"])
+    robust_se = np.sqrt(np.diag(res.model.covariance(True)))
+    assert np.abs(robust_se / model.standard_errors_.to_numpy() - 1).max() < 1e-5
+    assert res.robust
+    assert len(clustered.theta_change) == df["prio"].nunique()
+    code = int(np.flatnonzero(clustered.model.unit_labels == 3)[0])
+    refit = clustered.model.refit(np.array([code]))
+    assert refit.status[0] == "ok"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = lifelines.WeibullAFTFitter().fit(df[df["prio"] != 3], "week", "arrest",
+                                                  ancillary=True, fit_options=TIGHT_SLSQP)
+    se = np.sqrt(np.diag(np.linalg.inv(res.fit.information)))
+    change = refit.theta[0] - res.fit.coef
+    assert (np.abs(change - (theirs.params_.to_numpy() - model.params_.to_numpy()))
+            / se).max() < 1e-5
+    assert (clustered.model.unit_frame(None)["rows"].sum()) == len(df)
