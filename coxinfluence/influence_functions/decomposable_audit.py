@@ -170,28 +170,11 @@ class DecomposableAudit:
             self.unit_of, self.unit_labels = encode_labels(groups, fit.n, "groups", fit.index)
         self.units_are_rows = groups is None
         self.n_units = len(self.unit_labels)
+        # the fitted model, as the seam names it
+        self.model_name, self.coef, self.columns = fit.model_name, fit.coef, fit.columns
+        self.information, self.converged = fit.information, fit.converged
 
     # ---------------------------------------------------------------- the model
-    @property
-    def model_name(self):
-        return self.fit.model_name
-
-    @property
-    def coef(self):
-        return self.fit.coef
-
-    @property
-    def columns(self):
-        return self.fit.columns
-
-    @property
-    def information(self):
-        return self.fit.information
-
-    @property
-    def converged(self):
-        return self.fit.converged
-
     def objective(self, thetas):
         ones = np.ones(self.fit.n)
         return np.array([float(self.fit.loss.value(t, ones)) for t in np.atleast_2d(thetas)])

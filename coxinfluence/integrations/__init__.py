@@ -45,6 +45,18 @@ def agreement_tolerance(fit):
     return 1e-3 * fit.se + 1e-6
 
 
+def check_lifelines_inputs(fitted, data, name):
+    """Raise unless the lifelines model ``name`` is ``fitted`` and ``data`` is a DataFrame
+    (lifelines does not keep its training data, so the caller passes it)."""
+    if not fitted:
+        raise ValueError(f"the {name} is not fitted: call model.fit(df, ...) first")
+    if data is None:
+        raise ValueError(f"lifelines does not keep its training data: pass the DataFrame the "
+                         f"{name} was fitted on, ci.influence(model, df)")
+    if not isinstance(data, pd.DataFrame):
+        raise ValueError(f"data must be the training pandas DataFrame; got {type(data).__name__}")
+
+
 def covariate_frame(data, special, n_fitted, what):
     """``data`` without the model's own columns ``special`` (outcome, weights, entry,
     strata, cluster), after checking that ``data`` has them all and the ``n_fitted`` rows

@@ -33,7 +33,7 @@ import pandas as pd
 
 from coxinfluence.models.aft import fit_aft
 
-from . import Resolved, covariate_frame
+from . import Resolved, check_lifelines_inputs, covariate_frame
 
 #: lifelines' AFT fitters: the distribution and the sign taking the ancillary
 #: parameter's Intercept to ``log(sigma)``
@@ -59,13 +59,7 @@ def resolve_lifelines_aft(model, data) -> Resolved:
     our :class:`~coxinfluence.models.aft.AFTFit` of the same model (module docstring)."""
     name = type(model).__name__
     dist, sign = FITTERS[name]
-    if not hasattr(model, "params_"):
-        raise ValueError(f"the {name} is not fitted: call model.fit(df, ...) first")
-    if data is None:
-        raise ValueError(f"lifelines does not keep its training data: pass the DataFrame the "
-                         f"{name} was fitted on, ci.influence(model, df)")
-    if not isinstance(data, pd.DataFrame):
-        raise ValueError(f"data must be the training pandas DataFrame; got {type(data).__name__}")
+    check_lifelines_inputs(hasattr(model, "params_"), data, name)
     if has_ancillary(model):
         raise ValueError(f"{name}(ancillary=...) (a regression on the scale) is not R's "
                          "survreg model: ci.influence audits it by the generic path "

@@ -53,11 +53,10 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pandas as pd
 
 from coxinfluence.influence_functions.decomposable_audit import DecomposableFit, minimise
 
-from . import Resolved, covariate_frame
+from . import Resolved, check_lifelines_inputs, covariate_frame
 
 __all__ = ["is_parametric_regression", "resolve_lifelines_parametric",
            "LifelinesLikelihood", "LifelinesNotConvergedWarning", "TOL",
@@ -177,13 +176,7 @@ class LifelinesLikelihood:
 
 
 def _check_model(model, inner, name, data):
-    if inner is None or not hasattr(inner, "params_"):
-        raise ValueError(f"the {name} is not fitted: call model.fit(df, ...) first")
-    if data is None:
-        raise ValueError(f"lifelines does not keep its training data: pass the DataFrame the "
-                         f"{name} was fitted on, ci.influence(model, df)")
-    if not isinstance(data, pd.DataFrame):
-        raise ValueError(f"data must be the training pandas DataFrame; got {type(data).__name__}")
+    check_lifelines_inputs(inner is not None and hasattr(inner, "params_"), data, name)
     if data.index.has_duplicates:
         raise ValueError("data has duplicate index labels; results are keyed by the index")
     if np.any(np.asarray(getattr(inner, "penalizer", 0.0)) != 0):
