@@ -34,8 +34,9 @@ row i), which :class:`ElasticNetPenalty` holds per row (``l1_loo``, ``ridge_loo`
 
 The elastic-net fit and refits (:func:`elastic_net_newton`) are proximal Newton: at
 ``beta`` the smooth part ``L + ridge`` is replaced by its second-order expansion and the
-lasso problem so obtained is solved by coordinate descent (exact zeros by soft
-thresholding), then the step is halved until ``J`` decreases. Converged when the KKT
+lasso problem so obtained is solved (by one linear solve when it keeps the signs and zeros
+of ``beta``, else by feature-sign search, else by coordinate descent; exact zeros), then
+the step is halved until ``J`` decreases. Converged when the KKT
 conditions hold to ``tol``: ``|g_j + lambda_j sign(beta_j)| <= tol`` where
 ``beta_j != 0`` and ``|g_j| <= lambda_j + tol`` where ``beta_j = 0`` (``g`` the smooth
 gradient), over every covariate.
