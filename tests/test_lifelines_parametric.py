@@ -252,8 +252,15 @@ def test_delayed_entry_and_weights_are_lifelines_likelihood():
     assert np.abs(r.fit.information - r2.fit.information).max() < 1e-6
 
 
-def test_interval_censoring_is_lifelines_likelihood():
+def test_interval_and_left_censoring_are_lifelines_likelihood():
     df = _small().copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        left = lifelines.LogNormalAFTFitter().fit_left_censoring(df, "week", "arrest",
+                                                                 ancillary=True)
+        res = ci.influence(left, df, method="vif")
+    value = -res.fit.loss.value(left.params_.to_numpy(), np.ones(len(df)))
+    assert abs(value - left.log_likelihood_) < 1e-8 * abs(left.log_likelihood_)
     df["lower"] = np.where(df["arrest"] == 1, np.maximum(df["week"] - 2.0, 0.0), df["week"])
     df["upper"] = np.where(df["arrest"] == 1, df["week"], np.inf)
     frame = df.drop(columns=["week", "arrest"])
@@ -337,3 +344,23 @@ def test_clusters_and_robust_errors_are_lifelines():
     assert (np.abs(change - (theirs.params_.to_numpy() - model.params_.to_numpy()))
             / se).max() < 1e-5
     assert (clustered.model.unit_frame(None)["rows"].sum()) == len(df)
+
+
+def test_report_names_the_model_its_events_and_likelihood():
+    """The report's header: the lifelines model, its events and lifelines' (tightened)
+    log-likelihood."""
+    import html
+
+    from coxinfluence.report import build_report
+    df = _small()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = lifelines.CoxPHFitter(baseline_estimation_method="piecewise",
+                                      breakpoints=[20, 40]).fit(df, "week", "arrest",
+                                                                fit_options={"gtol": 1e-8})
+        res = ci.influence(model, df, method="vif")
+    header = res.model.report_header()
+    assert header.name == "lifelines CoxPHFitter (baseline_estimation_method='piecewise')"
+    assert header.facts.startswith(f"{int(df['arrest'].sum())} events, 6 parameters")
+    assert header.facts.endswith(f"log-likelihood {model.log_likelihood_:.4f}")
+    assert html.escape(header.name) in build_report(res)

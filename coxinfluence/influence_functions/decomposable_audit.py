@@ -43,6 +43,7 @@ import scipy.linalg
 
 from coxinfluence.data.inputs import encode_labels
 from coxinfluence.influence_functions.refits import Refits
+from coxinfluence.influence_functions.seam import ReportHeader
 from coxinfluence.influence_functions.stability import unstable_from_split
 
 __all__ = ["DecomposableFit", "DecomposableAudit", "minimise"]
@@ -60,10 +61,11 @@ class DecomposableFit:
     """A fitted model with a row-decomposable loss (module docstring): ``loss``,
     ``coef`` (d,), ``columns`` (d names; a ``pd.MultiIndex`` keeps its levels),
     ``index`` (the rows' labels), ``tol`` (the gradient tolerance of the fit and the
-    refits), ``model_name``. ``converged``: ``max |grad L(coef)| <= tol`` and a positive
-    definite Hessian."""
+    refits), ``model_name``, ``facts`` (what the report says after the number of units,
+    e.g. the events and the log-likelihood). ``converged``: ``max |grad L(coef)| <= tol``
+    and a positive definite Hessian."""
 
-    def __init__(self, loss, coef, columns, index, *, tol, model_name):
+    def __init__(self, loss, coef, columns, index, *, tol, model_name, facts=None):
         self.loss = loss
         self.coef = np.asarray(coef, dtype=np.float64).reshape(-1)
         self.columns = columns
@@ -71,6 +73,7 @@ class DecomposableFit:
         self.n = len(self.index)
         self.tol = float(tol)
         self.model_name = model_name
+        self.facts = facts
         ones = np.ones(self.n)
         self.gradient = np.asarray(loss.gradient(self.coef, ones), dtype=np.float64)
         self.information = _symmetric(loss.hessian(self.coef, ones))
@@ -298,6 +301,14 @@ class DecomposableAudit:
             return np.linalg.inv(self.information)
         D = self._if_change
         return D.T @ D
+
+    def report_header(self):
+        """The report's and the CLI's words for the model: its name, and the fit's
+        ``facts`` (else the number of parameters and the log-likelihood ``-L``)."""
+        value = float(self.objective(self.coef[None, :])[0])
+        facts = self.fit.facts or (f"{self.coef.size} parameters, log-likelihood "
+                                   f"{-value:.4f}")
+        return ReportHeader(name=self.model_name, statement=self.model_name, facts=facts)
 
     def unit_frame(self, frame):
         """Rows: ``frame``; groups: their number of rows, indexed by the unit label."""

@@ -245,6 +245,18 @@ def _describe(model):
     return f"lifelines {name}"
 
 
+def _facts(lik, coef):
+    """"114 events, 8 parameters, log-likelihood -682.9464" (interval-censored rows
+    counted apart; weighted sums where there are case weights)."""
+    ll = -lik.value(coef, np.ones(lik.n))
+    parts = [f"{lik.E.sum():g} events"]
+    if lik.Ts[0] is not None and lik.Ts[1] is not None:
+        parts = [f"{lik.E.sum():g} exact times", f"{(~lik.E).sum():g} interval-censored"]
+    elif lik.Ts[0] is None:
+        parts.append(f"{(~lik.E).sum():g} left-censored")
+    return ", ".join(parts + [f"{lik.d} parameters", f"log-likelihood {ll:.4f}"])
+
+
 def resolve_lifelines_parametric(model, data) -> Resolved:
     """A fitted lifelines parametric regression and its training DataFrame ->
     :class:`Resolved` with a :class:`DecomposableFit` at our maximum (module docstring)."""
@@ -252,7 +264,8 @@ def resolve_lifelines_parametric(model, data) -> Resolved:
     ones = np.ones(lik.n)
     with np.errstate(all="ignore"):
         coef, ok = minimise(lik, params, ones, tol=TOL)
-    fit = DecomposableFit(lik, coef, index, data.index, tol=TOL, model_name=_describe(model))
+    fit = DecomposableFit(lik, coef, index, data.index, tol=TOL, model_name=_describe(model),
+                          facts=_facts(lik, coef))
     check_parametric_agreement(fit, params, type(model).__name__, ok)
     inner = _inner(model)
     return Resolved(fit, data.copy(), "lifelines",
