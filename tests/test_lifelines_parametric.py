@@ -364,3 +364,41 @@ def test_report_names_the_model_its_events_and_likelihood():
     assert header.facts.startswith(f"{int(df['arrest'].sum())} events, 6 parameters")
     assert header.facts.endswith(f"log-likelihood {model.log_likelihood_:.4f}")
     assert html.escape(header.name) in build_report(res)
+
+
+@pytest.mark.parametrize("fitter", ["WeibullAFTFitter", "LogNormalAFTFitter",
+                                    "LogLogisticAFTFitter"])
+def test_generic_path_equals_the_survreg_audit(fitter):
+    """Without ``ancillary`` the AFT fitters are R's ``survreg`` model, audited by
+    ``AFTAudit`` (checked against R to 1e-8, tests/test_aft.py). The generic path on the
+    same lifelines model gives the same audit: the changes (lifelines' parameters mapped to
+    R's: the same coefficients, ancillary Intercept ``= sign * log(sigma)``), the likelihood
+    displacement, the ``unstable`` flags, and the exact refits of three rows."""
+    from coxinfluence.influence_functions.decomposable_audit import DecomposableAudit
+    from coxinfluence.integrations.lifelines_aft import FITTERS
+    from coxinfluence.integrations.lifelines_parametric import resolve_lifelines_parametric
+    df = _small()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = getattr(lifelines, fitter)().fit(df, "week", "arrest")
+        survreg = ci.influence(model, df, method="vif")
+        generic = DecomposableAudit(resolve_lifelines_parametric(model, df).fit)
+        ours = ci.influence(generic, df, method="vif")
+    sign = FITTERS[fitter][1]
+    prim, anc = model._primary_parameter_name, model._ancillary_parameter_name
+    names = {"(Intercept)": "Intercept"}            # R's name -> lifelines' covariate
+    mapped = pd.DataFrame({c: ours.theta_change[(prim, names.get(c, c))]
+                           for c in survreg.theta_change.columns[:-1]})
+    mapped["Log(scale)"] = sign * ours.theta_change[(anc, "Intercept")]
+    assert survreg.theta_change.columns[-1] == "Log(scale)"
+    scale = np.abs(survreg.theta_change.to_numpy()).max()
+    assert np.abs(mapped.to_numpy() - survreg.theta_change.to_numpy()).max() < 1e-8 * scale
+    assert np.abs(ours.ld_approx - survreg.ld_approx).max() < 1e-8
+    assert ours.flags["unstable"].equals(survreg.flags["unstable"])
+    rows = np.argsort(survreg.ld_approx.to_numpy())[-3:]
+    theirs = survreg.model.refit(rows)
+    mine = generic.refit(rows)
+    ld_theirs = 2 * (survreg.model.objective(theirs.theta) - survreg.model.objective(
+        survreg.model.coef[None, :]))
+    ld_mine = 2 * (generic.objective(mine.theta) - generic.objective(generic.coef[None, :]))
+    assert np.abs(ld_mine - ld_theirs).max() < 1e-7
