@@ -67,7 +67,10 @@ def test_top_five_and_correlation_are_the_literal_refits(run, literal):
     np.testing.assert_allclose(ns["exact"].loo_change.to_numpy()[:, 0], literal, rtol=0,
                                atol=1e-9)
     corr = np.corrcoef(ns["res"].loo_change.to_numpy()[:, 0], literal)[0, 1]
-    assert printed[2] == f"[{corr:.5f}]" == "[0.99999]"
+    assert printed[2] == f"[{corr:.5f}]" == "[0.99998]"
+    assert "correlate 0.99998 with the exact ones" in section
+    auto = ci.influence(ns["fit"], target=ns["cif"])
+    assert int(auto.verified.sum()) == 40 and "40 here" in section
 
 
 @pytest.mark.needs_r
