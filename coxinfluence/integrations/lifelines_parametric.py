@@ -35,7 +35,8 @@ rows' Hessians, one Jacobian in ``b`` per Hessian row (d^2 passes); the third de
 the Hessian of each gradient component.
 
 **The fit.** lifelines' optimiser (BFGS, or SLSQP for the spline model) stops before the
-maximum, so we minimise ``L(., 1)`` from ``params_`` to ``max |gradient| <= TOL`` and audit
+maximum, so we minimise ``L(., 1)`` from ``params_`` to ``max |gradient| <= TOL`` (or the
+gradient's rounding floor, :func:`gradient_tolerance`) and audit
 that maximum; ``params_`` must be within :data:`AGREEMENT_SE` standard errors of it in the
 information metric (a wrong DataFrame is far outside), and a warning says when a parameter
 is more than :data:`WARN_SE` of its standard errors away (measured on rossi with lifelines'
@@ -245,6 +246,13 @@ def _describe(model):
     return f"lifelines {name}"
 
 
+def gradient_tolerance(lik, theta):
+    """:data:`TOL`, or the summed gradient's rounding floor when that is larger:
+    ``8 eps max_j sum_i |W_i dl_i/dtheta_j|`` at ``theta`` (large data)."""
+    terms = np.abs(lik.row_gradients(theta)).sum(axis=0).max()
+    return max(TOL, 8 * np.finfo(np.float64).eps * float(terms))
+
+
 def _facts(lik, coef):
     """"114 events, 8 parameters, log-likelihood -682.9464" (interval-censored rows
     counted apart; weighted sums where there are case weights)."""
@@ -262,9 +270,10 @@ def resolve_lifelines_parametric(model, data) -> Resolved:
     :class:`Resolved` with a :class:`DecomposableFit` at our maximum (module docstring)."""
     lik, params, index = lifelines_likelihood(model, data)
     ones = np.ones(lik.n)
+    tol = gradient_tolerance(lik, params)
     with np.errstate(all="ignore"):
-        coef, ok = minimise(lik, params, ones, tol=TOL)
-    fit = DecomposableFit(lik, coef, index, data.index, tol=TOL, model_name=_describe(model),
+        coef, ok = minimise(lik, params, ones, tol=tol)
+    fit = DecomposableFit(lik, coef, index, data.index, tol=tol, model_name=_describe(model),
                           facts=_facts(lik, coef))
     check_parametric_agreement(fit, params, type(model).__name__, ok)
     inner = _inner(model)
