@@ -289,6 +289,10 @@ def test_caller_frame_is_not_modified_and_refusals():
         ci.influence(model, shuffled)
     with pytest.raises(ValueError, match="lacks the model's column"):
         ci.influence(model, df.drop(columns="arrest"))
+    with pytest.raises(ValueError, match=r"missing or infinite values in column\(s\) \['age'\]"):
+        ci.influence(model, df.assign(age=df["age"].where(df.index != 3)))
+    with pytest.raises(ValueError, match=r"missing or infinite values in column\(s\) \['week'\]"):
+        ci.influence(model, df.assign(week=df["week"].where(df.index != 3)))
     with pytest.raises(ValueError, match="not available for this model"):
         ci.influence(model, df, target="tr")
     with warnings.catch_warnings():

@@ -54,6 +54,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 
 from coxinfluence.influence_functions.decomposable_audit import DecomposableFit, minimise
 
@@ -213,6 +214,23 @@ def _outcome(inner, data, censoring):
     return special, ((None, T) if censoring == "LEFT" else (T, None)), E
 
 
+def _check_finite(data, special, Xs, name):
+    """Raise, naming the columns, where the model's columns of ``data`` (the outcome,
+    weights, entry; an infinite upper bound of an interval is right censoring) or the
+    design hold missing or infinite values."""
+    outcome = data[special].apply(pd.to_numeric, errors="coerce").astype(np.float64)
+    bad = [c for c in special if outcome[c].isna().any()]
+    bad += [c for c in special if np.isneginf(outcome[c]).any()]
+    design = Xs.to_numpy()
+    if not np.all(np.isfinite(design)):
+        cols = Xs.columns[~np.isfinite(design).all(axis=0)]
+        bad += sorted({c[1] if isinstance(c, tuple) else c for c in cols})
+    if bad:
+        raise ValueError(f"data has missing or infinite values in column(s) "
+                         f"{sorted(set(map(str, bad)))}: the {name} was not fitted on this "
+                         "DataFrame (lifelines refuses them)")
+
+
 def lifelines_likelihood(model, data):
     """``(LifelinesLikelihood, params_ as a flat array, params_'s index)`` of a fitted
     lifelines parametric regression and its training DataFrame (not modified)."""
@@ -225,6 +243,7 @@ def lifelines_likelihood(model, data):
     special = special + [c for c in (weights, entry) if c]
     raw = covariate_frame(data, special, inner._n_examples, name)
     Xs = inner.regressors.transform_df(raw).astype(np.float64)
+    _check_finite(data, special, Xs, name)
     index = inner.params_.index
     if not Xs.columns.equals(index):
         raise ValueError(f"the {name}'s design built from data has columns "
