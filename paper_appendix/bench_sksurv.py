@@ -15,7 +15,8 @@ the Pearson correlation of the VIF's change with the exact one on the rows not f
 exact refits of every row, and scikit-survival refitting every row (a fresh estimator with
 the same parameters, default ``tol``, on the other n - 1 rows), with its largest
 difference from our refits (scikit-survival stops at a loose ``tol``; the tests compare at
-``tol=1e-15``). ``--quick``: WHAS500 at alpha 0.02 only.
+``tol=1e-15``), and the refits that failed (scikit-survival's raising ``ArithmeticError``;
+ours not converging). ``--quick``: WHAS500 at alpha 0.02 only.
 Writes ``paper_appendix/out/bench_sksurv.md`` and prints it. Deterministic but for the times.
 """
 from __future__ import annotations
