@@ -50,6 +50,9 @@ __all__ = ["DecomposableFit", "DecomposableAudit", "minimise"]
 
 #: accept a step when the loss is not above ``f (1 + slack)`` (rounding)
 _SLACK = 1e-12
+#: slow steps (the gradient not falling tenfold) taken with BFGS's update of the Hessian
+#: before it is recomputed
+_BFGS_STEPS = 2
 #: step halvings before a Newton step is given up
 _HALVINGS = 40
 #: a refit this many standard errors (information metric) from ``theta_hat`` has run off:
@@ -110,17 +113,26 @@ def _descent_direction(H, g):
     return np.linalg.solve(H + mu * np.eye(H.shape[0]), g)
 
 
+def _bfgs(H, s, y):
+    """BFGS's update of the Hessian ``H`` after the step ``s`` changed the gradient by
+    ``y`` (``s'y > 0``): ``H + y y'/(y's) - H s s' H / (s'H s)``."""
+    Hs = H @ s
+    return H + np.outer(y, y) / float(y @ s) - np.outer(Hs, Hs) / float(s @ Hs)
+
+
 def minimise(loss, theta0, presence, *, tol, hessian=None, max_iter=60, runaway=None):
     """``(theta, ok)``: ``L(., presence)`` minimised from ``theta0`` by Newton steps with
     step halving, the Hessian kept while ``max |grad|`` falls tenfold per step (a chord
-    method, started with ``hessian`` when given) and recomputed otherwise, shifted where it
-    is not positive definite (:func:`_descent_direction`); ``ok`` when ``max |grad| <=
+    method, started with ``hessian`` when given), else updated by BFGS (:func:`_bfgs`) for
+    up to :data:`_BFGS_STEPS` such steps and then recomputed, shifted where it is not
+    positive definite (:func:`_descent_direction`); ``ok`` when ``max |grad| <=
     tol`` was reached. ``runaway(theta)``, when given, stops the search (not ok) once it
     returns True (the iterate has left any neighbourhood of a maximum)."""
     theta = np.asarray(theta0, dtype=np.float64).copy()
     f, g = _value_gradient(loss, theta, presence)
     H = _symmetric(loss.hessian(theta, presence) if hessian is None else hessian)
     fresh = hessian is None
+    slow = 0
     for _ in range(max_iter):
         gmax = float(np.abs(g).max())
         if gmax <= tol:
@@ -144,12 +156,17 @@ def minimise(loss, theta0, presence, *, tol, hessian=None, max_iter=60, runaway=
             continue
         if k > 1:
             g_new = np.asarray(loss.gradient(new, presence))
+        s, y = new - theta, g_new - g
         theta, f = new, fn
         if runaway is not None and runaway(theta):
             return theta, False
         fresh = False
         if float(np.abs(g_new).max()) > 0.1 * gmax:
-            H, fresh = _symmetric(loss.hessian(theta, presence)), True
+            slow += 1
+            if slow <= _BFGS_STEPS and float(s @ y) > 0:
+                H = _bfgs(H, s, y)
+            else:
+                H, fresh, slow = _symmetric(loss.hessian(theta, presence)), True, 0
         g = g_new
     return theta, bool(np.abs(g).max() <= tol)
 
