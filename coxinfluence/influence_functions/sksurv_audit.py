@@ -29,9 +29,9 @@ deletion ``m`` and its predicted change ``c`` (``m_before - m``),
   predicted refit), ``m_before = lambda_j - |G_j|``;
 
 a row is flagged when some ``m <= (SELECTION_SAFETY - 1) |c|``: the predicted move,
-``SELECTION_SAFETY`` times larger, would cross; ``Delta`` is the VIF's and, up to
-``NEWTON_ROWS`` rows, also one-step Newton's (either flags). ``method="auto"`` refits
-every flagged row.
+``SELECTION_SAFETY`` times larger, would cross; ``Delta`` is the VIF's and, while
+``n d^2 <= NEWTON_ENTRIES``, also one-step Newton's (either flags). ``method="auto"``
+refits every flagged row.
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ from coxinfluence.influence_functions.vif import vif_of_units
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
 from coxinfluence.models.coxnet import coxnet_refits
 
-__all__ = ["SksurvCoxAudit", "CoxnetAudit", "SELECTION_SAFETY", "NEWTON_ROWS"]
+__all__ = ["SksurvCoxAudit", "CoxnetAudit", "SELECTION_SAFETY", "NEWTON_ENTRIES"]
 
 #: how many times its first-order prediction a selection margin must exceed to be left
 #: unflagged. Measured on scikit-survival's five bundled data sets at the alphas of
@@ -57,10 +57,10 @@ __all__ = ["SksurvCoxAudit", "CoxnetAudit", "SELECTION_SAFETY", "NEWTON_ROWS"]
 #: caught with a factor of 1.29 (breast cancer, 82 covariates; 1.06 elsewhere), by the
 #: VIF or Newton (the VIF alone needed 5.3 there)
 SELECTION_SAFETY = 2.0
-#: up to this many rows the flag also asks one-step Newton (closed-form deleted Hessians,
-#: O(n d^2) memory), which predicts the selection better where d is large against n
-#: (scikit-survival's breast cancer data: 198 rows, 82 covariates)
-NEWTON_ROWS = 100_000
+#: while ``n d^2`` is at most this (the closed-form deleted Hessians' memory: 160 MB) the
+#: flag also asks one-step Newton, which predicts the selection better where d is large
+#: against n (scikit-survival's breast cancer data: 198 rows, 82 covariates)
+NEWTON_ENTRIES = 20_000_000
 
 
 class SksurvCoxAudit(CoxAudit):
@@ -173,7 +173,7 @@ class CoxnetAudit:
 
     def refit(self, codes=None, *, progress=None, executor=None):
         codes = np.arange(self.fit.n) if codes is None else np.asarray(codes, dtype=int)
-        guess = self.newton_change if self.fit.n <= NEWTON_ROWS else self.vif_change
+        guess = self.newton_change if self._with_newton else self.vif_change
         theta = coxnet_refits(self.fit, codes, init=self.coef + guess[codes])
         ok = np.isfinite(theta).all(axis=1)
         return Refits(codes, theta, np.where(ok, "ok", "refit_failed"))
@@ -194,12 +194,16 @@ class CoxnetAudit:
     @cached_property
     def selection_changes(self):
         """(n,) bool: the deletion is predicted to change the selected covariates by the
-        VIF's change or, up to ``NEWTON_ROWS`` rows, by one-step Newton's (module
+        VIF's change or, while ``n d^2 <= NEWTON_ENTRIES``, by one-step Newton's (module
         docstring)."""
         flag = self._crossing(self.vif_change)
-        if self.fit.n <= NEWTON_ROWS:
+        if self._with_newton:
             flag |= self._crossing(self.newton_change)
         return flag
+
+    @property
+    def _with_newton(self):
+        return self.fit.n * self.fit.data.d ** 2 <= NEWTON_ENTRIES
 
     def _crossing(self, delta):
         """(n,) bool: some margin ``m <= (SELECTION_SAFETY - 1) |c|`` for the predicted
