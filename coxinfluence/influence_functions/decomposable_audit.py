@@ -234,13 +234,16 @@ class DecomposableAudit:
         if method == "newton":
             rhs = self.fit.gradient[None, :] - self.unit_gradients
             Hg = self.information[None] - self.split
-            out = np.full_like(rhs, np.nan)
-            for g in range(self.n_units):
-                try:
-                    out[g] = -np.linalg.solve(Hg[g], rhs[g])
-                except np.linalg.LinAlgError:
-                    pass
-            return out
+            try:
+                return -np.linalg.solve(Hg, rhs[..., None])[..., 0]
+            except np.linalg.LinAlgError:       # some H_{-g} singular: NaN there
+                out = np.full_like(rhs, np.nan)
+                for g in range(self.n_units):
+                    try:
+                        out[g] = -np.linalg.solve(Hg[g], rhs[g])
+                    except np.linalg.LinAlgError:
+                        pass
+                return out
         raise ValueError(f"unknown method {method!r}")
 
     def presence(self, code):
