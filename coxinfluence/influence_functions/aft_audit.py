@@ -41,7 +41,7 @@ from coxinfluence.data.rank import (
     units_whose_deletion_breaks_rank,
 )
 from coxinfluence.influence_functions.refits import Refits
-from coxinfluence.influence_functions.seam import ReportHeader
+from coxinfluence.influence_functions.seam import FitSeam, ReportHeader
 from coxinfluence.influence_functions.stability import unstable_from_split
 from coxinfluence.likelihood.aft import EXACT, INTERVAL, LEFT, RIGHT
 from coxinfluence.models.aft import (
@@ -62,7 +62,7 @@ _BATCH_FLOATS = 2_000_000
 _CHORD_STEPS = 4
 
 
-class AFTAudit:
+class AFTAudit(FitSeam):
     """A fitted :class:`~coxinfluence.models.aft.AFTFit` with its units of deletion
     (``groups``: one label per row, e.g. a cluster; default the rows), as the audit sees
     it (module docstring)."""
@@ -84,26 +84,6 @@ class AFTAudit:
             self.unit_of, self._labels = encode_labels(groups, n, "groups", fit.index)
 
     # ---------------------------------------------------------------- the model
-    @property
-    def model_name(self):
-        return self.fit.model_name
-
-    @property
-    def coef(self):
-        return self.fit.coef
-
-    @property
-    def columns(self):
-        return list(self.fit.columns)
-
-    @property
-    def information(self):
-        return self.fit.information
-
-    @property
-    def converged(self):
-        return bool(self.fit.converged)
-
     @property
     def unit_labels(self):
         return self._labels

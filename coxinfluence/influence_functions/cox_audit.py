@@ -19,7 +19,7 @@ from coxinfluence.influence_functions.information_split import InformationSplit
 from coxinfluence.influence_functions.penalized import penalized_refits, penalized_theta_change
 from coxinfluence.influence_functions.refits import exact_refits, newton_loo
 from coxinfluence.influence_functions.reid import reid_of_units, unit_score_residuals
-from coxinfluence.influence_functions.seam import ReportHeader
+from coxinfluence.influence_functions.seam import FitSeam, ReportHeader
 from coxinfluence.influence_functions.stability import (
     third_derivative,
     undefined_units,
@@ -29,7 +29,7 @@ from coxinfluence.influence_functions.vif import vif_of_units
 from coxinfluence.models.cox import check_fit
 
 
-class CoxAudit:
+class CoxAudit(FitSeam):
     """A fitted :class:`~coxinfluence.CoxFit` with its units of deletion (``groups``: one
     label per row; default the fit's subjects, else rows), as the audit sees it."""
 
@@ -49,22 +49,6 @@ class CoxAudit:
                                       "implemented")
 
     # ---------------------------------------------------------------- the model
-    @property
-    def coef(self):
-        return self.fit.coef
-
-    @property
-    def columns(self):
-        return self.fit.columns
-
-    @property
-    def information(self):
-        return self.fit.information
-
-    @property
-    def converged(self):
-        return bool(self.fit.converged)
-
     @property
     def unit_labels(self):
         return self.units.labels

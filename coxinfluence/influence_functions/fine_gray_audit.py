@@ -36,7 +36,7 @@ import pandas as pd
 
 from coxinfluence.data.rank import rows_whose_deletion_breaks_rank
 from coxinfluence.influence_functions.refits import Refits
-from coxinfluence.influence_functions.seam import ReportHeader, label_text
+from coxinfluence.influence_functions.seam import FitSeam, ReportHeader, label_text
 from coxinfluence.influence_functions.stability import unstable_from_split
 from coxinfluence.likelihood.fine_gray import CAUSE, crr_scores, loss_grad_hess
 from coxinfluence.likelihood.fine_gray_deletion import DeletionState, deleted_derivatives
@@ -49,7 +49,7 @@ __all__ = ["FineGrayAudit"]
 _BATCH_FLOATS = 4_000_000
 
 
-class FineGrayAudit:
+class FineGrayAudit(FitSeam):
     """A fitted :class:`~coxinfluence.models.fine_gray.FineGrayFit` as the audit sees it:
     one unit per subject, labelled by the caller's index (module docstring)."""
 
@@ -66,26 +66,6 @@ class FineGrayAudit:
         self._sorted_row = np.argsort(fit.data.order)
 
     # ---------------------------------------------------------------- the model
-    @property
-    def model_name(self):
-        return self.fit.model_name
-
-    @property
-    def coef(self):
-        return self.fit.coef
-
-    @property
-    def columns(self):
-        return list(self.fit.columns)
-
-    @property
-    def information(self):
-        return self.fit.information
-
-    @property
-    def converged(self):
-        return bool(self.fit.converged)
-
     @property
     def unit_labels(self):
         return self._labels

@@ -78,6 +78,33 @@ class AuditModel(Protocol):
         training frame ``frame`` for rows, a summary of each unit's rows otherwise."""
 
 
+class FitSeam:
+    """The members a seam reads straight from the fit it wraps (``self.fit``):
+    ``model_name``, ``coef``, ``columns``, ``information``, ``converged``. A family
+    overrides what differs (Cox names its model; Coxnet's information is its active
+    set's)."""
+
+    @property
+    def model_name(self):
+        return self.fit.model_name
+
+    @property
+    def coef(self):
+        return self.fit.coef
+
+    @property
+    def columns(self):
+        return list(self.fit.columns)
+
+    @property
+    def information(self):
+        return self.fit.information
+
+    @property
+    def converged(self):
+        return bool(self.fit.converged)
+
+
 # ------------------------------------------------------------- the report's parts
 
 @dataclass(frozen=True)
