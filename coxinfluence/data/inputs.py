@@ -167,3 +167,15 @@ def encode_labels(labels, n, name, index=None):
         raise CoxInputError(f"{name} has missing labels in {bad_rows(missing, index)}")
     codes, uniques = pd.factorize(values, sort=True)
     return codes.astype(np.intp), pd.Index(uniques, name=name)
+
+
+def label_text(value) -> str:
+    """A label (a stratum, a censoring group, a cause) as text: integer-valued numbers
+    without a decimal point (a 0/1 column read as floats is "0", "1", not "0.0", "1.0")."""
+    import numbers
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) \
+            and float(value).is_integer():
+        return str(int(value))
+    return str(value)

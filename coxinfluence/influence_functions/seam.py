@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
+from coxinfluence.data.inputs import label_text  # noqa: F401  (re-exported: report, CLI)
 from coxinfluence.models.cox import standard_errors, wald_z
 
 #: the first-order methods a model offers besides exact refits
@@ -154,15 +155,3 @@ def model_summary(model, robust: bool) -> pd.DataFrame:
     z = wald_z(coef, se)
     return pd.DataFrame({"coef": coef, "robust se" if robust else "se(coef)": se, "z": z,
                          "p": 2 * stats.norm.sf(np.abs(z))}, index=list(model.columns))
-
-
-def label_text(value) -> str:
-    """A label (a stratum, a censoring group, a cause) as text: integer-valued numbers
-    without a decimal point (a 0/1 column read as floats is "0", "1", not "0.0", "1.0")."""
-    import numbers
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, numbers.Real) and not isinstance(value, bool) \
-            and float(value).is_integer():
-        return str(int(value))
-    return str(value)

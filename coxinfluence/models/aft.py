@@ -28,6 +28,7 @@ from coxinfluence.data.inputs import (
     check_finite,
     encode_labels,
     encode_strata,
+    label_text,
 )
 from coxinfluence.data.rank import check_design
 from coxinfluence.likelihood.aft import (
@@ -211,26 +212,17 @@ def _one_per_row(labels, codes):
     return out[codes]
 
 
-def _label_text(value):
-    """A stratum label as R prints it (``1``, not ``1.0``)."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return str(value)
-
-
 def _scale_names(K, labels, names):
     if K == 1:
         return ["Log(scale)"]
     out = []
     for lab in labels:
         if names is not None and len(names) == 1:
-            text = f"{names[0]}={_label_text(lab)}"
+            text = f"{names[0]}={label_text(lab)}"
         elif names is not None:
-            text = ", ".join(f"{n}={_label_text(v)}" for n, v in zip(names, lab))
+            text = ", ".join(f"{n}={label_text(v)}" for n, v in zip(names, lab))
         else:
-            text = _label_text(lab)
+            text = label_text(lab)
         out.append(f"Log(scale[{text}])")
     return out
 
