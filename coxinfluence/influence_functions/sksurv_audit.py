@@ -45,6 +45,7 @@ from coxinfluence.data.units import resolve_units
 from coxinfluence.influence_functions.cox_audit import CoxAudit
 from coxinfluence.influence_functions.deleted_hessians import deleted_hessians
 from coxinfluence.influence_functions.refits import Refits
+from coxinfluence.influence_functions.seam import FitSeam
 from coxinfluence.influence_functions.vif import vif_of_units
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
 from coxinfluence.models.coxnet import coxnet_refits
@@ -71,7 +72,7 @@ class SksurvCoxAudit(CoxAudit):
     model_name = "Cox proportional hazards (scikit-survival CoxPHSurvivalAnalysis)"
 
 
-class CoxnetAudit:
+class CoxnetAudit(FitSeam):
     """A ``CoxnetSurvivalAnalysis`` at one alpha (``fit``: the
     :class:`~coxinfluence.models.coxnet.SksurvCoxFit` of its elastic net), units the rows
     (module docstring). ``survival``: whether ``Survival`` targets are offered (the
@@ -86,19 +87,7 @@ class CoxnetAudit:
             ("survival",) if survival else ())
         self.active = fit.coef != 0
 
-    # ---------------------------------------------------------------- the model
-    @property
-    def coef(self):
-        return self.fit.coef
-
-    @property
-    def columns(self):
-        return self.fit.columns
-
-    @property
-    def converged(self):
-        return bool(self.fit.converged)
-
+    # ------------------------------------------ the model (coef, columns, converged: FitSeam)
     @cached_property
     def unit_labels(self):
         data = self.fit.data
