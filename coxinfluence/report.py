@@ -151,12 +151,15 @@ def _trust_section(result, header):
             "unstable": unstable,
             "refit_failed": "refit failed (NA)",
             "unverified_top": "may belong in the top 10 but was not refitted"}
+    # a model's own flags (the seam's optional extra_flags) come with their words
+    text.update(getattr(result.model, "flag_descriptions", {}))
     for col in flags.columns:
         if counts[col]:
             labels = list(flags.index[flags[col].to_numpy()])
             shown = ", ".join(map(str, labels[:20])) + (", ..." if len(labels) > 20 else "")
             out.append(f"<li class='{'bad' if col != 'unstable' else 'warn'}'>"
-                       f"{int(counts[col])} {result.unit_name} {html.escape(text[col])}: "
+                       f"{int(counts[col])} {result.unit_name} "
+                       f"{html.escape(text.get(col, col.replace('_', ' ')))}: "
                        f"{html.escape(shown)}</li>")
     if not counts.any():
         out.append(f"<li>No {result.unit_name} flagged.</li>")

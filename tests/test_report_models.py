@@ -172,3 +172,22 @@ def test_lifelines_weibull_aft_report(rossi, tmp_path):
     np.testing.assert_allclose(model.loc["(Intercept)", "Value"], lam["Intercept"], rtol=1e-3)
     np.testing.assert_allclose(model.loc[list(lam.index.drop("Intercept")), "Value"],
                                lam.drop("Intercept"), rtol=1e-3, atol=1e-5)
+
+
+def test_a_models_own_flags_are_reported_in_its_words():
+    """scikit-survival's Coxnet adds the flag selection_changes (the seam's extra_flags):
+    the report lists the flagged patients with the seam's flag_descriptions."""
+    pytest.importorskip("sksurv")
+    from sklearn.preprocessing import StandardScaler
+    from sksurv.datasets import load_whas500
+    from sksurv.linear_model import CoxnetSurvivalAnalysis
+    from sksurv.preprocessing import OneHotEncoder
+    X, y = load_whas500()
+    X = OneHotEncoder().fit_transform(X)
+    X = pd.DataFrame(StandardScaler().fit_transform(X), columns=X.columns, index=X.index)
+    net = CoxnetSurvivalAnalysis(l1_ratio=0.8, alphas=[0.02]).fit(X, y)
+    res = ci.influence(net, X, y=y)
+    html = build_report(res)
+    n = int(res.flags["selection_changes"].sum())
+    assert n > 0
+    assert f"{n} patients selection changes (deleting the patient may change" in html

@@ -212,6 +212,12 @@ class CoxnetAudit(FitSeam):
         """The flags beside the audit's own: ``selection_changes``."""
         return {"selection_changes": self.selection_changes}
 
+    #: what the report says of each of :meth:`extra_flags`
+    flag_descriptions = {"selection_changes": "selection changes (deleting the patient may "
+                                              "change the selected covariates, where no "
+                                              "first-order number is defined; refitted: "
+                                              "\u2713 in the tables)"}
+
     #: ``method="auto"`` refits every flagged row, beyond its usual cap
     refit_every_flagged = True
 
