@@ -3,7 +3,9 @@
 
 The loss is the negative log-likelihood of :mod:`coxinfluence.likelihood.aft`, a sum of
 one term per row, ``L(theta) = sum_i w_i l_i(theta)`` (``l_i`` minus row i's
-log-likelihood contribution). Deleting unit g (its rows ``i in g``) removes its terms:
+log-likelihood contribution). A unit is a row, a subject (``fit_aft(..., id=)``, the default
+when given) or a cluster (``groups=``, which overrides it). Deleting unit g (its rows
+``i in g``) removes its terms:
 ``L_{-g} = L - L_g``, ``L_g = sum_{i in g} w_i l_i``. Hence, with ``U`` units and ``H``
 the information at ``theta_hat``:
 
@@ -34,7 +36,6 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.deletion import Deletion
-from coxinfluence.data.inputs import encode_labels
 from coxinfluence.data.rank import (
     identifiable_columns,
     rows_whose_deletion_breaks_rank,
@@ -64,8 +65,8 @@ _CHORD_STEPS = 4
 
 class AFTAudit(FitSeam):
     """A fitted :class:`~coxinfluence.models.aft.AFTFit` with its units of deletion
-    (``groups``: one label per row, e.g. a cluster; default the rows), as the audit sees
-    it (module docstring)."""
+    (``groups``: one label per row, e.g. a cluster; default the fit's subjects,
+    ``fit_aft(..., id=)``, else the rows), as the audit sees it (module docstring)."""
 
     #: the targets (``Target.name``) this model's changes can be taken of
     target_names = ("coef", "time_ratio", "aft_survival", "survival_quantile")
@@ -76,12 +77,13 @@ class AFTAudit(FitSeam):
                             f"{type(fit).__name__}")
         self.fit = fit
         self.groups = groups
-        n = fit.n
-        if groups is None:
-            self.unit_of = np.arange(n)
-            self._labels = fit.index if fit.index is not None else pd.RangeIndex(n)
+        units = fit.clusters(groups)
+        self._rows = units is None
+        if units is None:
+            self.unit_of = np.arange(fit.n)
+            self._labels = fit.index if fit.index is not None else pd.RangeIndex(fit.n)
         else:
-            self.unit_of, self._labels = encode_labels(groups, n, "groups", fit.index)
+            self.unit_of, self._labels = units
 
     # ---------------------------------------------------------------- the model
     @property
@@ -90,7 +92,7 @@ class AFTAudit(FitSeam):
 
     @property
     def units_are_rows(self):
-        return self.groups is None
+        return self._rows
 
     @property
     def n_units(self):
@@ -340,16 +342,25 @@ class AFTAudit(FitSeam):
         return D.T @ D
 
     def unit_frame(self, frame):
-        """Rows: ``frame``; clusters: their number of rows and events (exact, left- or
-        interval-censored times), indexed by the unit label."""
+        """Rows: ``frame``; clusters (``groups=``): their number of rows and events
+        (exact, left- or interval-censored times); subjects (``id=``): also their
+        follow-up span, the first entry (0 without ``entry=``) and the last time (upper
+        bound of an interval- or left-censored row); indexed by the unit label."""
         if self.units_are_rows:
             return frame
-        data, U = self.fit.data, self.n_units
-        return pd.DataFrame({"rows": np.bincount(self.unit_of, minlength=U),
-                             "events": np.bincount(self.unit_of,
-                                                   weights=(data.kind != RIGHT).astype(float),
-                                                   minlength=U)},
-                            index=self.unit_labels)
+        data, U, code = self.fit.data, self.n_units, self.unit_of
+        out = pd.DataFrame({"rows": np.bincount(code, minlength=U)}, index=self.unit_labels)
+        if self.groups is None:
+            entry = np.full(U, np.inf)
+            start = np.zeros(data.n) if data.entry is None else np.exp(data.entry)
+            np.minimum.at(entry, code, start)
+            last = np.where(data.kind == INTERVAL, data.y2, data.y)
+            exit_ = np.full(U, -np.inf)
+            np.maximum.at(exit_, code, np.exp(last))
+            out["entry"], out["exit"] = entry, exit_
+        out["events"] = np.bincount(code, weights=(data.kind != RIGHT).astype(float),
+                                    minlength=U)
+        return out
 
     # ------------------------------------------------------------ the report
     def report_header(self):

@@ -69,7 +69,8 @@ class AFTFit:
     it includes ``-sum w log t`` of the exact times); ``information`` the Hessian of the
     negative log-likelihood at ``coef`` (``var`` its inverse, R's ``vcov(fit)``);
     ``data`` the validated :class:`coxinfluence.likelihood.aft.AFTData` in the caller's
-    row order."""
+    row order; ``ids``/``id_labels`` the subjects (``id=``): the audit's default units
+    and the default clusters of :meth:`robust_covariance`."""
 
     coef: np.ndarray
     loglik: float
@@ -83,6 +84,10 @@ class AFTFit:
     raw: dict = field(default_factory=dict, repr=False)  # time, event, ... as given
     tol: float = 1e-10
     max_iter: int = 50
+    #: the subjects (``fit_aft(..., id=)``): each row's subject code (caller's row order)
+    #: into ``id_labels``, the sorted labels; None without an id
+    ids: np.ndarray = field(default=None, repr=False)
+    id_labels: pd.Index = field(default=None, repr=False)
 
     @property
     def dist(self):
@@ -160,13 +165,24 @@ class AFTFit:
         unit of case weight (``w_i dfbeta_R(i)`` is about ``theta_hat - theta_hat_{-i}``)."""
         return -np.linalg.solve(self.information, self.row_scores().T).T
 
+    def clusters(self, groups=None):
+        """``(codes, labels)`` of the units of deletion and of the robust covariance:
+        ``groups`` (one label per row, caller's order) when given, else the subjects
+        (``id=``); None when both are None (the rows)."""
+        if groups is not None:
+            return encode_labels(groups, self.n, "groups", self.index)
+        if self.ids is not None:
+            return self.ids, self.id_labels
+        return None
+
     def robust_covariance(self, groups=None):
         """The grouped sandwich ``D' D``, ``D`` the per-unit sums of ``w_i dfbeta_R(i)``
-        (rows, or the clusters ``groups``: one label per row): R's
-        ``survreg(..., robust = TRUE, cluster = groups)$var``."""
+        (the clusters ``groups``: one label per row; default the subjects ``id=``, else
+        the rows): R's ``survreg(..., robust = TRUE, cluster = groups)$var``."""
         D = self.data.weights[:, None] * self.dfbeta()
-        if groups is not None:
-            codes, labels = encode_labels(groups, self.n, "groups", self.index)
+        units = self.clusters(groups)
+        if units is not None:
+            codes, labels = units
             D = np.stack([np.bincount(codes, weights=D[:, j], minlength=len(labels))
                           for j in range(D.shape[1])], axis=1)
         return D.T @ D
@@ -302,9 +318,10 @@ def design_view(X, columns=None):
 
 
 def make_aft_data(X, time, event=None, dist="weibull", *, upper=None, entry=None,
-                  weights=None, strata=None):
-    """Validate caller input into an :class:`AFTData`, the covariate names and the
-    caller's index (:func:`fit_aft`)."""
+                  weights=None, strata=None, id=None):
+    """Validate caller input into an :class:`AFTData`, the covariate names, the caller's
+    index, the inputs as given and the subjects (``(codes, labels)`` of ``id``, or None)
+    (:func:`fit_aft`)."""
     if dist not in DISTRIBUTIONS:
         raise CoxInputError(f"dist must be one of {tuple(DISTRIBUTIONS)}; got {dist!r}")
     Xa, columns, index = as_float_matrix(X)
@@ -312,9 +329,10 @@ def make_aft_data(X, time, event=None, dist="weibull", *, upper=None, entry=None
     if n == 0:
         raise CoxInputError("no rows: X is empty")
     inputs = {"time": time, "event": event, "upper": upper, "entry": entry,
-              "weights": weights, "strata": strata}
+              "weights": weights, "strata": strata, "id": id}
     index, inputs = aligned_inputs(index, inputs)
-    time, event, upper, entry, weights, strata = inputs.values()
+    time, event, upper, entry, weights, strata, id = inputs.values()
+    subjects = None if id is None else encode_labels(id, n, "id", index)
     check_finite(Xa, "X", index)
     kind, y, y2 = _outcome(time, event, upper, n, index)
     w = np.ones(n) if weights is None else as_vector(weights, n, "weights")
@@ -364,7 +382,9 @@ def make_aft_data(X, time, event=None, dist="weibull", *, upper=None, entry=None
         raw["weights"] = w
     if strata is not None:
         raw["strata"] = codes if labels is None else _one_per_row(labels, codes)
-    return data, names_all, index, raw
+    if subjects is not None:
+        raw["id"] = subjects[1].to_numpy()[subjects[0]]
+    return data, names_all, index, raw, subjects
 
 
 #: sd of W: extreme value, normal, logistic
@@ -462,7 +482,7 @@ def polish(objective, res, tol, steps=3):
 
 
 def fit_aft(X, time, event=None, dist="weibull", *, upper=None, entry=None, weights=None,
-            strata=None, tol=1e-10, max_iter=50, init=None) -> AFTFit:
+            strata=None, id=None, tol=1e-10, max_iter=50, init=None) -> AFTFit:
     """Fit a parametric AFT model, as R's ``survreg``.
 
     Parameters
@@ -482,6 +502,11 @@ def fit_aft(X, time, event=None, dist="weibull", *, upper=None, entry=None, weig
     strata : (n,) labels (or a DataFrame): each stratum has its own scale (R's
         ``strata()`` term); names as R's ``Log(scale[label])``, or
         ``Log(scale[name=label])`` for a named Series.
+    id : (n,) optional subject labels (no missing label): a subject's rows (e.g. its
+        intervals ``(entry, time]`` with time-varying covariates) are one unit of the
+        audit, deleted together, results indexed by the sorted labels; and the default
+        clusters of the robust covariance (R's ``survreg(..., cluster = id)``). The fit
+        itself does not depend on ``id``: each row is a term of the likelihood.
     tol : convergence when ``max |gradient| <= tol`` (or the gradient's rounding floor,
         :func:`aft_gradient_tolerance`) and the Newton step is small
         (:func:`coxinfluence.numerics.newton.converged`).
@@ -492,8 +517,9 @@ def fit_aft(X, time, event=None, dist="weibull", *, upper=None, entry=None, weig
     -------
     AFTFit
     """
-    data, columns, index, raw = make_aft_data(X, time, event, dist, upper=upper, entry=entry,
-                                              weights=weights, strata=strata)
+    data, columns, index, raw, subjects = make_aft_data(
+        X, time, event, dist, upper=upper, entry=entry, weights=weights, strata=strata,
+        id=id)
     lik = AFTLikelihood(data)
     theta0 = least_squares_start(data) if init is None else np.asarray(init, dtype=np.float64)
     if theta0.shape != (data.d,):
@@ -510,7 +536,9 @@ def fit_aft(X, time, event=None, dist="weibull", *, upper=None, entry=None, weig
     fit = AFTFit(coef=res.theta[0], loglik=float(-res.loss[0]), information=res.hess[0],
                  gradient=res.grad[0], converged=bool(res.converged[0]),
                  n_iter=int(res.n_iter[0]), data=data, columns=columns, index=index,
-                 raw=raw, tol=tol, max_iter=max_iter)
+                 raw=raw, tol=tol, max_iter=max_iter,
+                 ids=None if subjects is None else subjects[0],
+                 id_labels=None if subjects is None else subjects[1])
     fit.likelihood = lik
     if not fit.converged:
         gnorm = float(np.abs(res.grad[0]).max())
