@@ -13,7 +13,9 @@ The loss ``L(theta) = sum_i w_i l_i(theta)`` is decomposable (docs/conventions.m
 - a case weight of 2 is two copies of the row: the fits agree (coef, log-likelihood,
   variance); deleting the weight-2 row is deleting both copies; deleting one copy is the
   weighted fit with that weight 2 -> 1, and its first-order change is half the weighted
-  row's (the change is linear in the removed weight).
+  row's (the change is linear in the removed weight);
+- a subject's (``id=``) first-order change is the sum of its rows', and its refit is the
+  fit of the data without its rows.
 """
 from __future__ import annotations
 
@@ -167,3 +169,36 @@ def test_a_weight_of_two_is_two_copies_of_the_row(design):
     np.testing.assert_allclose(refit.theta[0], alone.coef, **tol)
     both = AFTAudit(weighted).refit([i])
     np.testing.assert_allclose(both.theta[0], by_copy.refit([i]).theta[0], **tol)
+
+
+@SETTINGS
+@given(design=designs, per_subject=st.integers(1, 3))
+def test_a_subjects_change_is_its_rows_changes_summed(design, per_subject):
+    """Random subjects (``id=``) of about ``per_subject`` rows: the first-order change of a subject
+    is the sum of its rows' (the loss is a sum over rows), the subjects are the default
+    units, and a subject's refit is ``ci.fit_aft`` without its rows."""
+    rng = np.random.default_rng(design["seed"] + 3)
+    X, lower, upper = draw_design(**design)
+    n = len(lower)
+    ids = np.sort(rng.integers(0, max(n // per_subject, 2), size=n)) * 10 + 7
+    rng.shuffle(ids)
+    dist = design["dist"]
+    fit = fit_or_reject(X, lower, upper, dist)
+    by_id = ci.fit_aft(X, lower, dist=dist, upper=upper, id=ids)
+    labels = np.unique(ids)
+    res = ci.influence(by_id, method="vif")
+    np.testing.assert_array_equal(res.theta_change.index.to_numpy(), labels)
+    rows = AFTAudit(fit).change("vif")
+    summed = np.zeros((labels.size, rows.shape[1]))
+    np.add.at(summed, np.searchsorted(labels, ids), rows)
+    np.testing.assert_allclose(res.theta_change.to_numpy(), summed, rtol=1e-10,
+                               atol=1e-13 * np.abs(summed).max())
+    k = int(rng.integers(labels.size))
+    keep = ids != labels[k]
+    try:
+        alone = ci.fit_aft(X[keep], lower[keep], dist=dist, upper=upper[keep])
+    except ci.CoxInputError:
+        assume(False)
+    refit = AFTAudit(by_id).refit([k])
+    assume(refit.status[0] == "ok" and alone.converged)
+    np.testing.assert_allclose(refit.theta[0], alone.coef, rtol=1e-7, atol=1e-9)
