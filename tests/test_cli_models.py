@@ -160,6 +160,24 @@ def test_time_ratio_target(rossi, tmp_path, capsys):
     assert_top_table_is(report_tables(out), res)
 
 
+def test_aft_subjects(rossi, tmp_path, capsys):
+    """--id with --subjects for an AFT model: rows sharing an id are one patient's, deleted
+    together; the top table is ``ci.influence`` of ``ci.fit_aft(..., id=)``'s per patient."""
+    df = rossi.assign(pid=np.arange(len(rossi)) // 3)
+    path = _write(df, tmp_path / "rossi_ids.csv")
+    out = tmp_path / "subjects.html"
+    covs = ["fin", "age", "prio"]
+    code, stdout, err = run([str(path), "--time", "week", "--event", "arrest", "--covariates",
+                             *covs, "--model", "weibull", "--id", "pid", "--subjects",
+                             "--method", "vif", "--exact-max-n", "0", "--no-progress",
+                             "--out", str(out)], capsys)
+    assert code == 0, err
+    fit = ci.fit_aft(df[covs].astype(float), df.week, df.arrest, "weibull", id=df.pid)
+    res = ci.influence(fit, method="vif")
+    assert len(res.loo_change) == df.pid.nunique()
+    assert_top_table_is(report_tables(out), res)
+
+
 def test_aft_quantile_of_the_average_patient_per_stratum(rossi, tmp_path, capsys):
     """--target quantile in a stratified AFT model: the median survival time of the
     average patient once per stratum (each stratum its own scale), as

@@ -63,10 +63,12 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--id", default=None,
                    help="patient id column: patients are labelled by its values (default, "
                         "without --id: by their data row number in the CSV, counted from 1 "
-                        "= the first row below the header); Cox with --start or --subjects: "
-                        "repeated ids are one patient's rows and the audit is per patient")
+                        "= the first row below the header); Cox with --start, or Cox and AFT "
+                        "with --subjects: repeated ids are one patient's rows and the audit "
+                        "is per patient")
     p.add_argument("--subjects", action="store_true",
-                   help="rows sharing an --id are one patient (implied by --start; Cox only)")
+                   help="rows sharing an --id are one patient (Cox and AFT; implied by --start "
+                        "for Cox)")
     p.add_argument("--cluster", default=None,
                    help="cluster column (a hospital, a family): the audit deletes whole "
                         "clusters and the model's SE are robust (grouped sandwich); Cox and "
@@ -113,8 +115,7 @@ def model_family(args) -> str:
         return "fine_gray"
     if args.model in AFT_MODELS:
         _refuse(args, f"a {args.model} AFT model",
-                ties="--ties (the AFT likelihood has no ties)",
-                subjects="--subjects (an AFT audit is per row or per --cluster)")
+                ties="--ties (the AFT likelihood has no ties)")
         return "aft"
     return "cox"
 
@@ -165,7 +166,7 @@ def _fit(family, args, data):
                                    cengroup=data.cengroup)
         elif family == "aft":
             fit = ci.fit_aft(data.X, data.time, data.outcome, args.model, entry=data.start,
-                             weights=data.weights, strata=data.strata)
+                             weights=data.weights, strata=data.strata, id=data.ids)
         else:
             fit = ci.fit_cox(data.X, data.time, data.outcome, start=data.start, id=data.ids,
                              strata=data.strata, weights=data.weights,
@@ -246,7 +247,8 @@ def _read(args, family):
         return _demo_data(), "lifelines' bundled GBSG2 breast-cancer data (demo)."
     if args.data is None:
         raise ValueError("give a DATA.csv file or --demo")
-    subjects = family == "cox" and bool(args.id) and (args.subjects or args.start is not None)
+    subjects = bool(args.id) and ((family == "cox" and args.start is not None)
+                                  or (family in ("cox", "aft") and args.subjects))
     data = read_audit_csv(args, outcome="status" if family == "fine_gray" else "event",
                           subjects=subjects)
     return data, f"Data: {args.data.name}."
