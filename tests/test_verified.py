@@ -226,3 +226,18 @@ def test_kidney_clusters_refit_as_r():
         loo = ci.exact_loo(fit, groups=d.id)
     assert list(loo.index) == list(ref.index)
     np.testing.assert_allclose(loo.to_numpy(), ref.to_numpy(), rtol=1e-7, atol=1e-9)
+
+
+def test_lmax_from_scores_paths():
+    """lmax_from_scores: the Gram path (positive definite information) and the QR path (an
+    information that is not, a fit without maximum) give the dense top eigenvector of
+    B = U I^{-1} U'; scores all zero give zeros (no top direction)."""
+    from coxinfluence.audit.result import lmax_from_scores
+    rng = np.random.default_rng(5)
+    U = rng.normal(size=(40, 3))
+    A = rng.normal(size=(3, 3))
+    for information in (A @ A.T + 3 * np.eye(3), np.diag([2.0, 1.0, -0.5])):
+        vals, vecs = np.linalg.eigh(U @ np.linalg.solve(information, U.T))
+        np.testing.assert_allclose(lmax_from_scores(U, information), np.abs(vecs[:, -1]),
+                                   atol=1e-12)
+    assert not lmax_from_scores(np.zeros((5, 2)), np.eye(2)).any()

@@ -14,6 +14,7 @@ from coxinfluence.audit.verification import Verification
 from coxinfluence.influence_functions.refits import Refits
 from coxinfluence.integrations import Resolved
 from coxinfluence.models.cox import standard_errors
+from coxinfluence.numerics.rows import matmul_reduce_rows, matmul_rows
 
 
 @dataclass(eq=False)
@@ -156,7 +157,10 @@ class InfluenceResult:
         else:
             src = self.approx if self.approx is not None else self
             D = src.theta_change.to_numpy()
-            ld = ((D @ self.model.information) * D).sum(axis=1)
+            DI = matmul_rows(np.ascontiguousarray(D, dtype=np.float64),
+                             np.asarray(self.model.information, dtype=np.float64),
+                             np.empty(D.shape))               # one BLAS thread per block
+            ld = (DI * D).sum(axis=1)
         return pd.Series(ld, index=self.loo_change.index, name="ld_approx")
 
     @property
@@ -272,12 +276,27 @@ class InfluenceResult:
 
 def lmax_from_scores(U, information):
     """``|l_max|`` (:attr:`InfluenceResult.lmax`) from per-unit score residuals ``U``
-    (n_units, d): with ``U = Q R`` (thin QR), ``B = Q (R I^{-1} R') Q'``, so the top
-    eigenvector of B is ``Q e``, ``e`` that of the d x d matrix ``R I^{-1} R'``."""
-    Q, R = np.linalg.qr(U)
-    M = R @ np.linalg.solve(information, R.T)
-    vals, vecs = np.linalg.eigh(0.5 * (M + M.T))
-    return np.abs(Q @ vecs[:, -1])
+    (n_units, d): with ``I = L L'``, the nonzero eigenpairs of ``B = U I^{-1} U'`` are
+    ``(lambda, U L^{-T} w / sqrt(lambda))`` for the eigenpairs ``(lambda, w)`` of the d x d
+    matrix ``L^{-1} U'U L^{-T}``; the Gram ``U'U`` by one-thread products over blocks of
+    units (no tall QR, whose threaded products wait for a core on a loaded machine). An
+    information that is not positive definite (a fit without maximum) takes the thin QR
+    ``U = Q R``: ``B = Q (R I^{-1} R') Q'``, the top eigenvector ``Q e``."""
+    U = np.ascontiguousarray(U, dtype=np.float64)
+    information = np.asarray(information, dtype=np.float64)
+    try:
+        L = np.linalg.cholesky(information)
+    except np.linalg.LinAlgError:
+        Q, R = np.linalg.qr(U)
+        M = R @ np.linalg.solve(information, R.T)
+        return np.abs(Q @ np.linalg.eigh(0.5 * (M + M.T))[1][:, -1])
+    G = matmul_reduce_rows(U, U)
+    Li = np.linalg.inv(L)
+    vals, vecs = np.linalg.eigh(Li @ (0.5 * (G + G.T)) @ Li.T)
+    if not vals[-1] > 0:                       # every score zero: no direction is the top
+        return np.zeros(U.shape[0])
+    v = Li.T @ vecs[:, -1] / np.sqrt(vals[-1])
+    return np.abs(matmul_rows(U, v[:, None], np.empty((U.shape[0], 1)))[:, 0])
 
 
 def _descending(score):

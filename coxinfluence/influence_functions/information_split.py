@@ -33,6 +33,7 @@ import numpy as np
 
 from coxinfluence.data.units import resolve_units
 from coxinfluence.models.cox import check_fit
+from coxinfluence.numerics.rows import matmul_rows
 
 #: the risk-set totals of ``M`` (d(d+1)/2 columns per tie group) are kept between calls
 #: of :meth:`InformationSplit.of` up to this many floats (64 MB), else formed per call
@@ -172,11 +173,13 @@ class InformationSplit:
         ``d x d`` matrix per row; ``H`` is ``fit.information``."""
         data = self.fit.data
         P = np.linalg.inv(np.asarray(self.fit.information, dtype=np.float64))
-        aPa = np.einsum("ki,ki->k", self.a @ P, self.a)
+        # (n, d) x (d, d) products on one BLAS thread each (numerics.rows: a threaded
+        # product of this size waits for a core on a loaded machine)
+        aPa = np.einsum("ki,ki->k", matmul_rows(self.a, P, np.empty(self.a.shape)), self.a)
         S = self._at(self._totals(np.concatenate([self.q[:, None], self.q[:, None] * self.a,
                                                   (self.q * aPa)[:, None]], axis=1)), None)
         A, B, s = S[:, 0], S[:, 1:-1], S[:, -1]
-        XP = data.X @ P
+        XP = matmul_rows(data.X, P, np.empty((data.n, data.d)))
         per_row = self.u * (A * np.einsum("ni,ni->n", XP, data.X)
                             - 2.0 * np.einsum("ni,ni->n", XP, B) + s)
         return self.units.collapse(per_row[:, None])[:, 0]

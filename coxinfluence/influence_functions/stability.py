@@ -48,6 +48,7 @@ from coxinfluence.data.units import resolve_units
 from coxinfluence.influence_functions.information_split import information_split
 from coxinfluence.likelihood.third_derivative import third_derivative as loss_third_derivative
 from coxinfluence.models.cox import check_fit
+from coxinfluence.numerics.rows import matmul_rows
 
 #: ``unstable`` when :func:`curvature_score` (VIF's predicted relative error in the
 #: information norm) exceeds this. Measured by ``paper_appendix/bench_flags.py`` against
@@ -266,7 +267,8 @@ def unstable_screened(H, traces, T, delta, split_of):
         whitened = np.tensordot(whitened, Li, axes=([0], [1]))   # rotates the axes
     whitened = whitened.reshape(d, d * d)
     s = np.linalg.norm(whitened, 2)
-    norm = np.sqrt(np.maximum(((delta @ H) * delta).sum(axis=1), 0.0))      # ||delta||_H
+    DH = matmul_rows(delta, H, np.empty(delta.shape))          # one BLAS thread per block
+    norm = np.sqrt(np.maximum((DH * delta).sum(axis=1), 0.0))            # ||delta||_H
     maybe = ((traces > UNSTABLE_LEVERAGE - SCREEN_SLACK)
              | (traces + 0.5 * s * norm > UNSTABLE_CURVATURE - SCREEN_SLACK))
     out = np.zeros(delta.shape[0], dtype=bool)
