@@ -244,7 +244,7 @@ def test_lifelines_models_follow_their_own_predictions(fitter, names):
     times = [20.0, 52.0]
     surv, quant = ci.AFTSurvival(new, times), ci.SurvivalQuantile(new, [0.25, 0.5])
     res = ci.influence(model, df, method="vif", target=quant)
-    fit = res.fit
+    fit = res.fit.base                       # R's parametrisation, which the targets read
     loc, anc, sign = names
     params = model.params_
     theta = np.r_[params[(loc, "Intercept")], [params[(loc, c)] for c in fit.covariates],

@@ -158,8 +158,8 @@ def test_header_title_and_label_text():
 
 def test_lifelines_weibull_aft_report(rossi, tmp_path):
     """A lifelines WeibullAFTFitter is reported as R's survreg model: the scale is
-    lifelines' exp(-rho_), the Model table is the refitted AFTFit's (lifelines' lambda_
-    coefficients, R's order)."""
+    lifelines' exp(-rho_); the Model table is in lifelines' params_ (its coef, se(coef), z,
+    p, equal to lifelines' summary to its optimiser's tolerance)."""
     from lifelines import WeibullAFTFitter
     m = WeibullAFTFitter().fit(rossi, "week", "arrest")
     html = build_report(ci.influence(m, rossi, method="vif"))
@@ -167,11 +167,11 @@ def test_lifelines_weibull_aft_report(rossi, tmp_path):
     assert "Weibull AFT model" in meta
     scale = float(re.search(r"scale ([\d.]+),", meta).group(1))
     assert scale == pytest.approx(np.exp(-m.params_.loc[("rho_", "Intercept")]), rel=1e-3)
+    assert "rho_ Intercept = -log(scale)" in meta
     model = _num(_tables(html, tmp_path)["Model"])
-    lam = m.params_.loc["lambda_"]
-    np.testing.assert_allclose(model.loc["(Intercept)", "Value"], lam["Intercept"], rtol=1e-3)
-    np.testing.assert_allclose(model.loc[list(lam.index.drop("Intercept")), "Value"],
-                               lam.drop("Intercept"), rtol=1e-3, atol=1e-5)
+    assert list(model.index) == [f"({p}, {c})" for p, c in m.params_.index]
+    for col in ("coef", "se(coef)", "z"):
+        np.testing.assert_allclose(model[col], m.summary[col], rtol=1e-3, atol=1e-5)
 
 
 def test_a_models_own_flags_are_reported_in_its_words():

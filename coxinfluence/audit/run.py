@@ -187,7 +187,9 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
         fitter), a statsmodels ``PHRegResults``, or a parametric AFT model: an ``AFTFit``
         (``ci.fit_aft``, R's ``survreg``) or a fitted lifelines ``WeibullAFTFitter``,
         ``LogNormalAFTFitter``, ``LogLogisticAFTFitter`` (audited by
-        :class:`coxinfluence.influence_functions.aft_audit.AFTAudit`), or any other lifelines
+        :class:`coxinfluence.influence_functions.aft_audit.AFTAudit` in R's
+        parametrisation, results indexed like the model's ``params_``:
+        :mod:`coxinfluence.influence_functions.reparametrised`), or any other lifelines
         parametric regression (``ancillary`` AFT fits, ``PiecewiseExponentialRegressionFitter``,
         ``GeneralizedGammaRegressionFitter``, ``CoxPHFitter`` with a spline or piecewise
         baseline, a user's ``ParametricRegressionFitter``: its own likelihood, audited by
@@ -201,8 +203,10 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
     target : None / "coef" (coefficients), "hr" (hazard ratios; Cox), "tr" (time ratios
         ``exp(coef)`` of an AFT model's covariates), or a
         :class:`coxinfluence.audit.targets.Target` (``RelativeRisk(X_new)``,
-        ``LinearPredictor(X_new)``, ``Survival(X_new, times)``); new patients may be raw
-        frames for lifelines formula models (transformed as lifelines does).
+        ``LinearPredictor(X_new)``, ``Survival(X_new, times)``; a lifelines parametric
+        model's own ``predict_survival_function``: ``LifelinesSurvival(df_new, times)``);
+        new patients may be raw frames for lifelines formula models (transformed as
+        lifelines does).
     include_data_effect : for survival targets, add the baseline hazard's direct
         dependence on the removed patient (default True; see :mod:`.targets`).
     progress, executor : passed to the exact refits (``method="exact"`` and ``"auto"``).
@@ -234,6 +238,9 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
                          f"({audit_model.model_name}); its targets: {', '.join(allowed)}")
     if target.transform is None and resolved.transform is not None:
         target.transform = resolved.transform
+    adapt = getattr(audit_model, "adapt_target", None)   # a seam in another parametrisation
+    if adapt is not None:
+        target = adapt(target)
     return compute(audit_model, resolved, method, target, progress=progress,
                    executor=executor, include_data_effect=include_data_effect)
 
@@ -263,6 +270,8 @@ def _seam(model, data, groups, robust, y=None, alpha=None):
         resolved = dataclasses.replace(resolved, groups=groups)
     if robust is not None:
         resolved = dataclasses.replace(resolved, robust=bool(robust))
+    if resolved.seam is not None:                    # the integration's own choice
+        return resolved.seam(resolved.fit, resolved.groups), resolved
     seam = (AFTAudit if isinstance(resolved.fit, AFTFit) else
             DecomposableAudit if isinstance(resolved.fit, DecomposableFit) else CoxAudit)
     return seam(resolved.fit, resolved.groups), resolved

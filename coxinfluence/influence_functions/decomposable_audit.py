@@ -65,11 +65,17 @@ class DecomposableFit:
     ``coef`` (d,), ``columns`` (d names; a ``pd.MultiIndex`` keeps its levels),
     ``index`` (the rows' labels), ``tol`` (the gradient tolerance of the fit and the
     refits), ``model_name``, ``facts`` (what the report says after the number of units,
-    e.g. the events and the log-likelihood). ``converged``: ``max |grad L(coef)| <= tol``
-    and a positive definite Hessian."""
+    e.g. the events and the log-likelihood), ``targets`` (names of the targets beside
+    ``coef`` defined for this fit, e.g. ``"lifelines_survival"``) and ``source_model`` (the
+    library's fitted model whose parameters ``coef`` are, which such targets evaluate; None
+    when there is none). ``converged``: ``max |grad L(coef)| <= tol`` and a positive
+    definite Hessian."""
 
-    def __init__(self, loss, coef, columns, index, *, tol, model_name, facts=None):
+    def __init__(self, loss, coef, columns, index, *, tol, model_name, facts=None,
+                 targets=(), source_model=None):
         self.loss = loss
+        self.targets = tuple(targets)
+        self.source_model = source_model
         self.coef = np.asarray(coef, dtype=np.float64).reshape(-1)
         self.columns = columns
         self.index = pd.Index(index)
@@ -175,9 +181,6 @@ class DecomposableAudit:
     """A :class:`DecomposableFit` with its units of deletion (``groups``: one label per
     row; default the rows), as the audit sees it (module docstring)."""
 
-    #: the targets (``Target.name``) this model's changes can be taken of
-    target_names = ("coef",)
-
     def __init__(self, fit, groups=None):
         if not isinstance(fit, DecomposableFit):
             raise TypeError(f"expected a DecomposableFit; got {type(fit).__name__}")
@@ -193,6 +196,12 @@ class DecomposableAudit:
         # the fitted model, as the seam names it
         self.model_name, self.coef, self.columns = fit.model_name, fit.coef, fit.columns
         self.information, self.converged = fit.information, fit.converged
+
+    @property
+    def target_names(self):
+        """The targets (``Target.name``) this model's changes can be taken of: ``coef``
+        and the fit's ``targets``."""
+        return ("coef",) + tuple(t for t in self.fit.targets if t != "coef")
 
     # ---------------------------------------------------------------- the model
     def objective(self, thetas):

@@ -37,6 +37,8 @@ class Resolved:
     transform: Optional[Callable] = None
     groups: object = None            # default units (e.g. lifelines' cluster_col), caller order
     robust: bool = False             # the library reports robust (sandwich) standard errors
+    seam: Optional[Callable] = None  # (fit, groups) -> the seam, where the integration
+                                     # chooses it (lifelines' AFT fits: in params_ naming)
 
 
 def agreement_tolerance(fit):

@@ -10,6 +10,18 @@ families beyond Cox PH"):
 - log-normal: ``mu_`` = coefficients, ``sigma_`` Intercept = ``log(sigma)``;
 - log-logistic: ``alpha_`` = coefficients, ``beta_`` Intercept = ``-log(sigma)``.
 
+**Results are indexed like the model's ``params_``** (parameter, covariate), in lifelines'
+order: the audit is :class:`~coxinfluence.influence_functions.aft_audit.AFTAudit` (R's
+parametrisation ``phi``, verified against R) read in lifelines' ``theta = A phi`` by
+:class:`~coxinfluence.influence_functions.reparametrised.Reparametrised`, ``A`` the
+signed permutation of the map above (:func:`lifelines_map`): a change of ``log(sigma)``
+by ``D`` is a change of ``rho_`` (``beta_``) Intercept by ``-D``. ``InfluenceResult.fit``
+is then a :class:`~coxinfluence.influence_functions.reparametrised.ReparametrisedFit`
+(its ``base`` the ``AFTFit``). Targets: ``coef`` (``params_``), ``time_ratio``,
+``aft_survival``, ``survival_quantile`` (R's, read through the map) and
+``lifelines_survival`` (``ci.LifelinesSurvival``: the model's own
+``predict_survival_function``). ``ci.fit_aft`` results keep R's naming.
+
 lifelines does not keep its training data, so pass it (``ci.influence(model, df)``). The
 design is lifelines' own (``model.regressors.transform_df``: formulas, all-columns
 models), with its duration, event, ``weights_col`` and ``entry_col`` (delayed entry);
@@ -31,9 +43,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from coxinfluence.influence_functions.aft_audit import AFTAudit
+from coxinfluence.influence_functions.reparametrised import Reparametrised, signed_permutation
 from coxinfluence.models.aft import fit_aft
 
 from . import Resolved, check_lifelines_inputs, covariate_frame
+from .lifelines_parametric import PREDICTION_TARGETS
 
 #: lifelines' AFT fitters: the distribution and the sign taking the ancillary
 #: parameter's Intercept to ``log(sigma)``
@@ -106,7 +121,44 @@ def resolve_lifelines_aft(model, data) -> Resolved:
     check_aft_agreement(fit, init, name)
     frame = fit.training_frame()
     return Resolved(fit, frame, "lifelines", transform=transform,
-                    robust=bool(getattr(model, "robust", False)))
+                    robust=bool(getattr(model, "robust", False)),
+                    seam=lambda fit, groups: lifelines_aft_seam(model, fit, groups))
+
+
+def lifelines_map(model, fit):
+    """``A`` (d, d), the signed permutation taking R's parameters ``phi`` of ``fit``
+    (intercept, covariates in ``fit.covariates`` order, ``log(sigma)``) to lifelines'
+    ``theta``, in the order of ``model.params_.index``: the primary parameter's
+    ``Intercept`` and covariates are R's, the ancillary ``Intercept`` is ``sign *
+    log(sigma)`` (:data:`FITTERS`)."""
+    _, sign = FITTERS[type(model).__name__]
+    prim, anc = model._primary_parameter_name, model._ancillary_parameter_name
+    position = {name: 1 + k for k, name in enumerate(fit.covariates)}
+    position["Intercept"] = 0
+    source, signs = [], []
+    for param, covariate in model.params_.index:
+        if param == prim and covariate in position:
+            source.append(position[covariate])
+            signs.append(1.0)
+        elif param == anc and covariate == "Intercept":
+            source.append(len(fit.coef) - 1)
+            signs.append(sign)
+        else:
+            raise ValueError(f"the {type(model).__name__}'s parameter {(param, covariate)!r} "
+                             "has no counterpart in R's survreg model")
+    return signed_permutation(source, signs)
+
+
+def lifelines_aft_seam(model, fit, groups=None):
+    """The audit of ``fit`` (:class:`AFTAudit`, R's parametrisation) in lifelines'
+    parametrisation: indexed by ``model.params_.index`` (module docstring)."""
+    _, sign = FITTERS[type(model).__name__]
+    prim, anc = model._primary_parameter_name, model._ancillary_parameter_name
+    note = (f"parameters as lifelines' params_: {prim} = the coefficients, {anc} Intercept "
+            f"= {'-' if sign < 0 else ''}log(scale)")
+    return Reparametrised(AFTAudit(fit, groups), lifelines_map(model, fit),
+                          model.params_.index, own_targets=PREDICTION_TARGETS,
+                          source_model=model, note=note)
 
 
 def check_aft_agreement(fit, params, name):

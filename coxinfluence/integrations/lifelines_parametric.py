@@ -62,7 +62,11 @@ from . import Resolved, check_lifelines_inputs, covariate_frame
 
 __all__ = ["is_parametric_regression", "resolve_lifelines_parametric",
            "LifelinesLikelihood", "LifelinesNotConvergedWarning", "TOL",
-           "AGREEMENT_SE"]
+           "AGREEMENT_SE", "PREDICTION_TARGETS", "prediction_fitter"]
+
+#: the targets of new patients that follow the model's own predictions
+#: (``coxinfluence.audit.lifelines_targets``), offered beside ``coef``
+PREDICTION_TARGETS = ("lifelines_survival",)
 
 #: the gradient tolerance of our fit and of the exact refits (the summed loss)
 TOL = 1e-8
@@ -81,6 +85,16 @@ def _inner(model):
     if type(model).__name__ == "CoxPHFitter":
         return model.__dict__.get("_model")
     return model
+
+
+def prediction_fitter(model):
+    """The fitter whose ``_cumulative_hazard`` and ``regressors`` give ``model``'s own
+    predictions (:func:`_inner`: a ``CoxPHFitter``'s parametric ``_model``), or None when
+    ``model`` is not a fitted lifelines parametric regression."""
+    if model is None or not is_parametric_regression(model):
+        return None
+    inner = _inner(model)
+    return inner if inner is not None and hasattr(inner, "params_") else None
 
 
 def is_parametric_regression(model) -> bool:
@@ -293,7 +307,8 @@ def resolve_lifelines_parametric(model, data) -> Resolved:
     with np.errstate(all="ignore"):
         coef, ok = minimise(lik, params, ones, tol=tol)
     fit = DecomposableFit(lik, coef, index, data.index, tol=tol, model_name=_describe(model),
-                          facts=_facts(lik, coef))
+                          facts=_facts(lik, coef), targets=PREDICTION_TARGETS,
+                          source_model=model)
     check_parametric_agreement(fit, params, type(model).__name__, ok)
     inner = _inner(model)
     return Resolved(fit, data.copy(), "lifelines",
