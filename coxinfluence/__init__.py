@@ -11,6 +11,7 @@ approximating ``n (theta_hat - theta_hat_{-i})``; the leave-one-out change is
 """
 from coxinfluence.audit.aft_targets import AFTSurvival, SurvivalQuantile
 from coxinfluence.audit.fine_gray_targets import CumulativeIncidence
+from coxinfluence.audit.lifelines_targets import LifelinesSurvival
 from coxinfluence.audit.result import InfluenceResult
 from coxinfluence.audit.run import influence
 from coxinfluence.audit.sksurv_targets import RiskScore
@@ -44,5 +45,5 @@ __all__ = [
     "reid_influence", "score_residuals", "vif", "exact_loo", "newton_loo",
     "influence", "InfluenceResult", "targets", "datasets", "metrics",
     "CumulativeIncidence", "AFTSurvival", "SurvivalQuantile",
-    "RiskScore",
+    "RiskScore", "LifelinesSurvival",
 ]

@@ -1,0 +1,137 @@
+"""Targets of new patients that follow a lifelines parametric regression's own predictions.
+
+:class:`LifelinesSurvival` is ``model.predict_survival_function(df_new, times)`` of a
+fitted lifelines ``ParametricRegressionFitter`` (the AFT fitters with or without
+``ancillary``, ``PiecewiseExponentialRegressionFitter``, ``GeneralizedGammaRegressionFitter``,
+``CoxPHFitter`` with a spline or piecewise baseline, a user's subclass), evaluated at any
+parameters ``theta`` (lifelines' ``params_`` flattened in its own order):
+
+    S(t | x; theta) = exp(-H(t | x; params(theta)))
+
+with ``H`` the fitter's own ``_cumulative_hazard(params, T, Xs)`` and ``Xs`` its own design
+of the new patients, ``model.regressors.transform_df(df_new)`` (formulas, the intercepts of
+each parameter): lifelines 0.30's ``predict_cumulative_hazard`` (without
+``conditional_after``), whose ``exp(-.)`` is ``predict_survival_function``. ``H`` is
+evaluated as the likelihood evaluates it, one time per design row (each patient's row
+repeated once per time), which every fitter supports (the piecewise-baseline Cox model's
+``_cumulative_hazard`` takes no matrix of times; its own ``predict_cumulative_hazard`` is
+the same formula). The model is
+fully parametric (knots and breakpoints are fixed parts of the model), so a deleted unit
+changes ``S`` only through ``theta``: the exact change is ``S(theta_{-g}) - S(theta_hat)``,
+a first-order method's ``J (theta_{-g} - theta_hat)`` with the Jacobian ``J = dS/dtheta``
+at ``theta_hat`` by autograd (lifelines' dependency, in which ``_cumulative_hazard`` is
+written; reverse mode, one pass per entry of ``S``); there is no data effect.
+
+Offered (``target_names``) for lifelines' parametric models in both paths:
+:class:`~coxinfluence.influence_functions.decomposable_audit.DecomposableAudit`
+(``integrations/lifelines_parametric.py``) and lifelines' survreg AFT fits read in
+``params_`` (``integrations/lifelines_aft.py``); the fit the target reads has ``columns``
+(``params_.index``), ``coef`` in that order and ``source_model`` (the lifelines model).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from coxinfluence.audit.new_patients import positive_times
+from coxinfluence.audit.targets import Target
+from coxinfluence.integrations.lifelines_parametric import prediction_fitter
+
+__all__ = ["LifelinesSurvival"]
+
+
+def _fitter(fit):
+    """The lifelines fitter behind ``fit`` (its ``source_model``), checked to be named like
+    ``fit``'s parameters."""
+    fitter = prediction_fitter(getattr(fit, "source_model", None))
+    if fitter is None:
+        raise ValueError("LifelinesSurvival is the survival function of a fitted lifelines "
+                         "parametric regression (ci.influence(model, df) of a "
+                         "WeibullAFTFitter, ..., ParametricRegressionFitter); this model is "
+                         f"{getattr(fit, 'model_name', type(fit).__name__)}")
+    columns = pd.Index(list(fit.columns))
+    if not columns.equals(pd.Index(list(fitter.params_.index))):
+        raise ValueError(f"the fit's parameters {list(columns)} are not the lifelines "
+                         f"model's params_ {list(fitter.params_.index)}")
+    return fitter
+
+
+def _blocks(fit):
+    """``[(parameter name, slice of theta)]`` in ``fit.columns`` order (params_.index)."""
+    names = [c[0] for c in fit.columns]
+    out, start = [], 0
+    for name in dict.fromkeys(names):
+        k = names.count(name)
+        out.append((name, slice(start, start + k)))
+        start += k
+    return out
+
+
+class LifelinesSurvival(Target):
+    """``model.predict_survival_function(df_new, times)`` of a lifelines parametric
+    regression at parameters ``theta`` (module docstring): one column per (patient, time),
+    ``S(t|label)``, patients in ``df_new``'s order (labels its index). ``df_new``: new
+    patients as lifelines takes them (a DataFrame, or a Series for one patient: the raw
+    columns the model's formula or covariates read; not modified); ``times`` finite and
+    positive."""
+
+    name = "lifelines_survival"
+
+    def __init__(self, df_new, times):
+        if isinstance(df_new, pd.Series):
+            df_new = df_new.to_frame().T.infer_objects()
+        if not isinstance(df_new, pd.DataFrame) or len(df_new) == 0:
+            raise ValueError("df_new must be a non-empty pandas DataFrame of new patients "
+                             "(the columns the lifelines model was fitted with)")
+        self.df_new = df_new
+        self.times = positive_times(times)
+
+    def columns(self, fit):
+        return [f"S({t:g}|{lab})" for lab in self.df_new.index for t in self.times]
+
+    def _design(self, fitter):
+        """lifelines' ``DataframeSlicer`` of the new patients' design (the fitter's own
+        ``regressors.transform_df`` of a copy), checked to be finite, each patient's row
+        repeated once per time."""
+        from lifelines.utils import DataframeSlicer
+        try:
+            Xs = fitter.regressors.transform_df(self.df_new.copy())
+        except Exception as exc:       # patsy, KeyError: the columns the model needs
+            raise ValueError(f"the new patients do not have the columns the lifelines model "
+                             f"needs: {type(exc).__name__}: {exc}") from exc
+        Xs = Xs.astype(np.float64)
+        bad = ~np.isfinite(Xs.to_numpy()).all(axis=1)
+        if bad.any():
+            raise ValueError(f"new patients {list(self.df_new.index[bad])[:5]} have missing "
+                             "or infinite covariates")
+        return DataframeSlicer(Xs.iloc[np.repeat(np.arange(len(Xs)), self.times.size)])
+
+    def _survival(self, fit):
+        """``theta (d,) -> S`` (P T,): patients outer, times inner; autograd-traceable."""
+        import autograd.numpy as anp
+        fitter = _fitter(fit)
+        Xs = self._design(fitter)
+        blocks = _blocks(fit)
+        at = np.tile(self.times, len(self.df_new))                 # (P T,), times inner
+
+        def survival(theta):
+            params = {name: theta[part] for name, part in blocks}
+            return anp.exp(-fitter._cumulative_hazard(params, at, Xs))
+
+        return survival
+
+    def value(self, fit, theta):
+        theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
+        survival = self._survival(fit)
+        out = np.full((theta.shape[0], len(self.df_new) * self.times.size), np.nan)
+        for b, row in enumerate(theta):
+            if np.isfinite(row).all():
+                out[b] = np.asarray(survival(row), dtype=np.float64)
+        return out
+
+    def jacobian(self, fit):
+        """``dS/dtheta`` (P T, d) at ``fit.coef`` by autograd."""
+        from autograd import jacobian
+        survival = self._survival(fit)
+        return np.asarray(jacobian(survival)(np.asarray(fit.coef, dtype=np.float64)),
+                          dtype=np.float64)
