@@ -157,6 +157,8 @@ def test_maps_and_refusals():
     # a refit's missing parameter stays missing, alone
     assert np.array_equal(theta[1], [6.0, np.nan, 5.0], equal_nan=True)
     assert np.array_equal(map_rows(theta, A.T), phi, equal_nan=True)
+    assert np.array_equal(map_rows([[np.inf, 1.0, 2.0]], A), [[2.0, np.nan, 1.0]],
+                          equal_nan=True)
     with pytest.raises(ValueError, match="not a signed permutation"):
         signed_permutation([0, 0, 1], [1, 1, 1])
     with pytest.raises(ValueError, match="not a signed permutation"):

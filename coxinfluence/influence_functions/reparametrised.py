@@ -64,11 +64,11 @@ def signed_permutation(source, signs) -> np.ndarray:
 
 def map_rows(rows, M) -> np.ndarray:
     """``rows @ M'`` (each row a parameter vector mapped by ``M``), with NaN only in the
-    entries that depend on a NaN entry (``0 * NaN`` would spread a refit's one missing
-    coefficient over its whole row): exact for a signed permutation (products by 0 and
-    +-1, sums with exact zeros)."""
+    entries that depend on a NaN (or infinite) entry (``0 * NaN`` would spread a refit's
+    one missing coefficient over its whole row): exact for a signed permutation (products
+    by 0 and +-1, sums with exact zeros)."""
     rows = np.asarray(rows, dtype=np.float64)
-    missing = np.isnan(rows)
+    missing = ~np.isfinite(rows)
     out = np.where(missing, 0.0, rows) @ M.T
     if missing.any():
         out[(missing.astype(np.float64) @ (M.T != 0)) > 0] = np.nan
