@@ -102,6 +102,11 @@ def test_results_are_indexed_like_params_(name, rossi):
     for target in ("tr", ci.AFTSurvival(new, [20.0, 52.0]), ci.SurvivalQuantile(new, 0.5)):
         ours = ci.influence(model, rossi, method="vif", target=target)
         theirs = ci.influence(res.fit.base, method="vif", target=target)
+        if target == "tr":    # exp of the primary parameter's covariates: lifelines' exp(coef)
+            covs = [c for c in model.params_[prim].index if c != "Intercept"]
+            assert list(ours.loo_change.columns) == [f"TR {c}" for c in covs]
+            np.testing.assert_allclose(ours.target.value(ours.fit, ours.fit.coef)[0],
+                                       model.summary["exp(coef)"][prim][covs], rtol=1e-3)
         assert list(ours.loo_change.columns) == list(theirs.loo_change.columns)
         np.testing.assert_allclose(ours.loo_change, theirs.loo_change, rtol=1e-13, atol=1e-15)
         np.testing.assert_allclose(ours.target_se, theirs.target_se, rtol=1e-10)

@@ -17,8 +17,10 @@ parametrisation ``phi``, verified against R) read in lifelines' ``theta = A phi`
 signed permutation of the map above (:func:`lifelines_map`): a change of ``log(sigma)``
 by ``D`` is a change of ``rho_`` (``beta_``) Intercept by ``-D``. ``InfluenceResult.fit``
 is then a :class:`~coxinfluence.influence_functions.reparametrised.ReparametrisedFit`
-(its ``base`` the ``AFTFit``). Targets: ``coef`` (``params_``), ``time_ratio``,
-``aft_survival``, ``survival_quantile`` (R's, read through the map) and
+(its ``base`` the ``AFTFit``). Targets: ``coef`` (``params_``), ``time_ratio`` (``exp``
+of the primary parameter's covariate coefficients, lifelines' ``exp(coef)`` of
+``lambda_``/``mu_``/``alpha_``; columns ``TR name``), ``aft_survival``,
+``survival_quantile`` (R's, read through the map) and
 ``lifelines_survival`` (``ci.LifelinesSurvival``: the model's own
 ``predict_survival_function``). ``ci.fit_aft`` results keep R's naming.
 
