@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.inputs import CoxInputError
-from coxinfluence.numerics.rows import ROW_BLOCK, matmul_reduce_rows
+from coxinfluence.numerics.rows import ROW_BLOCK, matmul_reduce_rows, matmul_rows
 from coxinfluence.numerics.threads import for_row_blocks
 
 
@@ -103,9 +103,10 @@ def rows_whose_deletion_breaks_rank(data):
     given level of a dummy covariate. O(n d^2).
     """
     Xc = data.X - stratum_means(data)
-    C = Xc.T @ Xc
+    # products over the n rows on one BLAS thread per block (numerics.rows)
+    C = matmul_reduce_rows(Xc, Xc)
     counts = np.diff(np.append(data.stratum_start, data.n))[data.strata].astype(float)
-    lev = np.einsum("ij,ij->i", Xc, np.linalg.solve(C, Xc.T).T)
+    lev = np.einsum("ij,ij->i", Xc, matmul_rows(Xc, np.linalg.inv(C), np.empty(Xc.shape)))
     factor = np.where(counts > 1, counts / np.maximum(counts - 1, 1), 0.0)
     return 1.0 - factor * lev < 1e-9
 

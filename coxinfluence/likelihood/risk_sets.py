@@ -282,7 +282,8 @@ class RiskSets:
         if theta.shape[0] == 1:         # one thread (no multi-threaded gemv on 10^7 rows)
             eta = matmul_rows(data.X, theta.T, np.empty((data.n, 1))).reshape(1, data.n)
         else:
-            eta = theta @ data.X.T if blas else np.einsum("bd,nd->bn", theta, data.X)
+            eta = (matmul_rows(data.X, theta.T, np.empty((data.n, theta.shape[0]))).T
+                   if blas else np.einsum("bd,nd->bn", theta, data.X))
         shift = eta.max(axis=1, keepdims=True)
         r = np.broadcast_to(terms.weights, eta.shape) * np.exp(eta - shift)
         S0 = self.risk_set_sums(r)

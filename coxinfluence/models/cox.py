@@ -22,6 +22,7 @@ from coxinfluence.likelihood.objective import cox_objective, gradient_tolerance
 from coxinfluence.likelihood.risk_sets import RiskSets
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
 from coxinfluence.numerics.newton import newton
+from coxinfluence.numerics.rows import SINGLE_THREAD_MADDS
 
 
 class ConvergenceWarning(UserWarning):
@@ -166,15 +167,19 @@ class CoxFit:
         ``n (theta_hat - theta_hat_{-g})`` (``docs/conventions.md``). Rows come back in the
         caller's order and index; subjects and clusters indexed by their sorted labels.
         Solved by blocks of units with one LU factorisation (LAPACK getrf/getrs, as
-        ``np.linalg.solve``); ``overwrite=True`` writes the result into ``delta`` (a
-        float64 array the caller owns), so 10^7 rows need no second (U, d) array."""
+        ``np.linalg.solve``), each block small enough for OpenBLAS to solve it on the
+        calling thread (:mod:`coxinfluence.numerics.rows`: its helper threads, once woken,
+        spin and slow the audit's other passes on a machine with few cores);
+        ``overwrite=True`` writes the result into ``delta`` (a float64 array the caller
+        owns), so 10^7 rows need no second (U, d) array."""
         from scipy.linalg import lu_factor, lu_solve
         delta = np.asarray(delta, dtype=np.float64)
         out = delta if overwrite and delta.flags.c_contiguous else np.array(delta, order="C")
         lu = lu_factor(self.information)
         scale = -float(units.n_units)
-        for b0 in range(0, out.shape[0], 1 << 16):
-            block = out[b0:b0 + (1 << 16)]
+        step = max(256, SINGLE_THREAD_MADDS // max(out.shape[1] ** 2, 1))
+        for b0 in range(0, out.shape[0], step):
+            block = out[b0:b0 + step]
             # block.T is Fortran-ordered: LAPACK's getrs solves it in place
             x = lu_solve(lu, block.T, overwrite_b=True, check_finite=False)
             if not np.shares_memory(x, block):

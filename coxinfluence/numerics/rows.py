@@ -30,13 +30,13 @@ def all_finite(arr):
 # count (a dask worker runs one BLAS thread, the serial run several), and no BLAS helper
 # thread waits for a core on a loaded machine (measured there: a (32, 14) x (14, 5678)
 # product 16 ms threaded, 0.5 ms on one thread).
-_SINGLE_THREAD_MADDS = 1 << 18
+SINGLE_THREAD_MADDS = 1 << 18
 
 
 def matmul_rows(x, b, out):
     """``out = x @ b`` (x (n, k), b (k, m), k small) in blocks of rows of one BLAS thread
     each."""
-    step = max(1, _SINGLE_THREAD_MADDS // max(b.size, 1))
+    step = max(1, SINGLE_THREAD_MADDS // max(b.size, 1))
     for a in range(0, x.shape[0], step):
         np.matmul(x[a:a + step], b, out=out[a:a + step])
     return out
@@ -46,7 +46,7 @@ def matmul_reduce_rows(c, x, scale=None):
     """``c.T @ x`` (c (n, m), x (n, d), n long; with ``scale`` (n,): ``(scale c).T @ x``)
     as partial products over blocks of rows of one BLAS thread each, added in order."""
     n, m = c.shape
-    step = max(1, _SINGLE_THREAD_MADDS // max(m * x.shape[1], 1))
+    step = max(1, SINGLE_THREAD_MADDS // max(m * x.shape[1], 1))
     out = np.zeros((m, x.shape[1]))
     for a in range(0, n, step):
         cb = c[a:a + step]
