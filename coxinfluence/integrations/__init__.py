@@ -72,27 +72,32 @@ def covariate_frame(data, special, n_fitted, what):
     return data.drop(columns=special)
 
 
-def check_agreement(fit, params, source, diagnose=None):
+def check_agreement(fit, params, source, diagnose=None, *, tol=None, owner=None,
+                    noun="coefficient", where=None, why=None):
     """Raise if ``params`` (the library's coefficients) differ from our refit by more than
-    1e-3 standard errors (plus 1e-6 absolute), or our refit did not converge.
+    ``tol`` (default :func:`agreement_tolerance`: 1e-3 standard errors plus 1e-6), or our
+    refit did not converge, naming the worst parameter.
 
-    The message names the causes: ``diagnose`` (a callable returning a sentence; the
-    integration checks what it can, e.g. statsmodels, whose data are read from the model
-    itself), else the one for a library that does not keep its data (lifelines): the
-    DataFrame passed is not the training data."""
+    The message names the causes: ``why``, or ``diagnose()`` (a callable returning a
+    sentence; the integration checks what it can, e.g. statsmodels, whose data are read
+    from the model itself), else the one for a library that does not keep its data
+    (lifelines): the DataFrame passed is not the training data. ``owner`` (default
+    "``source`` model"), ``noun`` and ``where`` word the rest."""
     params = np.asarray(params, dtype=np.float64)
     gap = np.abs(params - fit.coef)
-    tol = agreement_tolerance(fit)
+    tol = agreement_tolerance(fit) if tol is None else tol
     if not fit.converged or (gap > tol).any():
         worst = int(np.argmax(gap / tol))
-        where = ("the data read from the model" if diagnose is not None
-                 else "the data given")
-        why = (diagnose() if diagnose is not None else
-               "the DataFrame passed is not the one the model was fitted on (pass the exact "
-               "training DataFrame), or the model's fit had not converged")
+        if where is None:
+            where = ("the data read from the model" if diagnose is not None
+                     else "the data given")
+        if why is None:
+            why = (diagnose() if diagnose is not None else
+                   "the DataFrame passed is not the one the model was fitted on (pass the "
+                   "exact training DataFrame), or the model's fit had not converged")
         raise ValueError(
-            f"the {source} model's coefficients do not match our refit of {where} "
-            f"(coefficient {fit.columns[worst]!r}: {params[worst]:.6g} vs {fit.coef[worst]:.6g}"
+            f"the {owner or source + ' model'}'s {noun}s do not match our refit of {where} "
+            f"({noun} {fit.columns[worst]!r}: {params[worst]:.6g} vs {fit.coef[worst]:.6g}"
             f"{'' if fit.converged else '; our refit did not converge'}): {why}")
 
 

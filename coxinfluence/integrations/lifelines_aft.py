@@ -49,7 +49,7 @@ from coxinfluence.influence_functions.aft_audit import AFTAudit
 from coxinfluence.influence_functions.reparametrised import Reparametrised, signed_permutation
 from coxinfluence.models.aft import fit_aft
 
-from . import Resolved, check_lifelines_inputs, covariate_frame
+from . import Resolved, check_agreement, check_lifelines_inputs, covariate_frame
 from .lifelines_parametric import PREDICTION_TARGETS
 
 #: lifelines' AFT fitters: the distribution and the sign taking the ancillary
@@ -166,13 +166,5 @@ def lifelines_aft_seam(model, fit, groups=None):
 def check_aft_agreement(fit, params, name):
     """Raise if lifelines' parameters (R's order) are more than :data:`AGREEMENT_SE`
     standard errors (plus 1e-6) from our maximum, or ours did not converge."""
-    gap = np.abs(np.asarray(params) - fit.coef)
-    tol = AGREEMENT_SE * fit.se + 1e-6
-    if not fit.converged or (gap > tol).any():
-        worst = int(np.argmax(gap / tol))
-        raise ValueError(
-            f"the {name}'s parameters do not match our refit of the data given (parameter "
-            f"{fit.columns[worst]!r}: {params[worst]:.6g} vs {fit.coef[worst]:.6g}"
-            f"{'' if fit.converged else '; our refit did not converge'}): the DataFrame "
-            "passed is not the one the model was fitted on (pass the exact training "
-            "DataFrame), or the model's fit had not converged")
+    check_agreement(fit, params, name, tol=AGREEMENT_SE * fit.se + 1e-6, owner=name,
+                    noun="parameter")

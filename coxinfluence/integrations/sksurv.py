@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.cox_data import make_cox_data
-from coxinfluence.integrations import Resolved
+from coxinfluence.integrations import Resolved, check_agreement
 from coxinfluence.models.cox import CoxFit, fit_cox
 from coxinfluence.models.coxnet import (
     SksurvCoxFit,
@@ -168,13 +168,7 @@ def _as_sksurv_fit(fit, name):
 
 
 def _check(fit, coef, name):
-    gap = np.abs(coef - fit.coef)
-    tol = sksurv_tolerance(fit)
-    if not fit.converged or (gap > tol).any():
-        worst = int(np.argmax(gap / tol))
-        raise ValueError(
-            f"the {name}'s coefficients do not match our refit of its objective on the X, y "
-            f"given (coefficient {fit.columns[worst]!r}: {coef[worst]:.6g} vs "
-            f"{fit.coef[worst]:.6g}{'' if fit.converged else '; our refit did not converge'}"
-            "): pass exactly the X and y it was fitted on, in the same rows (or refit the "
-            "estimator with a smaller tol)")
+    check_agreement(fit, coef, name, tol=sksurv_tolerance(fit), owner=name,
+                    where="its objective on the X, y given",
+                    why="pass exactly the X and y it was fitted on, in the same rows (or "
+                        "refit the estimator with a smaller tol)")
