@@ -212,7 +212,8 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
     progress, executor : passed to the exact refits (``method="exact"`` and ``"auto"``).
     groups : the units of deletion, one label per training row (caller's order): a
         cluster (a hospital) is deleted whole. Default: the model's subjects (a
-        ``CoxFit`` with ``id=``, a lifelines ``CoxTimeVaryingFitter``'s ``id_col``), or its
+        ``CoxFit`` or an ``AFTFit`` with ``id=``, a lifelines ``CoxTimeVaryingFitter``'s
+        ``id_col``; a Fine-Gray fit's rows are its subjects), or its
         clusters (a lifelines ``cluster_col``), else the rows. Results are then indexed
         by the sorted unit labels, and ``top(k)`` shows each unit's rows, follow-up span
         and events.
