@@ -66,18 +66,14 @@ for (ds in c("lung", "random")) for (dist in dists)
   cases[[length(cases) + 1]] <- list(dataset = ds, dist = dist, weights = FALSE)
 cases[[length(cases) + 1]] <- list(dataset = "lung", dist = "weibull", weights = TRUE)
 
+# the long-format writer (emit) and survreg's full parameter vector (full_coef) are
+# aft_reference.R's: their definitions are read from it, not copied
+here <- dirname(normalizePath(sub("^--file=", "",
+                                  grep("^--file=", commandArgs(FALSE), value = TRUE)[1])))
+for (e in parse(file.path(here, "aft_reference.R")))
+  if (is.call(e) && identical(e[[1]], as.name("<-")) && is.name(e[[2]]) &&
+      as.character(e[[2]]) %in% c("emit", "full_coef")) eval(e)
 rows <- list()
-emit <- function(case, quantity, m) {
-  m <- as.matrix(m)
-  rows[[length(rows) + 1]] <<- data.frame(
-    case = case, quantity = quantity,
-    row = rep(seq_len(nrow(m)) - 1L, times = ncol(m)),
-    col = rep(seq_len(ncol(m)) - 1L, each = nrow(m)),
-    value = as.vector(m))
-}
-full_coef <- function(fit, dist) {
-  if (dist == "exponential") coef(fit) else c(coef(fit), log(fit$scale))
-}
 table <- list()
 for (cs in cases) {
   case <- paste(cs$dataset, cs$dist, if (cs$weights) "w" else "", sep = "_")
