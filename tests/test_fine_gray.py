@@ -270,17 +270,22 @@ def test_crr_scores_equal_crrs_loops(sim_fit):
     assert rel(fast, crr_scores_literal(t, kind, X, sim_fit.coef, group)) < 1e-12
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_crr_scores_equal_crrs_loops_on_small_tied_designs(seed):
-    rng = np.random.default_rng(100 + seed)
-    n, d = int(rng.integers(3, 25)), int(rng.integers(1, 3))
+def tiny_tied_design(rng, n_max, d_max):
+    """``(data, theta)``: n in [3, n_max) subjects, d in [1, d_max) covariates, heavy ties
+    (failures, other causes and censorings at the same few times), up to three censoring
+    groups (some of one subject), the first subject a failure; theta at random."""
+    n, d = int(rng.integers(3, n_max)), int(rng.integers(1, d_max))
     X = rng.normal(size=(n, d))
     t = rng.integers(1, int(rng.integers(2, 8)), size=n).astype(float)
     kind = rng.integers(0, 3, size=n)
     kind[0] = 1
     group = np.unique(rng.integers(0, int(rng.integers(1, 4)), size=n), return_inverse=True)[1]
-    D = build_fine_gray_data(X, t, kind, group)
-    theta = 0.5 * rng.normal(size=d)
+    return build_fine_gray_data(X, t, kind, group), 0.5 * rng.normal(size=d)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_crr_scores_equal_crrs_loops_on_small_tied_designs(seed):
+    D, theta = tiny_tied_design(np.random.default_rng(100 + seed), 25, 3)
     literal = crr_scores_literal(D.time, D.kind.astype(int), D.X + D.X_center, theta, D.group)
     assert rel(crr_scores(D, theta), literal) < 1e-12
 
@@ -414,15 +419,8 @@ def test_deleted_derivatives_equal_the_definition_on_small_tied_designs(seed):
     """Tiny designs with heavy ties (failures, other causes and censorings at the same
     times), up to three censoring groups (some of one subject), at a random theta: the
     closed form equals the literal deletion for every subject."""
-    rng = np.random.default_rng(seed)
-    n, d = int(rng.integers(3, 30)), int(rng.integers(1, 4))
-    X = rng.normal(size=(n, d))
-    t = rng.integers(1, int(rng.integers(2, 8)), size=n).astype(float)
-    kind = rng.integers(0, 3, size=n)
-    kind[0] = 1
-    group = np.unique(rng.integers(0, int(rng.integers(1, 4)), size=n), return_inverse=True)[1]
-    D = build_fine_gray_data(X, t, kind, group)
-    theta = 0.5 * rng.normal(size=d)
+    D, theta = tiny_tied_design(np.random.default_rng(seed), 30, 4)
+    n = D.n
     state = DeletionState(D, theta)
     g, h = deleted_derivatives(state)
     _, g_lit, h_lit = loss_grad_hess(D, np.repeat(theta[None], n, axis=0), 1.0 - np.eye(n))
