@@ -45,6 +45,7 @@ from coxinfluence.data.inputs import encode_labels
 from coxinfluence.influence_functions.refits import Refits
 from coxinfluence.influence_functions.seam import ReportHeader
 from coxinfluence.influence_functions.stability import unstable_from_split
+from coxinfluence.numerics.newton import solve_any
 
 __all__ = ["DecomposableFit", "DecomposableAudit", "minimise"]
 
@@ -242,17 +243,8 @@ class DecomposableAudit:
             return self._if_change.copy()
         if method == "newton":
             rhs = self.fit.gradient[None, :] - self.unit_gradients
-            Hg = self.information[None] - self.split
-            try:
-                return -np.linalg.solve(Hg, rhs[..., None])[..., 0]
-            except np.linalg.LinAlgError:       # some H_{-g} singular: NaN there
-                out = np.full_like(rhs, np.nan)
-                for g in range(self.n_units):
-                    try:
-                        out[g] = -np.linalg.solve(Hg[g], rhs[g])
-                    except np.linalg.LinAlgError:
-                        pass
-                return out
+            # -H_{-g}^{-1} grad L_{-g}: NaN where some H_{-g} is singular
+            return -solve_any(self.information[None] - self.split, rhs)
         raise ValueError(f"unknown method {method!r}")
 
     def presence(self, code):
