@@ -45,7 +45,10 @@ import pandas as pd
 
 from coxinfluence.data.rank import is_rank_deficient
 from coxinfluence.data.units import resolve_units
-from coxinfluence.influence_functions.information_split import information_split
+from coxinfluence.influence_functions.information_split import (
+    InformationSplit,
+    information_split,
+)
 from coxinfluence.likelihood.third_derivative import third_derivative as loss_third_derivative
 from coxinfluence.models.cox import check_fit
 from coxinfluence.numerics.rows import matmul_rows
@@ -204,8 +207,9 @@ def undefined_units(fit, units=None):
 def unstable_units(fit, units=None, delta_vif=None, C=None, T=None):
     """(U,) bool: VIF's change is predicted to be off by more than about 10% of the exact
     change in the information norm: :func:`unstable_from_split` with the Cox model's
-    information split ``C`` (:func:`information_split`) and third derivative ``T``
-    (:func:`third_derivative`), each computed here unless given.
+    information split ``C`` and third derivative ``T`` (:func:`third_derivative`, computed
+    here unless given). Without ``C``, by :func:`unstable_screened` (``C_g`` formed only
+    for the units that may be flagged: the same answer), as the audit does.
 
     Measured against exact refits of every unit of 41 real data sets
     (``paper_appendix/bench_flags.py``; details at ``UNSTABLE_CURVATURE``): recall 98% of
@@ -215,9 +219,11 @@ def unstable_units(fit, units=None, delta_vif=None, C=None, T=None):
     fit = check_fit(fit)
     units = _units(fit, units)
     delta = _delta(fit, units, delta_vif)
-    C = information_split(fit, units) if C is None else C
     T = third_derivative(fit) if T is None else T
-    return unstable_from_split(fit.information, C, T, delta)
+    if C is not None:
+        return unstable_from_split(fit.information, C, T, delta)
+    parts = InformationSplit(fit, units)
+    return unstable_screened(fit.information, parts.traces(), T, delta, parts.of)
 
 
 def unstable_from_split(H, C, T, delta):
