@@ -310,6 +310,41 @@ def test_fine_gray_audit_report_and_summary(competing, tmp_path, capsys):
     assert "Most influential patients" in stdout.splitlines()[1]
 
 
+def test_fine_gray_weights_and_strata(competing, tmp_path, capsys):
+    """``--weights`` and ``--strata`` reach ``ci.fit_fine_gray``: the Model table and the
+    top table are those of the weighted, stratified fit, and the report names both."""
+    df = competing.assign(w=np.linspace(0.5, 2.0, len(competing)),
+                          arm=np.arange(len(competing)) % 2)
+    path = _write(df, tmp_path / "crw.csv")
+    out = tmp_path / "fgw.html"
+    code, stdout, err = run([str(path), "--time", "ftime", "--status", "fstatus", "--cause",
+                             "1", "--covariates", "x1", "x2", "--weights", "w", "--strata",
+                             "arm", "--method", "vif", "--exact-max-n", "0", "--no-progress",
+                             "--out", str(out)], capsys)
+    assert code == 0, err
+    fit = ci.fit_fine_gray(df[["x1", "x2"]], df.ftime, df.fstatus, 1, weights=df.w,
+                           strata=df[["arm"]])
+    meta = _meta(out.read_text())
+    assert "strata 0 (80 subjects), 1 (80 subjects)" in meta
+    assert f"case weights (total {df.w.sum():.6g})" in meta
+    model = _num(report_tables(out)["Model"])
+    np.testing.assert_allclose(model["coef"], fit.coef, rtol=5.01e-4)
+    assert_top_table_is(report_tables(out), ci.influence(fit, method="vif"))
+    # the average patient's cumulative incidence, once per stratum (its own baseline)
+    out = tmp_path / "fgw_cif.html"
+    code, stdout, err = run([str(path), "--time", "ftime", "--status", "fstatus", "--cause",
+                             "1", "--covariates", "x1", "x2", "--weights", "w", "--strata",
+                             "arm", "--target", "cif:2", "--method", "vif", "--exact-max-n",
+                             "0", "--no-progress", "--out", str(out)], capsys)
+    assert code == 0, err
+    mean = pd.concat([df[["x1", "x2"]].mean().to_frame().T] * 2, ignore_index=True)
+    mean.index = ["mean, stratum 0", "mean, stratum 1"]
+    target = ci.CumulativeIncidence(mean, [2.0], strata=[0, 1])
+    res = ci.influence(fit, method="vif", target=target)
+    assert res.loo_change.shape[1] == 2
+    assert_top_table_is(report_tables(out), res)
+
+
 def test_fine_gray_other_cause_and_hazard_ratios(competing, tmp_path, capsys):
     df = competing
     path = _write(df[["x1", "x2", "ftime", "fstatus"]], tmp_path / "cr.csv")
@@ -393,8 +428,6 @@ def test_fine_gray_model_table_is_crrs(tmp_path, capsys, case, extra):
     (["--event", "e", "--cengroup", "g"], "--cengroup needs both --status S and --cause K"),
     (["--status", "s", "--cause", "1", "--ties", "efron"],
      "--ties efron is not supported for a Fine-Gray model"),
-    (["--status", "s", "--cause", "1", "--weights", "w"],
-     "--weights (not supported yet; crr has none) does not apply to a Fine-Gray model"),
     (["--status", "s", "--cause", "1", "--event", "e"],
      "--event (a Fine-Gray model reads --status"),
     (["--status", "s", "--cause", "1", "--cluster", "g"],

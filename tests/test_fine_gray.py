@@ -322,10 +322,10 @@ def test_inputs_are_checked_and_aligned(golden):
         fit_fine_gray(Xn, d["time"], d["status"])
     with pytest.raises(ci.CoxInputError, match="constant"):
         fit_fine_gray(X.assign(x4=1.0), d["time"], d["status"])
-    with pytest.raises(NotImplementedError, match="weights"):
-        fit_fine_gray(X, d["time"], d["status"], weights=np.ones(len(d)))
-    with pytest.raises(NotImplementedError, match="strata"):
-        fit_fine_gray(X, d["time"], d["status"], strata=d["cg"])
+    with pytest.raises(ci.CoxInputError, match="weights must be positive"):
+        fit_fine_gray(X, d["time"], d["status"], weights=np.r_[0.0, np.ones(len(d) - 1)])
+    with pytest.raises(ci.CoxInputError, match="strata contain missing"):
+        fit_fine_gray(X, d["time"], d["status"], strata=np.r_[np.nan, np.ones(len(d) - 1)])
     # pandas inputs are matched on the index
     base = fit_fine_gray(X, d["time"], d["status"], cengroup=d["cg"])
     perm = np.random.default_rng(0).permutation(len(d))

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from coxinfluence.audit.new_patients import covariate_view, positive_times
-from coxinfluence.audit.targets import Target, _new_patients
+from coxinfluence.audit.targets import Target, _new_patients, _stratum_codes
 from coxinfluence.likelihood.fine_gray import baseline_jumps
 from coxinfluence.likelihood.fine_gray_deletion import DeletionState, deleted_baseline_jumps
 
@@ -51,13 +51,18 @@ class CumulativeIncidence(Target):
     ``times`` (> 0), under a Fine-Gray fit (``ci.fit_fine_gray``) of cause k: R's
     ``predict.crr(fit, X_new)`` read at ``times`` (a step function of the cause's failure
     times; 0 before the first). One column per (patient, time), ``F(t|label)``. Module
-    docstring: the formula, its derivative and the data effect of a deleted subject."""
+    docstring: the formula, its derivative and the data effect of a deleted subject.
+
+    ``strata``: for a stratified fit, each patient's stratum (one label for all, or one
+    per patient; labels as in the training data): its baseline is its stratum's, the sum
+    over that stratum's failure times."""
 
     name = "cumulative_incidence"
 
-    def __init__(self, X_new, times):
+    def __init__(self, X_new, times, strata=None):
         self.X_new = X_new
         self.times = positive_times(times)
+        self.strata = strata
 
     def _X(self, fit):
         return _new_patients(self.X_new, covariate_view(fit.columns), self.transform)
@@ -66,23 +71,31 @@ class CumulativeIncidence(Target):
         return [f"F({t:g}|{lab})" for lab in self._X(fit)[1] for t in self.times]
 
     def _mask(self, fit):
-        """(T, K) ``t_k <= t``: the failure times of the cause up to each time."""
+        """(P, T, K) ``t_k <= t`` for the failure times of the cause in each patient's
+        stratum."""
         data = fit.data
-        t_fail = data.time[data.starts[data.fail]]
-        return (t_fail[None, :] <= self.times[:, None]).astype(np.float64)
+        stratified = data.n_strata > 1
+        labels = tuple(fit.strata_labels) if stratified else None
+        P = self._X(fit)[0].shape[0]
+        codes = _stratum_codes(covariate_view(fit.columns, labels), self.strata, P)
+        first = data.starts[data.fail]
+        t_fail, s_fail = data.time[first], data.stratum[first]
+        upto = t_fail[None, :] <= self.times[:, None]                     # (T, K)
+        return (upto[None, :, :] & (s_fail[None, None, :] == codes[:, None, None])
+                ).astype(np.float64)
 
     def _parts(self, fit, theta, presence):
-        """``lin`` (B, P) ``x'theta - log_scale``, ``cum`` (B, T) the baseline's jumps summed
-        up to each time (``exp(lin) cum = exp(x'theta) Lambda_10(t)``), and the jumps and
-        risk-set means (:func:`baseline_jumps`)."""
+        """``lin`` (B, P) ``x'theta - log_scale``, ``cum`` (B, P, T) the baseline's jumps of
+        each patient's stratum summed up to each time (``exp(lin) cum = exp(x'theta)
+        Lambda_10(t)``), and the jumps and risk-set means (:func:`baseline_jumps`)."""
         jumps, log_scale, xbar = baseline_jumps(fit.data, theta, presence)
         lin = theta @ self._X(fit)[0].T - log_scale[:, None]
-        return lin, jumps @ self._mask(fit).T, jumps, xbar
+        return lin, np.einsum("bk,ptk->bpt", jumps, self._mask(fit)), jumps, xbar
 
     @staticmethod
     def _incidence(lin, cum):
-        """(B, P T) ``F = 1 - exp(-exp(lin) cum)``, patient-major."""
-        H = np.exp(lin)[:, :, None] * cum[:, None, :]
+        """(B, P T) ``F = 1 - exp(-exp(lin) cum)``, patient-major (``cum`` (B, P, T))."""
+        H = np.exp(lin)[:, :, None] * cum
         return -np.expm1(-H).reshape(lin.shape[0], -1)
 
     def _cif(self, fit, theta, presence):
@@ -95,10 +108,10 @@ class CumulativeIncidence(Target):
     def jacobian(self, fit):
         lin, cum, jumps, xbar = self._parts(fit, fit.coef[None, :], np.ones((1, fit.data.n)))
         survive = 1.0 - self._incidence(lin, cum)[0].reshape(lin.shape[1], -1)   # (P, T)
-        w = self._mask(fit) * jumps[0][None, :]                          # (T, K)
+        w = self._mask(fit) * jumps[0]                                   # (P, T, K)
         xc = self._X(fit)[0] - fit.data.X_center                         # (P, d)
         # sum_{t_k <= t} (d_k / S0_k) (x - xbar_k), on the shifted scale: (P, T, d)
-        inner = w.sum(axis=1)[None, :, None] * xc[:, None, :] - (w @ xbar[0])[None, :, :]
+        inner = w.sum(axis=2)[:, :, None] * xc[:, None, :] - w @ xbar[0]
         dH = np.exp(lin[0])[:, None, None] * inner
         return (survive[:, :, None] * dH).reshape(-1, fit.data.d)
 
@@ -112,13 +125,13 @@ class CumulativeIncidence(Target):
         data = fit.data
         lin, cum, _, _ = self._parts(fit, fit.coef[None, :], np.ones((1, data.n)))
         full = self._incidence(lin, cum)[0]
-        mask = self._mask(fit)                                           # (T, K)
+        mask = self._mask(fit)                                           # (P, T, K)
         state = DeletionState(data, fit.coef, hessian=False)
         out = np.empty((data.n, full.size))
-        step = max(1, _BLOCK_FLOATS // max(data.fail.size, full.size, 1))
+        step = max(1, _BLOCK_FLOATS // max(data.fail.size, full.size * data.fail.size, 1))
         for start in range(0, data.n, step):
             rows = np.arange(start, min(start + step, data.n))
-            cum_del = deleted_baseline_jumps(state, rows) @ mask.T       # (m, T)
+            cum_del = np.einsum("mk,ptk->mpt", deleted_baseline_jumps(state, rows), mask)
             lin_del = np.broadcast_to(lin, (rows.size, lin.shape[1]))
             out[rows] = self._incidence(lin_del, cum_del) - full
         return data.to_caller_order(out)

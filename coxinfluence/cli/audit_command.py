@@ -6,7 +6,7 @@ The model: Cox (the default, ``ci.fit_cox``); a parametric AFT model with ``--mo
 weibull|exponential|lognormal|loglogistic`` (``ci.fit_aft``, R's ``survreg``); the
 Fine-Gray model for one cause with ``--status S --cause K [--cengroup COL]``
 (``ci.fit_fine_gray``, R's ``cmprsk::crr``). Options that do not apply to the model chosen
-(``--model weibull --cause 1``, ``--ties efron`` or ``--weights`` for Fine-Gray, ``--ties``
+(``--model weibull --cause 1``, ``--event`` or ``--cluster`` for Fine-Gray, ``--ties``
 for an AFT model) are refused with a one-line error naming them (exit status 2). What is
 said about the model (report and summary) comes from the model's seam, never from here.
 """
@@ -135,8 +135,6 @@ def _check_fine_gray(args):
     _refuse(args, f"a Fine-Gray model (--cause {args.cause})",
             event="--event (a Fine-Gray model reads --status: 0 censored, 1, 2, ... the "
                   "causes)",
-            weights="--weights (not supported yet; crr has none)",
-            strata="--strata (not supported yet)",
             start="--start (not supported: one row per subject)",
             subjects="--subjects (one row per subject)",
             cluster="--cluster (the subjects are the units: crr's sandwich SE)")
@@ -163,7 +161,8 @@ def _fit(family, args, data):
         warnings.simplefilter("always", FineGrayConvergenceWarning)
         if family == "fine_gray":
             fit = ci.fit_fine_gray(data.X, data.time, data.outcome, cause=args.cause,
-                                   cengroup=data.cengroup)
+                                   cengroup=data.cengroup, weights=data.weights,
+                                   strata=data.strata)
         elif family == "aft":
             fit = ci.fit_aft(data.X, data.time, data.outcome, args.model, entry=data.start,
                              weights=data.weights, strata=data.strata, id=data.ids)

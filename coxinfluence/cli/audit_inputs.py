@@ -171,9 +171,9 @@ def audit_target(spec, X, newdata=None, *, family="cox", strata=None):
     (Cox's ``Survival``, an AFT model's ``AFTSurvival``), quantile[:P1,...] (an AFT model's
     survival quantiles, default the median) and cif:T1,T2,... (a Fine-Gray model's
     cumulative incidence) of the patients of ``newdata``, by default of the average patient
-    (the covariate means; once per stratum of a stratified AFT model, ``strata`` its stratum
-    column). Whether the model offers the target is the seam's to say (``ci.influence``
-    refuses a target not in its ``target_names``)."""
+    (the covariate means; once per stratum of a stratified AFT or Fine-Gray model,
+    ``strata`` its stratum column). Whether the model offers the target is the seam's to
+    say (``ci.influence`` refuses a target not in its ``target_names``)."""
     from coxinfluence.audit import targets as T
     from coxinfluence.audit.aft_targets import AFTSurvival, SurvivalQuantile
     from coxinfluence.audit.fine_gray_targets import CumulativeIncidence
@@ -188,15 +188,16 @@ def audit_target(spec, X, newdata=None, *, family="cox", strata=None):
     if kind in ("lp", "rr") and not colon:
         return (T.LinearPredictor if kind == "lp" else T.RelativeRisk)(patients)
     if kind == "survival" and values and family == "aft":
-        X_new, labels = aft_patients(patients, newdata, strata)
+        X_new, labels = stratified_patients(patients, newdata, strata)
         return AFTSurvival(X_new, _numbers(spec), strata=labels)
     if kind == "survival" and values:
         return T.Survival(patients, _numbers(spec))
     if kind == "quantile":
-        X_new, labels = aft_patients(patients, newdata, strata)
+        X_new, labels = stratified_patients(patients, newdata, strata)
         return SurvivalQuantile(X_new, _numbers(spec) if values else [0.5], strata=labels)
     if kind == "cif" and values:
-        return CumulativeIncidence(patients, _numbers(spec))
+        X_new, labels = stratified_patients(patients, newdata, strata)
+        return CumulativeIncidence(X_new, _numbers(spec), strata=labels)
     raise ValueError(f"--target must be {TARGET_HELP}; got {spec!r}")
 
 
@@ -210,11 +211,13 @@ def _numbers(spec):
                          f"{spec!r}") from None
 
 
-def aft_patients(patients, newdata, strata):
-    """``(X_new, strata)`` for an AFT model's new-patient target: without strata the
-    patients as they are; the patients of ``newdata`` with their stratum column's labels;
+def stratified_patients(patients, newdata, strata):
+    """``(X_new, strata)`` for an AFT or Fine-Gray model's new-patient target: without
+    strata the patients as they are; the patients of ``newdata`` with their stratum
+    column's labels;
     the average patient once per stratum (labels as in the training data, sorted; a
-    tuple per row for several stratum columns, as ``fit_aft`` labels them)."""
+    tuple per row for several stratum columns, as ``fit_aft`` and ``fit_fine_gray`` label
+    them)."""
     if strata is None:
         return patients, None
     if newdata is not None:

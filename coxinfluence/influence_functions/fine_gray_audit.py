@@ -29,7 +29,6 @@ weight after ``T_i``. With ``n`` subjects and ``H`` the information at ``theta_h
 from __future__ import annotations
 
 from functools import cached_property
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -228,20 +227,17 @@ class FineGrayAudit(FitSeam):
         fails = data.kind == CAUSE
         if fails.sum() <= 1:
             out[data.order[fails]] = True
-        view = SimpleNamespace(X=data.X, n=data.n, d=data.d,
-                               strata=np.zeros(data.n, dtype=np.intp),
-                               stratum_start=np.zeros(1, dtype=np.intp))
         if data.n > data.d + 1:
-            out |= data.to_caller_order(np.asarray(rows_whose_deletion_breaks_rank(view),
-                                                   dtype=bool))
+            out |= data.to_caller_order(np.asarray(
+                rows_whose_deletion_breaks_rank(data.rank_view()), dtype=bool))
         else:
             out[:] = True
         return out
 
     def undefined(self):
         """(n,) bool: deleting the subject leaves no failure of the cause, or the
-        covariates (centred; the partial likelihood has no intercept) rank deficient (a
-        dummy covariate's only subject of one level)."""
+        covariates (centred within strata; the partial likelihood has no intercept)
+        rank deficient (a dummy covariate's only subject of one level)."""
         return self._undefined.copy()
 
     def unstable(self, delta_vif):
@@ -250,7 +246,8 @@ class FineGrayAudit(FitSeam):
         return unstable_from_split(self.information, self.split, self.third, delta_vif)
 
     def unit_scores(self):
-        """(n, d) ``I IF_n(i) / n = eta_i + psi_i``, crr's per-subject score."""
+        """(n, d) ``I IF_n(i) / n = w_i (eta_i + psi_i)``, crr's per-subject score (times
+        the subject's case weight)."""
         return self.scores
 
     def covariance(self, robust):
@@ -285,10 +282,17 @@ class FineGrayAudit(FitSeam):
                  f"{fit.n_competing} competing failures",
                  f"{int((status == 0).sum())} censored"]
         if len(fit.group_labels) > 1:
-            sizes = np.bincount(fit.data.group, minlength=len(fit.group_labels))
+            sizes = np.bincount(fit.data.cengroup, minlength=len(fit.group_labels))
             facts.append("censoring groups " + ", ".join(
                 f"{label_text(g)} ({int(k)} subjects)"
                 for g, k in zip(fit.group_labels, sizes)))
+        if fit.strata_labels is not None and len(fit.strata_labels) > 1:
+            sizes = np.bincount(fit.data.stratum, minlength=len(fit.strata_labels))
+            facts.append("strata " + ", ".join(
+                f"{label_text(s)} ({int(k)} subjects)"
+                for s, k in zip(fit.strata_labels, sizes)))
+        if not fit.data.unit_weights:
+            facts.append(f"case weights (total {fit.data.weight.sum():.6g})")
         facts.append(f"Breslow ties, log pseudo-likelihood {fit.loglik:.4f}")
         return ReportHeader(name="Fine-Gray", statement=statement, facts=", ".join(facts))
 

@@ -34,6 +34,17 @@ S1_k'`` with one weight per row,
 
 so one evaluation is O(n d (d + C)) after one sort, C the censoring groups.
 
+**Case weights and strata.** A subject of weight ``w_i`` counts ``w_i`` times: in the
+risk sets (``e_j`` is ``w_j exp(x_j'theta)``), in the failure counts ``d_k`` and the
+failures' ``sum w_i x_i``, and in its group's Kaplan-Meier estimate (``Y_g``, ``c_g`` sum
+weights), so weights of 2 are a duplicated subject. Strata have their own risk sets (their
+own baseline); the censoring distribution is estimated per censoring group within each
+stratum (as ``survival::finegray`` does with ``strata()``), so a Kaplan-Meier group is a
+(stratum, ``cengroup``) pair, and the loss is the sum of the strata's losses. Rows are
+sorted by stratum, then time; the risk sets' suffix sums run within a stratum
+(:func:`risk_set_sums`), and a group's ``G_g`` is 1 before its stratum's times and 0 after
+them, so its prefix sums need no segmenting.
+
 **Deletion.** A batch of presence masks (:class:`~coxinfluence.data.deletion.Deletion`,
 0 = deleted) removes subjects from the risk sets *and* from the Kaplan-Meier estimates
 (the non-decomposable part): ``G`` is re-estimated per problem from the present subjects
@@ -42,6 +53,7 @@ so one evaluation is O(n d (d + C)) after one sort, C the censoring groups.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -49,8 +61,8 @@ from coxinfluence.numerics.rows import matmul_reduce_rows, matmul_rows
 
 __all__ = ["FineGrayData", "build_fine_gray_data", "censoring_survival", "risk_sums",
            "row_weights", "loss_grad_hess", "crr_scores", "per_time", "suffix_sums",
-           "sums_before", "FineGrayLikelihood", "baseline_jumps", "CAUSE",
-           "COMPETING", "CENSORED"]
+           "sums_before", "risk_set_sums", "sums_up_to", "FineGrayLikelihood",
+           "baseline_jumps", "CAUSE", "COMPETING", "CENSORED"]
 
 #: row kinds after choosing the cause (crr's ``fstatus``: 1 the cause, 2 another, 0 censored)
 CENSORED, CAUSE, COMPETING = 0, 1, 2
@@ -58,12 +70,17 @@ CENSORED, CAUSE, COMPETING = 0, 1, 2
 
 @dataclass(eq=False)
 class FineGrayData:
-    """Validated Fine-Gray data, rows sorted by time (ascending, stable: R's ``order``).
+    """Validated Fine-Gray data, rows sorted by stratum, then time (ascending, stable: R's
+    ``order``).
 
     ``X`` holds the covariates centred at their means (the likelihood does not see a
-    constant added to a covariate); ``tie`` is each row's distinct-time index, ``starts``
-    the first row of each distinct time, ``fail`` the distinct times with a failure of
-    the cause; ``order[r]`` is the caller's row of sorted row ``r``."""
+    constant added to a covariate); ``weight`` the case weights (ones without);
+    ``stratum`` each row's stratum code and ``stratum_start`` its first row; ``tie`` is
+    each row's distinct-time index (a time of one stratum), ``starts`` the first row of
+    each distinct time, ``fail`` the distinct times with a failure of the cause;
+    ``group`` the censoring group of the Kaplan-Meier estimates, one per (stratum,
+    ``cengroup``) pair present (``cengroup`` the caller's censoring-group code);
+    ``order[r]`` is the caller's row of sorted row ``r``."""
 
     X: np.ndarray
     X_center: np.ndarray
@@ -75,6 +92,10 @@ class FineGrayData:
     tie: np.ndarray
     starts: np.ndarray
     fail: np.ndarray
+    weight: np.ndarray
+    stratum: np.ndarray
+    stratum_start: np.ndarray
+    cengroup: np.ndarray
 
     @property
     def n(self):
@@ -88,6 +109,30 @@ class FineGrayData:
     def n_times(self):
         return self.starts.size
 
+    @property
+    def n_strata(self):
+        return self.stratum_start.size
+
+    @property
+    def unit_weights(self):
+        return bool((self.weight == 1.0).all())
+
+    @property
+    def time_bounds(self):
+        """(S + 1,) the first distinct-time index of each stratum, then ``n_times``."""
+        return np.append(self.tie[self.stratum_start], self.n_times)
+
+    @property
+    def fail_bounds(self):
+        """(S + 1,) the first failure-time index (into ``fail``) of each stratum, then K."""
+        return np.searchsorted(self.fail, self.time_bounds)
+
+    def rank_view(self):
+        """The view :mod:`coxinfluence.data.rank` reads: covariates centred within strata
+        identify the coefficients (each stratum has its own baseline)."""
+        return SimpleNamespace(X=self.X, n=self.n, d=self.d, strata=self.stratum,
+                               stratum_start=self.stratum_start)
+
     def to_caller_order(self, values):
         """Values of the sorted rows (first axis) in the caller's row order."""
         values = np.asarray(values)
@@ -96,25 +141,38 @@ class FineGrayData:
         return out
 
 
-def build_fine_gray_data(X, time, kind, group):
+def build_fine_gray_data(X, time, kind, group, weight=None, stratum=None):
     """:class:`FineGrayData` from validated arrays in the caller's order: ``X`` (n, d)
     float64, ``time`` (n,), ``kind`` (n,) in {CENSORED, CAUSE, COMPETING}, ``group`` (n,)
-    codes 0..C-1."""
-    order = np.argsort(time, kind="stable")
+    censoring-group codes 0..C-1, ``weight`` (n,) positive case weights (default ones),
+    ``stratum`` (n,) codes 0..S-1 (default one stratum). The Kaplan-Meier groups are the
+    (stratum, group) pairs present."""
+    n = np.asarray(time).shape[0]
+    stratum = np.zeros(n, dtype=np.intp) if stratum is None else np.asarray(stratum,
+                                                                            dtype=np.intp)
+    weight = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
+    order = np.lexsort((time, stratum))
     t = np.ascontiguousarray(time[order], dtype=np.float64)
+    st = stratum[order]
     Xs = np.ascontiguousarray(X[order], dtype=np.float64)
     center = Xs.mean(axis=0) if Xs.shape[0] else np.zeros(Xs.shape[1])
     new = np.ones(t.size, dtype=bool)
-    new[1:] = t[1:] != t[:-1]
+    new[1:] = (t[1:] != t[:-1]) | (st[1:] != st[:-1])
     tie = np.cumsum(new) - 1
     starts = np.flatnonzero(new)
+    first = np.ones(t.size, dtype=bool)
+    first[1:] = st[1:] != st[:-1]
     kind = np.asarray(kind, dtype=np.int8)[order]
     has_fail = np.zeros(starts.size, dtype=bool)
     has_fail[tie[kind == CAUSE]] = True
-    group = np.asarray(group, dtype=np.intp)[order]
-    return FineGrayData(X=Xs - center, X_center=center, time=t, kind=kind, group=group,
-                        n_groups=int(group.max()) + 1 if group.size else 1, order=order,
-                        tie=tie, starts=starts, fail=np.flatnonzero(has_fail))
+    cengroup = np.asarray(group, dtype=np.intp)[order]
+    pairs, km_group = np.unique(np.column_stack([st, cengroup]), axis=0, return_inverse=True)
+    return FineGrayData(X=Xs - center, X_center=center, time=t, kind=kind,
+                        group=km_group.reshape(-1).astype(np.intp),
+                        n_groups=max(len(pairs), 1), order=order, tie=tie, starts=starts,
+                        fail=np.flatnonzero(has_fail),
+                        weight=np.ascontiguousarray(weight[order]), stratum=st,
+                        stratum_start=np.flatnonzero(first), cengroup=cengroup)
 
 
 def per_time(data, values):
@@ -134,10 +192,37 @@ def sums_before(a):
     return out
 
 
+def within_strata(data, cumulate, a):
+    """``cumulate`` (a cumulative sum along axis 1) applied to each stratum's distinct
+    times apart: the risk sets of one stratum never reach into another."""
+    if data.n_strata == 1:
+        return cumulate(a)
+    out = np.empty_like(a)
+    b = data.time_bounds
+    for t0, t1 in zip(b[:-1], b[1:]):
+        out[:, t0:t1] = cumulate(a[:, t0:t1])
+    return out
+
+
+def risk_set_sums(data, a):
+    """Per-time values (B, T, ...) summed over the times at or after each time, within its
+    stratum: the risk set's sum."""
+    return within_strata(data, suffix_sums, a)
+
+
+def sums_up_to(data, a):
+    """Per-time values (B, T, ...) summed over the times at or before each time, within
+    its stratum."""
+    return within_strata(data, lambda v: np.cumsum(v, axis=1), a)
+
+
 def censoring_survival(data, presence):
     """(B, C, T) crr's ``G_g(s-)`` at every distinct time ``s`` for each problem's present
-    subjects (module docstring), with the number at risk ``Y`` and censored ``c`` (B, C, T)."""
+    subjects (module docstring), with the number at risk ``Y`` and censored ``c`` (B, C, T),
+    counted in case weights (a group's rows lie in one stratum: its sums need no
+    segmenting; before the group's first time ``G`` is 1, after its last 0)."""
     B, T = presence.shape[0], data.n_times
+    presence = presence * data.weight
     G = np.empty((B, data.n_groups, T))
     Y = np.empty_like(G)
     cens = np.empty_like(G)
@@ -168,7 +253,7 @@ def _inverse_own(data, G):
 class RiskSums:
     """The risk-set sums of a batch at the failure times (B problems, K times)."""
 
-    e: np.ndarray        # (B, n) presence * exp(x'theta - shift)
+    e: np.ndarray        # (B, n) presence * weight * exp(x'theta - shift)
     shift: np.ndarray    # (B,) the shift: the largest x'theta of the present rows
     G: np.ndarray        # (B, C, T) censoring survival, left limits
     inv: np.ndarray      # (B, n) 1 / G_g(T_j-) of competing rows
@@ -188,12 +273,13 @@ def risk_sums(data, theta, presence):
     eta = matmul_rows(X, theta.T, np.empty((X.shape[0], theta.shape[0]))).T
     shift = np.where(presence > 0, eta, -np.inf).max(axis=1)
     shift = np.where(np.isfinite(shift), shift, 0.0)
+    mass = presence * data.weight
     with np.errstate(over="ignore"):
-        e = presence * np.exp(eta - shift[:, None])
+        e = mass * np.exp(eta - shift[:, None])
     G, _, _ = censoring_survival(data, presence)
     inv = _inverse_own(data, G)
-    S0 = suffix_sums(per_time(data, e))
-    S1 = suffix_sums(per_time(data, e[:, :, None] * X))
+    S0 = risk_set_sums(data, per_time(data, e))
+    S1 = risk_set_sums(data, per_time(data, e[:, :, None] * X))
     u = e * inv
     for g in range(data.n_groups):
         m = data.group == g
@@ -203,7 +289,7 @@ def risk_sums(data, theta, presence):
         Gg = G[:, g, :]
         S0 += Gg * sums_before(per_time(data, ug))
         S1 += Gg[:, :, None] * sums_before(per_time(data, ug[:, :, None] * X))
-    is_fail = presence * (data.kind == CAUSE)
+    is_fail = mass * (data.kind == CAUSE)
     dk = per_time(data, is_fail)[:, data.fail]
     return RiskSums(e=e, shift=shift, G=G, inv=inv, S0=S0[:, data.fail],
                     S1=S1[:, data.fail], dk=dk, xf=matmul_reduce_rows(is_fail.T, X))
@@ -242,7 +328,7 @@ def row_weights(data, sums, c):
     B, T = c.shape[0], data.n_times
     cT = np.zeros((B, T))
     cT[:, data.fail] = c
-    out = np.cumsum(cT, axis=1)[:, data.tie]
+    out = sums_up_to(data, cT)[:, data.tie]
     comp = data.kind == COMPETING
     if comp.any():
         later = np.zeros((B, data.n))
@@ -372,13 +458,21 @@ def crr_scores(data, theta, *, censoring_term=True):
     R: the sum over every failure, which the weights' derivative has, differs from crr's
     variance by 4e-4 relative on a two-group design; with one group the two coincide).
     Cumulative sums throughout: O(n d) per group. ``censoring_term=False`` gives ``eta_i``
-    alone: the weights held fixed (what ``finegray`` + ``coxph``'s robust variance uses)."""
+    alone: the weights held fixed (what ``finegray`` + ``coxph``'s robust variance uses).
+
+    With case weights ``w`` the sums over subjects (``S0``, ``d_k``, ``Y_g``, ``c_g``,
+    ``q_g``) count them, the terms above are per unit of a subject's weight (its
+    derivative in ``w_i``), and the subject's term is ``w_i (eta_i + psi_i)``: what
+    removing it changes to first order (coxph's robust variance sums the squares of
+    these, so ``var`` is the sandwich of the weighted terms). Strata: the sums run within
+    the subject's stratum."""
     n, d, T = data.n, data.d, data.n_times
     P = np.ones((1, n))
     s = risk_sums(data, np.asarray(theta, dtype=np.float64)[None, :], P)
     _, Y, cens = censoring_survival(data, P)
     G, Y, cens = s.G[0], Y[0], cens[0]
     S0, S1, dk, e, inv = s.S0[0], s.S1[0], s.dk[0], s.e[0], s.inv[0]
+    e_own = e / data.weight             # the subject's own factor: per unit of its weight
     X, tie = data.X, data.tie
     xbar = S1 / S0[:, None]
     xbarT = np.zeros((T, d))
@@ -393,10 +487,11 @@ def crr_scores(data, theta, *, censoring_term=True):
     comp = data.kind == COMPETING
     # eta: the failure's own term, minus the compensator over the risk sets it belongs to
     out = (data.kind == CAUSE)[:, None] * (X - xbarT[tie])
-    out -= e[:, None] * (X * np.cumsum(cT)[tie][:, None] - np.cumsum(cxT, axis=0)[tie])
-    fails_g = per_time(data, ((data.kind == CAUSE)[:, None]
-                               & (data.group[:, None] == np.arange(data.n_groups))
-                               ).astype(np.float64)[None])[0][data.fail]      # (K, C)
+    out -= e_own[:, None] * (X * sums_up_to(data, cT[None])[0][tie][:, None]
+                             - sums_up_to(data, cxT[None])[0][tie])
+    fails_g = per_time(data, ((data.weight * (data.kind == CAUSE))[:, None]
+                              * (data.group[:, None] == np.arange(data.n_groups))
+                              )[None])[0][data.fail]                         # (K, C)
     for g in range(data.n_groups):
         in_g = data.group == g
         m = comp & in_g
@@ -406,7 +501,7 @@ def crr_scores(data, theta, *, censoring_term=True):
             after = np.append(suffix_sums((cT * G[g])[None])[0][1:], 0.0)         # t_k > s
             after_x = np.vstack([suffix_sums((cxT * G[g][:, None])[None])[0][1:],
                                  np.zeros((1, d))])
-            out[mi] -= (e[mi] * inv[mi])[:, None] * (X[mi] * after[tie[mi], None]
+            out[mi] -= (e_own[mi] * inv[mi])[:, None] * (X[mi] * after[tie[mi], None]
                                                      - after_x[tie[mi]])
             if not censoring_term:
                 continue
@@ -426,4 +521,4 @@ def crr_scores(data, theta, *, censoring_term=True):
         out[rows] -= np.cumsum(jump[:, None] * q, axis=0)[tie[rows]]
         cr = rows[data.kind[rows] == CENSORED]
         out[cr] += at[tie[cr], None] * q[tie[cr]]
-    return out
+    return data.weight[:, None] * out

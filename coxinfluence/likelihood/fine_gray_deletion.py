@@ -46,8 +46,8 @@ from coxinfluence.likelihood.fine_gray import (
     censoring_survival,
     loss_grad_hess,
     per_time,
+    risk_set_sums,
     risk_sums,
-    suffix_sums,
     sums_before,
 )
 from coxinfluence.numerics.rows import matmul_rows
@@ -61,86 +61,136 @@ _BLOCK_FLOATS = 4_000_000
 
 class DeletionState:
     """What every subject's deletion shares at ``theta`` (module docstring): the full
-    risk-set sums ``S0, S1, S2`` at the failure times, ``F_g``, the prefix sums ``B_g``,
-    ``P_g`` and the per-group changes ``D_g``, computed once."""
+    risk-set sums ``S0, S1, S2`` at the failure times, the Kaplan-Meier counts, and each
+    stratum's terms from the failure times of the other strata (a deletion leaves them
+    as they are), computed once; the pieces that depend on the deleted subject's group
+    and weight (``F_g``, ``P_g``, ``B_g``, ``D_g``) by :meth:`piece`."""
 
     def __init__(self, data, theta, *, hessian=True):
         self.data, self.hessian = data, hessian
         theta = np.asarray(theta, dtype=np.float64)
         self.theta = theta
-        n, d, T, C = data.n, data.d, data.n_times, data.n_groups
+        n, d, C = data.n, data.d, data.n_groups
         ones = np.ones((1, n))
         s = risk_sums(data, theta[None, :], ones)
         _, Y, cens = censoring_survival(data, ones)
         self.e, self.G, self.inv = s.e[0], s.G[0], s.inv[0]
         self.S0, self.S1, self.dk, self.xf = s.S0[0], s.S1[0], s.dk[0], s.xf[0]
         self.Y, self.cens = Y[0], cens[0]
-        X, fail = data.X, data.fail
-        # f_g(s), F_g(t) = prod_{s < t} f_g(s)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            num = 1.0 - self.cens / (self.Y - 1.0)
-            den = 1.0 - self.cens / self.Y
-            f = np.where(self.cens > 0, num / den, 1.0)
-        f = np.where(np.isfinite(f), f, 0.0)
-        self.f_num, self.f_den = num, den
-        self.F = np.ones((C, T))
-        np.cumprod(f[:, :-1], axis=1, out=self.F[:, 1:])
-        comp = data.kind == COMPETING
-        u = self.e * self.inv
-        Fown = self.F[data.group, data.tie]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            v = np.where(comp & (Fown > 0), u / np.where(Fown > 0, Fown, 1.0), 0.0)
-        self.u, self.v = u, v
+        self.w = data.weight
+        self.u = self.e * self.inv
         # matrices packed as their upper triangles (d (d + 1) / 2 entries)
         self.upper = np.triu_indices(d)
-        XX = _outer(X, X, self.upper) if hessian else None
-        orders = [(1, None), (d, X)] + ([(XX.shape[1], XX)] if hessian else [])
-        self.B_le, self.P_le, self.D = [], [], []
-        for width, Z in orders:
-            B_le = np.zeros((C, T, width))
-            P_le = np.zeros((C, T, width))
-            D = np.zeros((C, fail.size, width))
-            for g in range(C):
-                m = comp & (data.group == g)
-                if not m.any():
-                    continue
-                zu = (u * m)[:, None] * (1.0 if Z is None else Z)
-                zv = (v * m)[:, None] * (1.0 if Z is None else Z)
-                Bt = per_time(data, zu[None])[0]
-                Pt = per_time(data, zv[None])[0]
-                B_lt, P_lt = sums_before(Bt[None])[0], sums_before(Pt[None])[0]
-                B_le[g], P_le[g] = B_lt + Bt, P_lt + Pt
-                D[g] = (self.G[g, fail, None]
-                        * (self.F[g, fail, None] * P_lt[fail] - B_lt[fail]))
-            self.B_le.append(B_le)
-            self.P_le.append(P_le)
-            self.D.append(D)
+        self.XX = _outer(data.X, data.X, self.upper) if hessian else None
+        comp = data.kind == COMPETING
         if hessian:
-            Et = suffix_sums(per_time(data, (self.e[:, None] * XX)[None]))[0]
+            Et = risk_set_sums(data, per_time(data, (self.e[:, None] * self.XX)[None]))[0]
             for g in range(C):
                 m = comp & (data.group == g)
                 if m.any():
                     Et += self.G[g][:, None] * sums_before(
-                        per_time(data, ((u * m)[:, None] * XX)[None]))[0]
-            self.S2 = Et[fail]                                   # (K, d*d)
+                        per_time(data, ((self.u * m)[:, None] * self.XX)[None]))[0]
+            self.S2 = Et[data.fail]                                   # (K, d*d)
             self.S1S1 = _outer(self.S1, self.S1, self.upper)
-        self.special = self.Y[data.group, data.tie] <= 1.0
+        Y_own = self.Y[data.group, data.tie]
+        self.special = Y_own - self.w <= 1e-12 * Y_own
+        self.k_bounds = data.fail_bounds
+        self.outside_grad, self.outside_hess = self._outside_terms()
+
+    def _outside_terms(self):
+        """(S, d) and (S, d*d) or None: the gradient's and Hessian's terms of the failure
+        times outside each stratum (0 with one stratum)."""
+        c = self.dk / self.S0
+        parts = [c[:, None] * self.S1]
+        if self.hessian:
+            parts.append(c[:, None] * self.S2 - (c / self.S0)[:, None] * self.S1S1)
+        kb = self.k_bounds
+        out = []
+        for part in parts:
+            cum = np.vstack([np.zeros((1, part.shape[1])), np.cumsum(part, axis=0)])
+            out.append(cum[kb[:-1]] + (cum[-1] - cum[kb[1:]]))
+        return out[0], (out[1] if self.hessian else None)
+
+    def piece(self, g, w):
+        """:class:`_Piece` of the deletions of weight ``w`` from Kaplan-Meier group ``g``
+        (the last one asked for is kept: one at a time, O(T d^2) memory)."""
+        key = (int(g), float(w))
+        cached = self.__dict__.get("_piece")
+        if cached is None or cached.key != key:
+            cached = _Piece(self, *key)
+            self._piece = cached
+        return cached
 
     def full_gradient(self):
         """The gradient of the full data at ``theta``."""
         return (self.dk / self.S0) @ self.S1 - self.xf
 
 
-def _ratio_factor(st, rows):
-    """``R_i`` of the module docstring for the sorted rows ``rows``."""
+class _Piece:
+    """The deleted Kaplan-Meier's pieces for subjects of weight ``w`` in group ``g``
+    (module docstring, with ``Y - w`` for ``Y - 1``): ``F`` (T,), ``v`` (n,) ``u_j /
+    F(T_j)`` of the group's competing rows, the prefix sums ``B_le``, ``P_le`` (T, width)
+    and the changes ``D`` (K, width) for the orders 1, ``x``, ``x x'``; and the deleted
+    risk-set sums of ``t_k <= T_i`` (before removing i itself): ``S0 + D0``, then ``[S1
+    + D1, 1]`` and ``[S1, G_g]`` side by side (one product gives a row's vector and its
+    weights' sum), and for the Hessian ``S2 + D2`` and the outer products of ``S1 +
+    D1``."""
+
+    def __init__(self, st, g, w):
+        data = st.data
+        self.key = (g, w)
+        fail, T = data.fail, data.n_times
+        Y, cens = st.Y[g], st.cens[g]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = np.where(cens > 0, (1.0 - cens / (Y - w)) / (1.0 - cens / Y), 1.0)
+        f = np.where(np.isfinite(f), f, 0.0)
+        self.F = np.ones(T)
+        np.cumprod(f[:-1], out=self.F[1:])
+        m = (data.kind == COMPETING) & (data.group == g)
+        Fown = self.F[data.tie]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.v = np.where(m & (Fown > 0), st.u / np.where(Fown > 0, Fown, 1.0), 0.0)
+        orders = [None, data.X] + ([st.XX] if st.hessian else [])
+        self.B_le, self.P_le, self.D = [], [], []
+        for Z in orders:
+            width = 1 if Z is None else Z.shape[1]
+            if not m.any():
+                zero = np.zeros((T, width))
+                self.B_le.append(zero)
+                self.P_le.append(zero)
+                self.D.append(np.zeros((fail.size, width)))
+                continue
+            zu = (st.u * m)[:, None] * (1.0 if Z is None else Z)
+            zv = self.v[:, None] * (1.0 if Z is None else Z)
+            Bt = per_time(data, zu[None])[0]
+            Pt = per_time(data, zv[None])[0]
+            B_lt, P_lt = sums_before(Bt[None])[0], sums_before(Pt[None])[0]
+            self.B_le.append(B_lt + Bt)
+            self.P_le.append(P_lt + Pt)
+            self.D.append(st.G[g, fail, None] * (self.F[fail, None] * P_lt[fail]
+                                                  - B_lt[fail]))
+        self.S0s = st.S0 + self.D[0][:, 0]
+        S1 = st.S1 + self.D[1]
+        K = fail.size
+        self.left = np.column_stack([S1, np.ones(K)])
+        self.right = np.column_stack([st.S1, st.G[g, fail]])
+        if st.hessian:
+            self.S2s = st.S2 + self.D[2]
+            self.S1S1s = _outer(S1, S1, st.upper)
+
+
+def _ratio_factor(st, piece, rows):
+    """``R_i`` of the module docstring for the sorted rows ``rows`` (of ``piece``'s group
+    and weight)."""
     data = st.data
-    g, tau = data.group[rows], data.tie[rows]
-    cens_i = (data.kind[rows] == CENSORED).astype(np.float64)
+    g, w = piece.key
+    tau = data.tie[rows]
+    cens_i = w * (data.kind[rows] == CENSORED)
     Y, c = st.Y[g, tau], st.cens[g, tau]
     with np.errstate(divide="ignore", invalid="ignore"):
-        num = 1.0 - (c - cens_i) / (Y - 1.0)
+        num = 1.0 - (c - cens_i) / (Y - w)
         den = 1.0 - c / Y
-        R = np.where(den > 0, st.F[g, tau] * np.where(c - cens_i > 0, num, 1.0) / den, 0.0)
+        R = np.where(den > 0, piece.F[tau] * np.where(c - cens_i > 0, num, 1.0) / den, 0.0)
     return np.where(np.isfinite(R), R, 0.0)
 
 
@@ -161,50 +211,35 @@ def _mm(a, b):
     return matmul_rows(a, b, np.empty((a.shape[0], b.shape[1])))
 
 
-def _group_sums(st, g):
-    """Group g's deleted-Kaplan-Meier risk-set sums for ``t_k <= T_i`` (before removing i
-    itself): ``S0 + D0_g``, then ``[S1 + D1_g, 1]`` and ``[S1, G_g]`` side by side (one
-    product gives a row's vector and its weights' sum), and for the Hessian ``S2 + D2_g``
-    and the outer products of ``S1 + D1_g``; cached on the state."""
-    cache = st.__dict__.setdefault("_group_cache", {})
-    if g not in cache:
-        S0 = st.S0 + st.D[0][g][:, 0]
-        S1 = st.S1 + st.D[1][g]
-        K = S0.size
-        left = np.column_stack([S1, np.ones(K)])
-        right = np.column_stack([st.S1, st.G[g, st.data.fail]])
-        extra = ((st.S2 + st.D[2][g], _outer(S1, S1, st.upper)) if st.hessian
-                 else (None, None))
-        cache[g] = (S0, left, right) + extra
-    return cache[g]
-
-
-def _block(st, g, rows):
-    """Deleted gradients (m, d) and Hessians (m, d, d) or None for regular rows of group
-    ``g`` (consecutive in time): per row and failure time only scalars (the denominators
-    and weights), the vectors and matrices entering through products with (K, d) and
-    (K, d^2) arrays. The failure times split in three: ``t_k < T_i`` for every row of the
-    block, ``t_k > T_i`` for every row, and the band between, the only part masked."""
+def _block(st, piece, rows):
+    """Deleted gradients (m, d) and Hessians (m, d, d) or None for regular rows of
+    ``piece``'s group and weight (consecutive in time): per row and failure time only
+    scalars (the denominators and weights), the vectors and matrices entering through
+    products with (K, d) and (K, d^2) arrays. The stratum's failure times split in three:
+    ``t_k < T_i`` for every row of the block, ``t_k > T_i`` for every row, and the band
+    between, the only part masked; the other strata's terms do not change."""
     data = st.data
     X, fail = data.X, data.fail
     m, d = rows.size, data.d
+    _, w = piece.key
     tau, kind = data.tie[rows], data.kind[rows]
     e_i, x_i = st.e[rows], X[rows]
     cause = kind == CAUSE
-    R = _ratio_factor(st, rows)
-    own_v = np.where(kind == COMPETING, st.v[rows], 0.0)
-    gs = np.full(m, g)
+    R = _ratio_factor(st, piece, rows)
+    own_v = np.where(kind == COMPETING, piece.v[rows], 0.0)
 
     def beta(order, z):
-        return (R[:, None] * (st.P_le[order][gs, tau] - own_v[:, None] * z)
-                - st.B_le[order][gs, tau])
+        return (R[:, None] * (piece.P_le[order][tau] - own_v[:, None] * z)
+                - piece.B_le[order][tau])
 
     b0 = beta(0, np.ones((m, 1)))[:, 0]
     b1 = beta(1, x_i)
-    S0s, left, right, S2s, S1S1s = _group_sums(st, g)
+    S0s, left, right = piece.S0s, piece.left, piece.right
+    s = data.stratum[rows[0]]
+    k0, k1 = st.k_bounds[s], st.k_bounds[s + 1]
     lo = np.searchsorted(fail, tau.min(), side="left")        # t_k < T_i for every row
     hi = np.searchsorted(fail, tau.max(), side="right")       # t_k > T_i for every row
-    L, B, Rr = slice(0, lo), slice(lo, hi), slice(hi, fail.size)
+    L, B, Rr = slice(k0, lo), slice(lo, hi), slice(hi, k1)
     # the weights d_k / S0'_k, in place
     wL = np.subtract(S0s[None, L], e_i[:, None])
     wR = np.multiply.outer(b0, right[Rr, d])
@@ -215,7 +250,7 @@ def _block(st, g, rows):
     dB = np.broadcast_to(st.dk[B], le.shape).copy()
     hit = np.flatnonzero(cause)
     if hit.size:
-        dB[hit, np.searchsorted(fail, tau[hit]) - lo] -= 1.0
+        dB[hit, np.searchsorted(fail, tau[hit]) - lo] -= w
     den = (wL.copy(), wR.copy(), wB.copy()) if st.hessian else None
     np.divide(st.dk[None, L], wL, out=wL)
     np.divide(st.dk[None, Rr], wR, out=wR)
@@ -225,14 +260,16 @@ def _block(st, g, rows):
     rv = _mm(wR, right[Rr]) + _mm(wr, right[B])                     # (m, d + 1): S1 part, G sum
     sum_l, wrG = lv[:, d], rv[:, d]
     grad = lv[:, :d] - (e_i * sum_l)[:, None] * x_i + rv[:, :d] + wrG[:, None] * b1 \
-        - st.xf[None, :] + cause[:, None] * x_i
+        - st.xf[None, :] + (w * cause)[:, None] * x_i + st.outside_grad[s][None, :]
     if not st.hessian:
         return grad, None
     up = st.upper
     xx = _outer(x_i, x_i, up)
     b2 = beta(2, xx)
+    S2s, S1S1s = piece.S2s, piece.S1S1s
     part = _mm(wL, S2s[L]) + _mm(wl, S2s[B]) - (e_i * sum_l)[:, None] * xx \
-        + _mm(wR, st.S2[Rr]) + _mm(wr, st.S2[B]) + wrG[:, None] * b2
+        + _mm(wR, st.S2[Rr]) + _mm(wr, st.S2[B]) + wrG[:, None] * b2 \
+        + st.outside_hess[s][None, :]
     qL, qR, qB = wL / den[0], wR / den[1], wB / den[2]
     ql, qr = qB * le, qB * ~le
     lq = _mm(qL, left[L]) + _mm(ql, left[B])
@@ -251,6 +288,30 @@ def _block(st, g, rows):
     return grad, hess
 
 
+def _classes(state, rows):
+    """``(g, w, positions)`` of the regular rows among the sorted ``rows``, one per
+    Kaplan-Meier group and weight (one per group with unit weights), positions in time
+    order."""
+    data = state.data
+    regular = np.flatnonzero(~state.special[rows])
+    groups, weights = data.group[rows[regular]], state.w[rows[regular]]
+    keys = np.unique(np.column_stack([groups, weights]), axis=0)
+    for g, w in keys:
+        yield int(g), float(w), regular[(groups == g) & (weights == w)]
+
+
+def _literal(state, rows, evaluate):
+    """``evaluate(theta, presence)`` of the sorted ``rows`` deleted one at a time,
+    literally (the Kaplan-Meier re-estimated from the remaining subjects), in batches."""
+    data = state.data
+    step = max(1, _BLOCK_FLOATS // (data.n * max(data.d, 1)))
+    for b0 in range(0, rows.size, step):
+        pos = np.arange(b0, min(b0 + step, rows.size))
+        P = np.ones((pos.size, data.n))
+        P[np.arange(pos.size), rows[pos]] = 0.0
+        yield pos, evaluate(np.repeat(state.theta[None, :], pos.size, axis=0), P)
+
+
 def deleted_derivatives(state, rows=None):
     """Gradients (m, d) and Hessians (m, d, d) (None unless ``state.hessian``) of the loss
     at ``state.theta`` with each sorted row of ``rows`` (default all) deleted, the
@@ -260,32 +321,25 @@ def deleted_derivatives(state, rows=None):
     m, d, K = rows.size, data.d, max(data.fail.size, 1)
     grad = np.empty((m, d))
     hess = np.empty((m, d, d)) if state.hessian else None
-    special = state.special[rows]
     step = max(1, _BLOCK_FLOATS // (4 * K))
-    groups = data.group[rows]
-    for grp in range(data.n_groups):
-        regular = np.flatnonzero(~special & (groups == grp))
+    for g, w, regular in _classes(state, rows):
+        piece = state.piece(g, w)
 
-        def work(_, a, b, regular=regular, grp=grp):
+        def work(_, a, b, regular=regular, piece=piece):
             pos = regular[a:b]
-            g, h = _block(state, grp, rows[pos])
-            grad[pos] = g
+            gb, hb = _block(state, piece, rows[pos])
+            grad[pos] = gb
             if hess is not None:
-                hess[pos] = h
+                hess[pos] = hb
 
         # blocks of rows write disjoint outputs: the same bits on any number of threads
         for_row_blocks(work, regular.size, step, threads=n_threads(regular.size * K))
-    lone = np.flatnonzero(special)
-    step = max(1, _BLOCK_FLOATS // (data.n * d))
-    for b0 in range(0, lone.size, step):
-        pos = lone[b0:b0 + step]
-        P = np.ones((pos.size, data.n))
-        P[np.arange(pos.size), rows[pos]] = 0.0
-        _, g, h = loss_grad_hess(data, np.repeat(state.theta[None, :], pos.size, axis=0), P,
-                                 hessian=state.hessian)
-        grad[pos] = g
+    lone = np.flatnonzero(state.special[rows])
+    for pos, (_, g, h) in _literal(state, rows[lone], lambda theta, P: loss_grad_hess(
+            data, theta, P, hessian=state.hessian)):
+        grad[lone[pos]] = g
         if hess is not None:
-            hess[pos] = h
+            hess[lone[pos]] = h
     return grad, hess
 
 
@@ -293,33 +347,40 @@ def deleted_baseline_jumps(state, rows=None):
     """(m, K) the jumps ``d_k / S0_k`` of crr's baseline (:func:`coxinfluence.likelihood.
     fine_gray.baseline_jumps`) at ``state.theta`` with each sorted row of ``rows`` (default
     all) deleted and its group's Kaplan-Meier re-estimated, on the full data's scale (the
-    same ``log_scale``): the deleted risk-set sums of the module docstring,
+    same ``log_scale``): the deleted risk-set sums of the module docstring, in the row's
+    stratum,
 
         t_k <= T_i:  S0_k - e_i + D_g(t_k),      t_k > T_i:  S0_k + G_g(t_k-) beta_i,
 
-    and ``d_k`` less one at ``T_i`` when row i fails from the cause. O(K) per row; the rows
-    alone at their time and last in their group are deleted literally, as in
-    :func:`deleted_derivatives`."""
+    and ``d_k`` less the row's weight at ``T_i`` when row i fails from the cause (the
+    other strata's jumps do not change). O(K) per row; the rows alone at their time and
+    last in their group are deleted literally, as in :func:`deleted_derivatives`."""
     data = state.data
     rows = np.arange(data.n) if rows is None else np.asarray(rows, dtype=np.intp)
-    fail, tau, g = data.fail, data.tie[rows], data.group[rows]
-    own_v = np.where(data.kind[rows] == COMPETING, state.v[rows], 0.0)
-    beta0 = (_ratio_factor(state, rows) * (state.P_le[0][g, tau, 0] - own_v)
-             - state.B_le[0][g, tau, 0])
-    before = fail[None, :] <= tau[:, None]                           # t_k <= T_i
-    den = np.where(before, state.S0[None, :] + state.D[0][g, :, 0] - state.e[rows, None],
-                   state.S0[None, :] + beta0[:, None] * state.G[g][:, fail])
+    fail = data.fail
+    den = np.broadcast_to(state.S0, (rows.size, fail.size)).copy()
     dk = np.broadcast_to(state.dk, den.shape).copy()
-    own = np.flatnonzero(data.kind[rows] == CAUSE)
-    dk[own, np.searchsorted(fail, tau[own])] -= 1.0
+    tb = data.time_bounds
+    for g, w, pos in _classes(state, rows):
+        piece = state.piece(g, w)
+        r = rows[pos]
+        tau, s = data.tie[r], data.stratum[r]
+        own_v = np.where(data.kind[r] == COMPETING, piece.v[r], 0.0)
+        beta0 = (_ratio_factor(state, piece, r) * (piece.P_le[0][tau, 0] - own_v)
+                 - piece.B_le[0][tau, 0])
+        in_s = (fail[None, :] >= tb[s][:, None]) & (fail[None, :] < tb[s + 1][:, None])
+        before = fail[None, :] <= tau[:, None]                       # t_k <= T_i
+        den[pos] = np.where(in_s & before, piece.S0s[None, :] - state.e[r, None],
+                            np.where(in_s, state.S0[None, :] + beta0[:, None]
+                                     * state.G[g][fail][None, :], state.S0[None, :]))
+        own = np.flatnonzero(data.kind[r] == CAUSE)
+        dk[pos[own], np.searchsorted(fail, tau[own])] -= w
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.where(dk > 0, dk / np.where(dk > 0, den, 1.0), 0.0)
     lone = np.flatnonzero(state.special[rows])
     if lone.size:
-        P = np.ones((lone.size, data.n))
-        P[np.arange(lone.size), rows[lone]] = 0.0
-        theta = np.repeat(state.theta[None, :], lone.size, axis=0)
-        jumps, log_scale, _ = baseline_jumps(data, theta, P)
         full = baseline_jumps(data, state.theta[None, :], np.ones((1, data.n)))[1]
-        out[lone] = jumps * np.exp(full - log_scale)[:, None]
+        for pos, (jumps, log_scale, _) in _literal(
+                state, rows[lone], lambda theta, P: baseline_jumps(data, theta, P)):
+            out[lone[pos]] = jumps * np.exp(full - log_scale)[:, None]
     return out

@@ -25,6 +25,7 @@ from coxinfluence.data.inputs import (
     bad_rows,
     check_finite,
     encode_labels,
+    encode_strata,
 )
 from coxinfluence.data.rank import check_design
 from coxinfluence.likelihood.fine_gray import (
@@ -48,9 +49,9 @@ class FineGrayConvergenceWarning(UserWarning):
 
 def fine_gray_gradient_tolerance(data, tol):
     """``tol``, or the gradient's rounding floor when that is larger: ``4 eps`` times the
-    number of failures times the largest ``|x|`` (centred covariates): the gradient sums
-    one ``xbar_k - x_i`` per failure."""
-    fails = int((data.kind == CAUSE).sum())
+    number of failures (their total weight) times the largest ``|x|`` (centred
+    covariates): the gradient sums one ``xbar_k - x_i`` per failure."""
+    fails = float((data.weight * (data.kind == CAUSE)).sum())
     top = float(np.abs(data.X).max()) if data.X.size else 0.0
     return max(tol, 4 * np.finfo(np.float64).eps * fails * max(top, 1.0))
 
@@ -73,6 +74,7 @@ class FineGrayFit:
     status: np.ndarray          # the caller's status codes, caller order
     tol: float = 1e-10
     max_iter: int = 50
+    strata_labels: pd.Index = None   # the strata, in code order (one label without strata)
 
     @property
     def n(self):
@@ -152,7 +154,12 @@ class FineGrayFit:
         frame["status"] = self.status
         if len(self.group_labels) > 1:
             frame["cengroup"] = np.asarray(self.group_labels)[
-                data.to_caller_order(data.group)]
+                data.to_caller_order(data.cengroup)]
+        if self.strata_labels is not None and len(self.strata_labels) > 1:
+            frame["strata"] = np.asarray(self.strata_labels)[
+                data.to_caller_order(data.stratum)]
+        if not data.unit_weights:
+            frame["weight"] = data.to_caller_order(data.weight)
         return frame
 
     def _repr_html_(self):
@@ -200,9 +207,10 @@ def _status(status, n, index, cause):
     return s.astype(np.int64), kind
 
 
-def make_fine_gray_data(X, time, status, cause=1, *, cengroup=None):
+def make_fine_gray_data(X, time, status, cause=1, *, cengroup=None, weights=None,
+                        strata=None):
     """Validate the caller's input: (FineGrayData, columns, index, group labels, status
-    codes)."""
+    codes, strata labels)."""
     Xa, columns, index = as_float_matrix(X, "X")
     n = Xa.shape[0]
     if n == 0:
@@ -213,6 +221,10 @@ def make_fine_gray_data(X, time, status, cause=1, *, cengroup=None):
         status = aligned(status, index, "status")
         if cengroup is not None:
             cengroup = aligned(cengroup, index, "cengroup")
+        if weights is not None:
+            weights = aligned(weights, index, "weights")
+        if strata is not None:
+            strata = aligned(strata, index, "strata")
     t = as_vector(time, n, "time")
     check_finite(t, "time", index)
     if (t < 0).any():
@@ -222,11 +234,19 @@ def make_fine_gray_data(X, time, status, cause=1, *, cengroup=None):
         group, labels = np.zeros(n, dtype=np.intp), pd.Index([1], name="cengroup")
     else:
         group, labels = encode_labels(cengroup, n, "cengroup", index)
-    data = build_fine_gray_data(Xa, t, kind, group)
-    view = SimpleNamespace(X=data.X, n=n, d=data.d, strata=np.zeros(n, dtype=np.intp),
-                           stratum_start=np.zeros(1, dtype=np.intp), columns=columns)
-    check_design(view)
-    return data, columns, index, labels, codes
+    w = None
+    if weights is not None:
+        w = as_vector(weights, n, "weights")
+        check_finite(w, "weights", index)
+        if (w <= 0).any():
+            raise CoxInputError(f"weights must be positive (as in R's coxph); non-positive in "
+                                f"{bad_rows(w <= 0, index)}. To remove subjects, drop them")
+    stratum, labels_s, _ = encode_strata(strata, n, index)
+    strata_labels = pd.Index([1] if labels_s is None else list(labels_s), name="strata",
+                             tupleize_cols=False)
+    data = build_fine_gray_data(Xa, t, kind, group, weight=w, stratum=stratum)
+    check_design(SimpleNamespace(**vars(data.rank_view()), columns=columns))
+    return data, columns, index, labels, codes, strata_labels
 
 
 def fit_fine_gray(X, time, status, cause=1, *, cengroup=None, weights=None, strata=None,
@@ -242,7 +262,14 @@ def fit_fine_gray(X, time, status, cause=1, *, cengroup=None, weights=None, stra
     cause : the cause modelled (crr's ``failcode``); subjects failing from another cause stay
         in the risk sets, weighted by the censoring distribution's Kaplan-Meier estimate.
     cengroup : (n,) optional censoring groups: a Kaplan-Meier estimate per group (crr's).
-    weights, strata : not supported yet (``NotImplementedError``).
+    weights : (n,) optional positive case weights: a subject of weight ``w`` counts ``w``
+        times in the risk sets, the failure counts and its group's censoring Kaplan-Meier
+        (weights of 2 = the subject duplicated; :mod:`coxinfluence.likelihood.fine_gray`).
+        ``var`` is then the sandwich of the weighted scores (coxph's robust convention).
+    strata : (n,) labels or a DataFrame of stratum columns, optional: separate risk sets
+        (baselines) per stratum, and the censoring Kaplan-Meier per censoring group
+        within each stratum (as ``survival::finegray`` with ``strata()``); the loss is
+        the sum over strata.
     ties : "breslow" (crr's); "efron" is not supported yet.
     tol : convergence when ``max |gradient| <= tol`` (or the gradient's rounding floor,
         :func:`fine_gray_gradient_tolerance`) and the Newton step is small
@@ -250,16 +277,11 @@ def fit_fine_gray(X, time, status, cause=1, *, cengroup=None, weights=None, stra
     max_iter : Newton iterations before a :class:`FineGrayConvergenceWarning`.
     init : starting coefficients (default zeros, as crr).
     """
-    if weights is not None:
-        raise NotImplementedError("fit_fine_gray: case weights are not supported yet (crr "
-                                  "has none); duplicate subjects instead")
-    if strata is not None:
-        raise NotImplementedError("fit_fine_gray: strata are not supported yet")
     if ties != "breslow":
         raise NotImplementedError(f"fit_fine_gray: ties={ties!r} is not supported yet; crr's "
                                   "ties are 'breslow'")
-    data, columns, index, labels, codes = make_fine_gray_data(X, time, status, cause,
-                                                               cengroup=cengroup)
+    data, columns, index, labels, codes, strata_labels = make_fine_gray_data(
+        X, time, status, cause, cengroup=cengroup, weights=weights, strata=strata)
     theta0 = np.zeros(data.d) if init is None else np.asarray(init, dtype=np.float64)
     if theta0.shape != (data.d,):
         raise CoxInputError(f"init must have {data.d} entries; got shape {theta0.shape}")
@@ -270,7 +292,7 @@ def fit_fine_gray(X, time, status, cause=1, *, cengroup=None, weights=None, stra
                       information=res.hess[0], gradient=res.grad[0],
                       converged=bool(res.converged[0]), n_iter=int(res.n_iter[0]), data=data,
                       cause=_plain(cause), columns=columns, index=index, group_labels=labels,
-                      status=codes, tol=tol, max_iter=max_iter)
+                      status=codes, tol=tol, max_iter=max_iter, strata_labels=strata_labels)
     if not fit.converged:
         reason = ("the Hessian became singular or the coefficients diverged"
                   if res.failed[0] else f"{max_iter} iterations were not enough")
