@@ -92,18 +92,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from coxinfluence.influence_functions.vif_series import (
-    _GATHER_BLOCK,
-    _reversed_ranks,
-    _SortedTerms,
+from coxinfluence.influence_functions.vif_series import _reversed_ranks, _SortedTerms
+from coxinfluence.likelihood.efron import efron_fraction_sum, efron_square_fraction_sum
+from coxinfluence.numerics.series import (
+    GATHER_BLOCK,
+    ROUNDING,
     add_direct_pairs,
     choose_split,
     gather_series,
     prefix_plan,
     segmented_prefix_sums,
 )
-from coxinfluence.likelihood.efron import efron_fraction_sum, efron_square_fraction_sum
-from coxinfluence.numerics.series import ROUNDING
 
 _METHODS = ("auto", "series", "direct")
 
@@ -374,8 +373,8 @@ def _series(mom, kstar, P):
     def sums_by_power(seg):                   # row gathers: (K + 1, c) contiguous
         return (np.ascontiguousarray(L.T) for L in _suffix_sums_by_power(seg, mom, P))
     gather_series(mom.terms, kstar, P, sums_by_power, consume, acc.shape[1])
-    for b0 in range(0, n, _GATHER_BLOCK):
-        rows = slice(b0, b0 + _GATHER_BLOCK)
+    for b0 in range(0, n, GATHER_BLOCK):
+        rows = slice(b0, b0 + GATHER_BLOCK)
         F, G, R = acc[rows, 0], acc[rows, 1:1 + d], acc[rows, 1 + d:]
         val = mom.xx[rows] * F[:, None] - _sym_outer_tri(mom.xc[rows], G, mom.tri) + R
         out[rows] = mom.u[rows, None] * val

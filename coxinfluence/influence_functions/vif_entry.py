@@ -71,8 +71,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from coxinfluence.influence_functions.vif_series import prefix_plan, segmented_prefix_sums
-from coxinfluence.numerics.series import ROUNDING
+from coxinfluence.numerics.series import ROUNDING, prefix_plan, segmented_prefix_sums
 
 _CLASS_SPAN = 25            # candidate classes per bin: j_min .. j_min + 24
 _SAMPLE = 2048              # rows per bin for the operation count

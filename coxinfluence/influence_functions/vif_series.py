@@ -52,10 +52,22 @@ from functools import cached_property
 
 import numpy as np
 
-from coxinfluence.numerics.series import RHO_CANDIDATES, series_length
-from coxinfluence.numerics.threads import for_row_blocks, n_threads
+# the engine (split, direct pairs, segmented series sums) is generic: it lives in numerics
+# and is re-exported here for the Cox modules that read it from this one
+from coxinfluence.numerics.series import (  # noqa: F401
+    GATHER_BLOCK,
+    add_direct_pairs,
+    choose_split,
+    gather_series,
+    index_dtype,
+    prefix_plan,
+    prefix_sums_of_columns,
+    segmented_prefix_sums,
+    series_length,
+)
+from coxinfluence.numerics.threads import for_row_blocks
 
-_LOG_SPAN = 250.0 * np.log(10.0)   # f^P <= 1e250 for the segment growth factor f
+_GATHER_BLOCK = GATHER_BLOCK
 _STRATUM_KEY = 1500.0        # |log den| < 745 for any positive double: strata keys never mix
 
 
@@ -65,104 +77,7 @@ def _reversed_ranks(data):
     tg = data.term_group
     first = np.searchsorted(tg, tg, side="left")
     last = np.searchsorted(tg, tg, side="right")
-    return _index_dtype(first + last - 1 - np.arange(tg.size))
-
-
-def _index_dtype(idx):
-    """Non-negative indices as int32 when they fit (half the memory at 10^7 rows)."""
-    return idx.astype(np.int32) if idx.max(initial=0) < 2 ** 31 - 1 else idx
-
-
-def prefix_plan(starts, lengths):
-    """How to take prefix sums within each segment ``[starts[j], starts[j] + lengths[j])``
-    of ``K = sum(lengths)`` columns that partition ``[0, K)``.
-
-    Segments of similar length (within a factor 2) are stacked into one padded 2-D
-    gather, so many short segments (many strata) cost a few array operations, not one
-    Python call each; a bucket of at most 4 segments is done slice by slice.
-    Padding points at the sentinel column K (all zeros).
-    """
-    plan = []
-    if starts.size == 0:
-        return plan
-    sentinel = int(lengths.sum())
-    bucket = np.floor(np.log2(np.maximum(lengths, 1))).astype(int)
-    for b in np.unique(bucket):
-        sel = np.flatnonzero(bucket == b)
-        if sel.size <= 4:
-            for j in sel:
-                plan.append(("slice", int(starts[j]), int(starts[j] + lengths[j])))
-            continue
-        width = int(lengths[sel].max())
-        offs = np.arange(width)
-        mask = offs[None, :] < lengths[sel, None]
-        idx = np.where(mask, starts[sel, None] + offs[None, :], sentinel)
-        plan.append(("stack", idx, mask, idx[mask]))
-    return plan
-
-
-def segmented_prefix_sums(V, plan, out=None):
-    """``out[:, k] = sum of V[:, k']`` over ``k' <= k`` in k's segment; V is (c, K + 1)
-    with a zero sentinel column K. Sequential sums of the terms as given: every entry is
-    a sum of positive (or same-signed) terms, never a difference of two sums. ``out``: an
-    array like V to write into (reused across calls: no fresh pages to fault in)."""
-    if out is None:
-        out = np.empty_like(V)
-    out[:, -1] = 0.0
-    for step in plan:
-        if step[0] == "slice":
-            _, a, b = step
-            np.cumsum(V[:, a:b], axis=1, out=out[:, a:b])
-        else:
-            _, idx, mask, flat = step
-            block = V[:, idx]
-            np.cumsum(block, axis=2, out=block)
-            out[:, flat] = block[:, mask]
-    return out
-
-
-def prefix_sums_of_columns(columns, plan, out, block=1 << 13):
-    """The sums of :func:`segmented_prefix_sums`, written transposed into ``out``
-    (K + 1, c) (row K, the sentinel, zero), with the summands made on demand:
-    ``columns(j)`` returns the columns ``j`` (indices < K) of the (c, K) summand array.
-    A long segment is summed ``block`` columns at a time with its running sum carried
-    over, and short ones about ``block`` columns at a time, so no (c, K) array is ever
-    formed."""
-    out[-1] = 0.0
-    for step in plan:
-        if step[0] == "slice":
-            _, a, b = step
-
-            def block_sums(w, i0, i1, a=a):      # each block's own prefix sums
-                part = np.cumsum(columns(np.arange(a + i0, a + i1)), axis=1)
-                out[a + i0:a + i1] = part.T
-            T = for_row_blocks(block_sums, b - a, block)
-            if T == 1:                           # one pass: add the carry in order
-                for c0 in range(a + block, b, block):
-                    out[c0:min(c0 + block, b)] += out[c0 - 1]
-                continue
-            # on threads: the carries (each the previous block's last sum plus its own
-            # carry: the same additions as above, so the same bits), then add them
-            starts = np.arange(a + block, b, block)
-            carry = np.zeros((starts.size + 1, out.shape[1]))
-            for j, c0 in enumerate(starts):
-                carry[j + 1] = out[c0 - 1] + carry[j]
-
-            def add_carry(w, i0, i1, a=a, carry=carry):
-                if i0:                           # block i0 // block: its carry
-                    out[a + i0:a + i1] += carry[i0 // block]
-            for_row_blocks(add_carry, b - a, block, threads=T)
-        else:                                 # short segments, stacked: a few at a time
-            _, idx, mask, _ = step
-            per = max(1, block // idx.shape[1])
-            for s0 in range(0, idx.shape[0], per):
-                m = mask[s0:s0 + per]
-                flat = idx[s0:s0 + per][m]
-                sums = np.zeros((out.shape[1],) + m.shape)
-                sums[:, m] = columns(flat)
-                np.cumsum(sums, axis=2, out=sums)
-                out[flat] = sums[:, m].T
-    return out
+    return index_dtype(first + last - 1 - np.arange(tg.size))
 
 
 def part1_series(data, state, rho=None, n_terms=None, pair_block=1 << 16, out=None):
@@ -205,7 +120,7 @@ class _SortedTerms:
         self.perm = perm = _reversed_ranks(data)
         self.den = state.den[perm]
         self.m = state.mean_weight[perm]
-        self.t_stratum = t_stratum = _index_dtype(data.group_stratum[data.term_group])
+        self.t_stratum = t_stratum = index_dtype(data.group_stratum[data.term_group])
         K = t_stratum.size
         self.new_s = np.r_[True, t_stratum[1:] != t_stratum[:-1]]
         self.s_first = np.flatnonzero(self.new_s)
@@ -264,7 +179,7 @@ class _SortedTerms:
         def consume(rows, g):
             F[rows] += g[:, 0]
             out[rows] -= g[:, 1:]
-        gather_series(self, kstar, P, lambda seg: seg.prefix_sums_by_power(self, P), consume,
+        gather_series(self, kstar, P, lambda seg: _cox_sums_by_power(seg, self, P), consume,
                       self.data.d + 1)
 
         def add_x_f(w, a, b):
@@ -273,132 +188,25 @@ class _SortedTerms:
         return out
 
 
-# --------------------------------------------------- the series engine: VIF, Hessians
-
-def choose_split(terms, rho, length):
-    """``(rho, k*)`` for the sorted terms ``terms`` (:class:`_SortedTerms`): the given
-    ``rho``, or the cheapest candidate of ``RHO_CANDIDATES`` by an operation count (~6 per
-    direct (row, term) pair, ~3 per row and ~2 per term for each of the ``length(rho)``
-    series terms; the counts only pick rho, every rho gives the same sums to rounding).
-    Above 2^18 rows the direct pairs are counted on every s-th row (scaled by s)."""
-    if rho is not None:
-        if not 0.0 < rho < 1.0:
-            raise ValueError(f"rho must lie in (0, 1); got {rho!r}")
-        return rho, terms.split(rho)
-    n, K = terms.data.n, terms.den.size
-    stride = max(1, n >> 18)
-    sample = None if stride == 1 else np.arange(0, n, stride)
-    lo = terms.lo if sample is None else terms.lo[sample]
-    best = None
-    for r in RHO_CANDIDATES:
-        pairs = stride * float((terms.split(r, sample) - lo).sum())
-        cost = 6.0 * pairs + length(r) * (3.0 * n + 2.0 * K)
-        if best is None or cost < best[0]:
-            best = (cost, r)
-    return best[1], terms.split(best[1])
-
-
-def add_direct_pairs(terms, kstar, pair_block, pair_values, out):
-    """Add to ``out`` (n, c), for every row i, the sum of ``pair_values(rows, k)`` (one
-    row of c values per pair) over the pairs (row i, term k), k in [lo_i, k*_i), formed
-    in blocks of about ``pair_block`` pairs (at most ``K / rho`` pairs in all)."""
-    lo = terms.lo
-    cnt = kstar - lo
-    rows = np.flatnonzero(cnt > 0)
-    if rows.size == 0:
-        return out
-    block = (np.cumsum(cnt[rows]) - cnt[rows]) // pair_block   # by first pair
-    bounds = np.r_[0, np.flatnonzero(np.diff(block)) + 1, rows.size]
-    for b0, b1 in zip(bounds[:-1], bounds[1:]):
-        r = rows[b0:b1]
-        c = cnt[r]
-        first = np.cumsum(c) - c
-        pr = np.repeat(r, c)
-        k = np.repeat(lo[r] - first, c) + np.arange(pr.size)
-        out[r] += np.add.reduceat(pair_values(pr, k), first, axis=0)
-    return out
-
-
-def gather_series(terms, kstar, P, sums_by_power, consume, width):
-    """The series over terms [k*_i, hi_i) of every row i, power by power: suffix sums over
-    terms shared by all rows, on segments of each stratum over which ``den`` grows by at
-    most ``f`` (``f^P <= 1e250``, so no power of a ratio over- or underflows).
-
-    ``sums_by_power(seg)`` yields, for p = 0..P-1, the suffix sums (K + 1, width) of the
-    p-th power's summands scaled by ``(s/den)^p`` (s: the segment's smallest den; row
-    ``K - 1 - k`` holds the sum from term k on, row K is zero). Row i reads its row at
-    ``k*_i`` times ``(u_i/s)^p`` (plus whole later segments of its stratum, each scaled
-    by its own smallest den) and hands the values to ``consume(rows, values)`` (rows: a
-    slice, from threads on disjoint blocks, or an index array)."""
-    n, K = terms.data.n, terms.den.size
-    seg = _Segments(terms, P)
-    empty = kstar >= terms.hi
-    k = np.where(empty, K - 1, kstar)         # any valid term; gathers the sentinel
-    sl = seg.of[k]
-    col = _index_dtype(np.where(empty, K, K - 1 - k))
-    t = np.where(empty, 0.0, terms.u / seg.scale[sl])
-    # rows whose stratum has more segments after that of k*_i add whole later segments
-    extra = np.where(empty, 0, seg.last[k] - sl)
-    several = np.flatnonzero(extra > 0)
-    extra, sl = extra[several], sl[several]
-    del k, empty
-    bufs = [np.empty((min(_GATHER_BLOCK, n), width)) for _ in range(n_threads(n))]
-    for p, L in enumerate(sums_by_power(seg)):
-        def gather(w, a, b, p=p, L=L):           # rows [a, b): disjoint across blocks
-            g = np.take(L, col[a:b], axis=0, out=bufs[w][:b - a])
+def _cox_sums_by_power(seg, terms, P):
+    """For p = 0..P-1: the suffix sums over terms (as prefix sums in reversed term order,
+    row K - 1 - k; a zero sentinel row K) of ``[m/den, m a/den]`` scaled by ``(s/den)^p``
+    (s: the segment's smallest den, all factors <= 1) on the segments ``seg``
+    (:class:`~coxinfluence.numerics.series.Segments`), (K + 1, d + 1), so that a row's
+    gather reads one contiguous line (about 4x faster than d + 1 strided gathers). The
+    summands are made by blocks of terms as they are summed
+    (:func:`~coxinfluence.numerics.series.prefix_sums_of_columns`), and one (K + 1, d + 1)
+    array is reused for every p: a yielded array is overwritten by the next."""
+    K, d = terms.den.size, terms.data.d
+    plan = prefix_plan((K - seg.start - seg.length)[::-1], seg.length[::-1])
+    sums = np.empty((K + 1, d + 1))
+    for p in range(P):
+        def columns(j, p=p):                  # column j holds term K - 1 - j
+            k = K - 1 - j
+            out = np.empty((d + 1, k.size))
+            w = np.divide(terms.m[k], terms.den[k], out=out[0])
             if p:
-                tp = t[a:b].copy()                # t^p by p - 1 products (no (n,) array)
-                for _ in range(p - 1):
-                    tp *= t[a:b]
-                g *= tp[:, None]
-            consume(slice(a, b), g)
-        for_row_blocks(gather, n, _GATHER_BLOCK, threads=len(bufs))
-        for j in range(1, int(extra.max(initial=0)) + 1):
-            pick = np.flatnonzero(extra >= j)
-            more, s = several[pick], sl[pick] + j
-            consume(more, ((terms.u[more] / seg.scale[s]) ** p)[:, None]
-                    * L[K - 1 - seg.start[s]])
-
-
-_GATHER_BLOCK = 1 << 16     # rows per gather of the series sums (bounded memory)
-
-
-class _Segments:
-    """Segments of each stratum's terms over which ``den`` grows by at most ``f``."""
-
-    def __init__(self, terms, P):
-        K = terms.den.size
-        s_first, s_last = terms.s_first, terms.s_last
-        seg_key = (terms.key - np.repeat(terms.key[s_first], s_last - s_first + 1)) \
-            / (_LOG_SPAN / P)
-        chunk = np.floor(seg_key).astype(np.int64)
-        new_seg = terms.new_s | np.r_[True, chunk[1:] != chunk[:-1]]
-        self.start = np.flatnonzero(new_seg)
-        self.length = np.diff(np.append(self.start, K))
-        self.of = np.cumsum(new_seg) - 1
-        self.scale = terms.den[self.start]                 # smallest den of each segment
-        self.last = np.repeat(self.of[s_last], s_last - s_first + 1)  # last of the stratum
-
-    def prefix_sums_by_power(self, terms, P):
-        """For p = 0..P-1: the suffix sums over terms (as prefix sums in reversed term
-        order, row K - 1 - k; a zero sentinel row K) of ``[m/den, m a/den]`` scaled by
-        ``(s/den)^p`` (s: the segment's smallest den, all factors <= 1), (K + 1, d + 1),
-        so that a row's gather reads one contiguous line (about 4x faster than d + 1
-        strided gathers). The summands are made by blocks of terms as they are summed
-        (:func:`prefix_sums_of_columns`), and one (K + 1, d + 1) array is reused for every
-        p: a yielded array is overwritten by the next."""
-        K, d = terms.den.size, terms.data.d
-        plan = prefix_plan((K - self.start - self.length)[::-1], self.length[::-1])
-        sums = np.empty((K + 1, d + 1))
-        for p in range(P):
-            def columns(j, p=p):                  # column j holds term K - 1 - j
-                k = K - 1 - j
-                out = np.empty((d + 1, k.size))
-                w = np.divide(terms.m[k], terms.den[k], out=out[0])
-                if p:
-                    w *= (self.scale[self.of[k]] / terms.den[k]) ** p
-                np.multiply(terms.term_means(k).T, w, out=out[1:])
-                return out
-            yield prefix_sums_of_columns(columns, plan, sums)
-
-
+                w *= (seg.scale[seg.of[k]] / terms.den[k]) ** p
+            np.multiply(terms.term_means(k).T, w, out=out[1:])
+            return out
+        yield prefix_sums_of_columns(columns, plan, sums)
