@@ -44,7 +44,22 @@
 #     loo_rows (0-based rows of the data file) and loo (the coefficients refitted without
 #     each: re-expanded with the Kaplan-Meier re-estimated without the subject);
 #     sim_int_efron also coef_duplicated (coxph Efron on the data with each subject
-#     repeated wi times, unit weights).
+#     repeated wi times, unit weights); eta (n_subjects x d; row = the subject's 0-based
+#     row of the data file, col = covariate 0..d-1): the subject's score residual with the
+#     censoring weights held fixed, per unit of its case weight, at coef:
+#     eta_j = sum over the expanded rows r of j of (wt_r / w_j) * residuals(fit,
+#     "score")[r] (1 for the subject's own row, G_g(t_k-) / G_g(T_j-) for an expanded one;
+#     coxph's score residuals are unweighted, the derivative of the score in the row's
+#     weight, Breslow and weighted Efron alike).
+# The checks of eta (the script stops where one fails; the numbers go to stderr):
+#   sum_j w_j eta_j is coxph.detail's score at coef and below 1e-8; it equals
+#   residuals(fit, "score", collapse = id, weighted = TRUE) / w_j (weighted = TRUE
+#   multiplies each row by its weight wt_r before the sum; the default weighted = FALSE
+#   would drop the ratios G(t_k-) / G(T_j-)); for four subjects per case (two tied failures
+#   of the cause, a competing failure, a censoring) it is d U / d w_j by central differences
+#   of coxph.detail's score with the subject's rows scaled together; and for sim_unit_breslow
+#   (with cmprsk installed), on its design with the censored subjects dropped (psi = 0),
+#   crr's sandwich at the fit's coefficients is I^{-1} (sum_j eta_j eta_j') I^{-1}.
 # The data are written first and read back, so the fits use exactly the numbers Python
 # reads. The Breslow cases with integer weights are checked against the duplicated data
 # (the script stops if they differ by more than 1e-9).
@@ -113,7 +128,86 @@ fit_expanded <- function(d, cs, keep = seq_len(nrow(d)), init = NULL) {
   }
   if (chk$score >= 1e-20) stop(paste("coxph did not converge:", cs$case, chk$score))
   f$n_rows <- nrow(e)
+  f$expanded <- e      # the rows fitted, with `id` (the subject: its row of d[keep, ])
   f
+}
+
+# eta (n_subjects x d): each subject's score residual with the censoring weights held
+# fixed, per unit of its case weight: sum over its expanded rows r of
+# (wt_r / w_j) * residuals(f, "score")[r] (coxph's per-row score residual, unweighted:
+# d U / d wt_r), at coef(f). Rows in subject order 1..n.
+score_eta <- function(f, w) {
+  e <- f$expanded
+  eta <- rowsum(e$wt / w[e$id] * residuals(f, type = "score"), e$id)
+  if (!identical(as.integer(rownames(eta)), seq_along(w))) stop("a subject without rows")
+  unname(eta)
+}
+
+# coxph's score vector at beta with the row weights `wt` (coxph.detail, another C routine
+# than the score residuals: the sum of its per-time contributions)
+score_at <- function(f, beta, wt) {
+  e <- f$expanded
+  e$wt <- wt
+  fml <- formula(f)
+  environment(fml) <- environment()   # coxph.detail re-reads the data through the formula
+  g <- coxph(fml, data = e, weights = wt, ties = f$method, init = beta,
+             control = coxph.control(iter.max = 0, toler.chol = 1e-15))
+  colSums(as.matrix(coxph.detail(g)$score))
+}
+
+# the checks of eta; stop() where one fails
+check_eta <- function(f, eta, w, d, cs) {
+  b <- coef(f)
+  e <- f$expanded
+  U <- score_at(f, b, e$wt)
+  sum_eta <- colSums(w * eta)
+  if (max(abs(sum_eta)) > 1e-8 || max(abs(sum_eta - U)) > 1e-8)
+    stop(paste("sum_j w_j eta_j is not the score:", cs$case, max(abs(sum_eta)), max(abs(U))))
+  # second route: the score residuals weighted by the row weights, summed per subject
+  eta2 <- residuals(f, type = "score", collapse = e$id, weighted = TRUE) / w
+  if (max(abs(eta2 - eta)) > 1e-12 * (1 + max(abs(eta))))
+    stop(paste("collapse = id, weighted = TRUE / w is not eta:", cs$case))
+  # eta_j = d U / d w_j with the subject's ratios wt_r / w_j held fixed: central
+  # differences of coxph.detail's score in w_j (subjects: two tied failures of the cause,
+  # a competing failure, a censoring; deterministic, no random draws)
+  st <- d[[cs$status]]
+  tm <- d[[cs$time]]
+  ft <- tm[st == cs$cause]
+  subj <- c(head(which(st == cs$cause & tm %in% ft[duplicated(ft)]), 2),
+            head(which(st != cs$cause & st > 0 & tm < max(ft)), 1), head(which(st == 0), 1))
+  gap <- 0
+  for (j in subj) {
+    h <- 1e-6 * w[j]
+    own <- e$id == j
+    up <- e$wt; up[own] <- up[own] * (w[j] + h) / w[j]
+    dn <- e$wt; dn[own] <- dn[own] * (w[j] - h) / w[j]
+    gap <- max(gap, abs((score_at(f, b, up) - score_at(f, b, dn)) / (2 * h) - eta[j, ]))
+  }
+  if (gap > 1e-6 * (1 + max(abs(eta))))
+    stop(paste("eta is not d U / d w_j:", cs$case, gap))
+  c(sum_eta = max(abs(sum_eta)), score = max(abs(U)), collapse = max(abs(eta2 - eta)),
+    differences = gap)
+}
+
+# the unit-weight Breslow case against cmprsk::crr: without censoring psi = 0 and crr's
+# sandwich is I^{-1} (sum_j eta_j eta_j') I^{-1}; checked on the case's design with the
+# censored subjects dropped (no censoring hazard, so psi = 0; G_g is still 0 after the
+# last time of group g), crr evaluated at the expanded fit's coefficients (maxiter = 0)
+check_eta_crr <- function(d, cs) {
+  if (!requireNamespace("cmprsk", quietly = TRUE)) return(NA)
+  covs <- strsplit(cs$covariates, "+", fixed = TRUE)[[1]]
+  du <- d[d[[cs$status]] != 0, , drop = FALSE]
+  f <- fit_expanded(du, cs)
+  eta <- score_eta(f, rep(1, nrow(du)))
+  # the censoring groups still matter: G_g = 0 after the group's last time (crr's rule)
+  cg <- if (cs$cengroup != "") du[[cs$cengroup]] else rep(1, nrow(du))
+  cr <- cmprsk::crr(du[[cs$time]], du[[cs$status]], as.matrix(du[, covs, drop = FALSE]),
+                    failcode = cs$cause, cencode = 0, cengroup = cg, init = coef(f),
+                    maxiter = 0)
+  Ii <- solve(cr$inf)
+  gap <- max(abs(Ii %*% crossprod(eta) %*% Ii - cr$var))
+  if (gap > 1e-9 * max(abs(cr$var))) stop(paste("crr's sandwich is not eta's:", gap))
+  gap
 }
 
 information <- function(f) solve(if (is.null(f$naive.var)) f$var else f$naive.var)
@@ -182,6 +276,12 @@ main <- function(args) {
     put(cs$case, "coef", t(coef(f)))
     put(cs$case, "loglik", f$loglik[2])
     put(cs$case, "information", information(f))
+    w <- if (cs$weights != "") d[[cs$weights]] else rep(1, nrow(d))
+    eta <- score_eta(f, w)
+    put(cs$case, "eta", eta)
+    chk <- check_eta(f, eta, w, d, cs)
+    if (cs$case == "sim_unit_breslow") chk <- c(chk, crr_sandwich = check_eta_crr(d, cs))
+    message(cs$case, ": ", paste(names(chk), signif(chk, 3), sep = " ", collapse = ", "))
     st <- d[[cs$status]]
     pick <- function(m, k) { w <- which(m); if (length(w) <= k) w else sample(w, k) }
     loo <- c(pick(st == cs$cause, 2), pick(st != cs$cause & st > 0, 2), pick(st == 0, 2),
