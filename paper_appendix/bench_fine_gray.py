@@ -306,17 +306,11 @@ def peak_gib(fn):
 
 
 def series_vif(fit):
-    """``FineGrayAudit(fit).vif`` with the deleted gradients by series
-    (:func:`coxinfluence.likelihood.fine_gray_series.deleted_gradients_series`, O((n + K)
-    d P)) instead of the O(n K d) closed form: the audit's own VIF formula, its deleted
-    gradients and their state given to it."""
-    audit = FineGrayAudit(fit)
-    st = DeletionState(fit.data, fit.coef, hessian=False)
+    """``FineGrayAudit(fit).vif``: with unit weights, one stratum and Breslow's ties its
+    deleted gradients are the series' (:func:`coxinfluence.likelihood.fine_gray_series.
+    deleted_gradients_series`, O((n + K) d P)), not the O(n K d) closed form."""
     assert series_applies(fit.data)
-    audit.__dict__["_gradient_state"] = st
-    audit.__dict__["deleted_gradients"] = fit.data.to_caller_order(
-        deleted_gradients_series(st))
-    return audit.vif
+    return FineGrayAudit(fit).vif
 
 
 def fit_series_vif(X, t, s):

@@ -311,22 +311,23 @@ def test_fine_gray_audit_report_and_summary(competing, tmp_path, capsys):
 
 
 def test_fine_gray_weights_and_strata(competing, tmp_path, capsys):
-    """``--weights`` and ``--strata`` reach ``ci.fit_fine_gray``: the Model table and the
-    top table are those of the weighted, stratified fit, and the report names both."""
+    """``--weights``, ``--strata`` and ``--ties efron`` reach ``ci.fit_fine_gray``: the
+    Model table and the top table are those of that fit, and the report names them."""
     df = competing.assign(w=np.linspace(0.5, 2.0, len(competing)),
                           arm=np.arange(len(competing)) % 2)
     path = _write(df, tmp_path / "crw.csv")
     out = tmp_path / "fgw.html"
     code, stdout, err = run([str(path), "--time", "ftime", "--status", "fstatus", "--cause",
                              "1", "--covariates", "x1", "x2", "--weights", "w", "--strata",
-                             "arm", "--method", "vif", "--exact-max-n", "0", "--no-progress",
-                             "--out", str(out)], capsys)
+                             "arm", "--ties", "efron", "--method", "vif", "--exact-max-n", "0",
+                             "--no-progress", "--out", str(out)], capsys)
     assert code == 0, err
     fit = ci.fit_fine_gray(df[["x1", "x2"]], df.ftime, df.fstatus, 1, weights=df.w,
-                           strata=df[["arm"]])
+                           strata=df[["arm"]], ties="efron")
     meta = _meta(out.read_text())
     assert "strata 0 (80 subjects), 1 (80 subjects)" in meta
     assert f"case weights (total {df.w.sum():.6g})" in meta
+    assert "Efron ties" in meta
     model = _num(report_tables(out)["Model"])
     np.testing.assert_allclose(model["coef"], fit.coef, rtol=5.01e-4)
     assert_top_table_is(report_tables(out), ci.influence(fit, method="vif"))
@@ -334,8 +335,8 @@ def test_fine_gray_weights_and_strata(competing, tmp_path, capsys):
     out = tmp_path / "fgw_cif.html"
     code, stdout, err = run([str(path), "--time", "ftime", "--status", "fstatus", "--cause",
                              "1", "--covariates", "x1", "x2", "--weights", "w", "--strata",
-                             "arm", "--target", "cif:2", "--method", "vif", "--exact-max-n",
-                             "0", "--no-progress", "--out", str(out)], capsys)
+                             "arm", "--ties", "efron", "--target", "cif:2", "--method", "vif",
+                             "--exact-max-n", "0", "--no-progress", "--out", str(out)], capsys)
     assert code == 0, err
     mean = pd.concat([df[["x1", "x2"]].mean().to_frame().T] * 2, ignore_index=True)
     mean.index = ["mean, stratum 0", "mean, stratum 1"]
@@ -426,8 +427,6 @@ def test_fine_gray_model_table_is_crrs(tmp_path, capsys, case, extra):
     (["--model", "cox", "--status", "s", "--cause", "1"], "--model cox and --cause conflict"),
     (["--event", "e", "--cause", "1"], "--cause needs both --status S and --cause K"),
     (["--event", "e", "--cengroup", "g"], "--cengroup needs both --status S and --cause K"),
-    (["--status", "s", "--cause", "1", "--ties", "efron"],
-     "--ties efron is not supported for a Fine-Gray model"),
     (["--status", "s", "--cause", "1", "--event", "e"],
      "--event (a Fine-Gray model reads --status"),
     (["--status", "s", "--cause", "1", "--cluster", "g"],

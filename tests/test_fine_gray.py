@@ -598,11 +598,15 @@ def test_an_auto_audit_computes_each_shared_quantity_once(audits, monkeypatch):
     monkeypatch.setattr(module, "deleted_derivatives",
                         counting("derivatives", deleted_derivatives))
     monkeypatch.setattr(model_module, "crr_scores", counting("scores", crr_scores))
+    monkeypatch.setattr(module, "deleted_gradients_series",
+                        counting("series", module.deleted_gradients_series))
+    calls["series"] = 0
     res = ci.influence(fit)
     res.summary_frame()
     res.top(5)
     res.exact()
-    assert calls == {"state": 2, "derivatives": 2, "scores": 1}
+    # the VIF's gradients by the series (unit weights, Breslow), the flags' Hessians once
+    assert calls == {"state": 2, "derivatives": 1, "series": 1, "scores": 1}
 
 
 def case_inputs_of(fit):

@@ -11,8 +11,10 @@ two strata ``st`` added, and R's ``pbc`` (death, transplant competing) under Efr
 The censoring Kaplan-Meier is weighted and estimated per (stratum, censoring group).
 Quantities: coefficients (1e-8 relative to ``max(1, |coef|)``), coxph's log-likelihood at
 the fit (= ``fit.loglik``, minus our loss; 1e-8 relative), its naive information (= our
-Hessian; 1e-7 relative), and coxph refitted without single subjects on the data
-re-expanded with the Kaplan-Meier re-estimated (``FineGrayAudit.refit``; 1e-7).
+Hessian; 1e-7 relative), each subject's score with the censoring weights held fixed
+(``eta``: coxph's score residuals of its expanded rows, summed with their ``G`` ratios;
+1e-7), and coxph refitted without single subjects on the data re-expanded with the
+Kaplan-Meier re-estimated (``FineGrayAudit.refit``; 1e-7).
 
 Checks of the oracle itself (not repeated here): with unit weights, no strata and
 Breslow's ties the expansion reproduces ``cmprsk::crr`` on all six ``r_fine_gray`` cases
@@ -39,6 +41,7 @@ import pytest
 
 import coxinfluence as ci
 from coxinfluence.influence_functions.fine_gray_audit import FineGrayAudit
+from coxinfluence.likelihood.fine_gray import crr_scores
 
 HERE = Path(__file__).parent
 SCRIPT = HERE / "r" / "fine_gray_expanded_reference.R"
@@ -100,6 +103,15 @@ def check_fit(cases, ref, data, case):
     return fit
 
 
+def check_eta(fit, ref, case):
+    """Each subject's score with the censoring weights held fixed, per unit of its weight
+    (``crr_scores(censoring_term=False) / w``), is R's: the score residuals of its
+    expanded rows, each times its row's ``G`` ratio, summed."""
+    eta = fit.data.to_caller_order(crr_scores(fit.data, fit.coef, censoring_term=False)
+                                   / fit.data.weight[:, None])
+    assert rel(eta, reference(ref, case, "eta")) < 1e-7, case
+
+
 def check_refits(fit, ref, case):
     rows = reference(ref, case, "loo_rows")[0].astype(int)
     loo = reference(ref, case, "loo")
@@ -112,6 +124,12 @@ def check_refits(fit, ref, case):
 @pytest.mark.parametrize("case", CASES)
 def test_golden_fit_loglik_and_information(golden, case):
     check_fit(*golden, case)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_golden_scores_with_the_weights_held_fixed(golden, case):
+    cases, ref, data = golden
+    check_eta(check_fit(cases, ref, data, case), ref, case)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -185,4 +203,5 @@ def test_live_against_expanded_coxph(tmp_path):
     cases, ref, data = load(tmp_path)
     for case in cases.index:
         fit = check_fit(cases, ref, data, case)
+        check_eta(fit, ref, case)
         check_refits(fit, ref, case)

@@ -59,10 +59,10 @@ def tied_design(rng, n, d, *, weights="real", n_strata=2):
     return X, t, kind, group, stratum, w
 
 
-def data_of(X, t, kind, group, stratum, w):
+def data_of(X, t, kind, group, stratum, w, ties="breslow"):
     group = np.unique(group, return_inverse=True)[1]
     stratum = np.unique(stratum, return_inverse=True)[1]
-    return build_fine_gray_data(X, t, kind, group, weight=w, stratum=stratum)
+    return build_fine_gray_data(X, t, kind, group, weight=w, stratum=stratum, ties=ties)
 
 
 def literal_deleted(D, theta, rows):
@@ -73,14 +73,16 @@ def literal_deleted(D, theta, rows):
     return g, h
 
 
+@pytest.mark.parametrize("ties", ["breslow", "efron"])
 @pytest.mark.parametrize("weights", ["real", "few", "unit"])
 @pytest.mark.parametrize("seed", range(8))
-def test_closed_form_deletion_is_literal_deletion(seed, weights):
+def test_closed_form_deletion_is_literal_deletion(seed, weights, ties):
     """Deleted gradients, Hessians and baseline jumps (every subject; Kaplan-Meier
-    re-estimated in its (stratum, cengroup) group) equal the literal deletion."""
+    re-estimated in its (stratum, cengroup) group; with Efron's ties a failing subject
+    leaves its own tie) equal the literal deletion."""
     rng = np.random.default_rng(500 + seed)
     D = data_of(*tied_design(rng, int(rng.integers(12, 40)), 2, weights=weights,
-                             n_strata=int(rng.integers(1, 4))))
+                             n_strata=int(rng.integers(1, 4))), ties=ties)
     theta = 0.4 * rng.normal(size=2)
     st_ = DeletionState(D, theta, hessian=True)
     g, h = deleted_derivatives(st_)
@@ -286,3 +288,46 @@ def test_cumulative_incidence_of_a_stratified_weighted_fit():
         ci.CumulativeIncidence(X_new, times).value(fit, fit.coef)
     res = ci.influence(fit, method="vif", target=target)
     assert res.loo_change.shape == (n, 4) and np.isfinite(res.loo_change.to_numpy()).all()
+
+
+@pytest.mark.parametrize("N", [1, 2, 7, 40, 300])
+def test_efron_tie_terms_are_their_sums(N):
+    """:func:`coxinfluence.likelihood.efron.tie_terms` (closed forms through the fraction
+    sums) equals the sums over the ranks of the tie, term by term, from small to large
+    ties and from a small to an almost complete share of the risk set."""
+    from coxinfluence.likelihood.efron import tie_terms
+    rng = np.random.default_rng(N)
+    S0 = rng.uniform(1.0, 5.0, size=50)
+    F0 = S0 * rng.uniform(0.0, 0.999, size=50)
+    W = rng.uniform(0.5, 3.0, size=50) * N
+    tt = tie_terms(S0, F0, np.full(50, float(N)), W)
+    a = np.arange(N)[:, None] / N
+    den = S0[None, :] - a * F0[None, :]
+    scale = W / N
+    want = {"logs": np.log(den).sum(0), "c": (1 / den).sum(0), "c1": (a / den).sum(0),
+            "g0": (1 / den ** 2).sum(0), "g1": (a / den ** 2).sum(0),
+            "g2": (a * a / den ** 2).sum(0)}
+    for name, value in want.items():
+        assert rel(getattr(tt, name), scale * value) < 1e-12, name
+    assert not tt.bad.any()
+
+
+@SETTINGS
+@given(seed=st.integers(0, 10_000), n=st.integers(15, 40))
+def test_efron_without_tied_failures_is_breslow(seed, n):
+    """With no two failures of the cause at one time Efron's sums are Breslow's: the same
+    fit, scores and deleted derivatives, bit for bit up to rounding."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    t = rng.permutation(n) + 1.0
+    t[rng.integers(0, n, 5)] = 3.0                      # ties, among which one failure
+    status = np.where(rng.uniform(size=n) < 0.3, 0, rng.integers(1, 3, n))
+    status[t == 3.0] = np.where(np.arange((t == 3.0).sum()) == 0, 1, 0)
+    assume((status == 1).sum() > 4)
+    w = rng.uniform(0.5, 2, n)
+    fits = [quiet_fit(X, t, status, weights=w, ties=ties) for ties in ("breslow", "efron")]
+    assume(all(f is not None for f in fits))
+    b, e = fits
+    assert rel(e.coef, b.coef) < 1e-12
+    assert rel(e.scores, b.scores) < 1e-11
+    assert rel(FineGrayAudit(e).deleted[1], FineGrayAudit(b).deleted[1]) < 1e-11

@@ -65,7 +65,9 @@ class CumulativeIncidence(Target):
         self.strata = strata
 
     def _X(self, fit):
-        return _new_patients(self.X_new, covariate_view(fit.columns), self.transform)
+        X, labels = _new_patients(self.X_new, covariate_view(fit.columns), self.transform)
+        # C order: the products do not depend on the order of the caller's columns
+        return np.ascontiguousarray(X), labels
 
     def columns(self, fit):
         return [f"F({t:g}|{lab})" for lab in self._X(fit)[1] for t in self.times]

@@ -76,7 +76,8 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--covariates", nargs="+", default=None,
                    help="covariate columns (default: every other column)")
     p.add_argument("--ties", choices=["efron", "breslow"], default=None,
-                   help="Cox: efron (default) or breslow; Fine-Gray: breslow only (crr's)")
+                   help="Cox: efron (default) or breslow; Fine-Gray: breslow (default, "
+                        "crr's) or efron")
     p.add_argument("--target", default="coef",
                    help="coef (default); hr (hazard ratios: Cox, Fine-Gray); tr (time "
                         "ratios: AFT); of new patients: lp, rr (Cox), survival:T1,T2,... "
@@ -138,9 +139,6 @@ def _check_fine_gray(args):
             start="--start (not supported: one row per subject)",
             subjects="--subjects (one row per subject)",
             cluster="--cluster (the subjects are the units: crr's sandwich SE)")
-    if args.ties == "efron":
-        raise ValueError("--ties efron is not supported for a Fine-Gray model: its ties are "
-                         "crr's (breslow)")
 
 
 def _refuse(args, model, **options):
@@ -162,7 +160,7 @@ def _fit(family, args, data):
         if family == "fine_gray":
             fit = ci.fit_fine_gray(data.X, data.time, data.outcome, cause=args.cause,
                                    cengroup=data.cengroup, weights=data.weights,
-                                   strata=data.strata)
+                                   strata=data.strata, ties=args.ties or "breslow")
         elif family == "aft":
             fit = ci.fit_aft(data.X, data.time, data.outcome, args.model, entry=data.start,
                              weights=data.weights, strata=data.strata, id=data.ids)

@@ -11,7 +11,11 @@ weight after ``T_i``. With ``n`` subjects and ``H`` the information at ``theta_h
   - grad L_{-i}(theta_hat))``, ``L_{-i}`` the loss without subject i and with the
   Kaplan-Meier re-estimated; the gradients of every deletion in closed form, O(K d) per
   subject (:mod:`coxinfluence.likelihood.fine_gray_deletion`; tests compare them with the
-  literal deletion). The change is ``theta_hat_{-i} - theta_hat ~ -VIF_n(i)/n``.
+  literal deletion), or, with unit weights, one stratum and Breslow's ties, by the
+  exact series of :mod:`coxinfluence.likelihood.fine_gray_series`, O((n + K) d) for all
+  subjects. Case weights, strata and Efron's ties: :mod:`coxinfluence.likelihood.
+  fine_gray` (a failing subject leaves its own tie). The change is ``theta_hat_{-i} -
+  theta_hat ~ -VIF_n(i)/n``.
 - **Reid's IF** ("reid"): crr's influence function, ``IF_n(i) = n H^{-1} (eta_i + psi_i)``
   (:func:`coxinfluence.likelihood.fine_gray.crr_scores`; ``psi_i`` the censoring
   weights' term), so that ``sum_i (IF_n(i)/n)(IF_n(i)/n)'`` is crr's sandwich variance.
@@ -39,6 +43,7 @@ from coxinfluence.influence_functions.seam import FitSeam, ReportHeader, label_t
 from coxinfluence.influence_functions.stability import unstable_from_split
 from coxinfluence.likelihood.fine_gray import CAUSE, crr_scores, loss_grad_hess
 from coxinfluence.likelihood.fine_gray_deletion import DeletionState, deleted_derivatives
+from coxinfluence.likelihood.fine_gray_series import deleted_gradients_series, series_applies
 from coxinfluence.models.fine_gray import FineGrayFit, fine_gray_gradient_tolerance
 from coxinfluence.numerics.newton import newton, solve_any
 
@@ -98,7 +103,11 @@ class FineGrayAudit(FitSeam):
         """(n, d) ``grad L_{-i}(theta_hat)``, caller's order."""
         if "deleted" in self.__dict__:
             return self.deleted[0]
-        g, _ = deleted_derivatives(self._gradient_state)
+        state = self._gradient_state
+        if series_applies(self.fit.data) and "deletion_state" not in self.__dict__:
+            g = deleted_gradients_series(state)
+        else:
+            g, _ = deleted_derivatives(state)
         return self.fit.data.to_caller_order(g)
 
     @cached_property
@@ -293,7 +302,8 @@ class FineGrayAudit(FitSeam):
                 for s, k in zip(fit.strata_labels, sizes)))
         if not fit.data.unit_weights:
             facts.append(f"case weights (total {fit.data.weight.sum():.6g})")
-        facts.append(f"Breslow ties, log pseudo-likelihood {fit.loglik:.4f}")
+        ties = "Efron" if fit.data.ties == "efron" else "Breslow"
+        facts.append(f"{ties} ties, log pseudo-likelihood {fit.loglik:.4f}")
         return ReportHeader(name="Fine-Gray", statement=statement, facts=", ".join(facts))
 
     def summary_table(self, robust):

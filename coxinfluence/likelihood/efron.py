@@ -4,6 +4,8 @@ and the deleted Hessians need when a row leaves a tie group's risk set,
 (1 - c_r x)^2``, to rounding for any tie size (Efron 1977; R's ``coxfit6.c`` weights)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from coxinfluence.numerics.series import RHO_CANDIDATES, series_length
@@ -124,3 +126,72 @@ def efron_square_fraction_sum(N, x):
         sy2 = z * z * (polygamma(1, z - Nc + 1.0) - polygamma(1, z + 1.0))
         h[closed] = (sy2 - 2.0 * sy + Nc) / xc ** 2
     return h
+
+
+@dataclass
+class TieTerms:
+    """Efron's sums over the tied failures of each failure time (any shape), each times
+    the mean weight ``W_k / n_k`` of the ``n_k`` failing rows (``W_k`` their weights; R's
+    weighted Efron), with ``den_l = S0_k - a_l F0_k``, ``a_l = l / n_k``, ``l < n_k``:
+
+        logs = sum_l log den_l,      c = sum_l 1 / den_l,      c1 = sum_l a_l / den_l,
+        g0, g1, g2 = sum_l a_l^m / den_l^2   (m = 0, 1, 2).
+
+    Breslow's are the same with ``n_k = 1`` (``F0 = 0``): ``c = d_k / S0_k``,
+    ``g0 = d_k / S0_k^2``, the others 0. A Fine-Gray loss's term at ``t_k`` is ``logs``,
+    its gradient's ``c S1 - c1 F1`` and its Hessian's ``c S2 - c1 F2 - (g0 S1 S1' - g1
+    (S1 F1' + F1 S1') + g2 F1 F1')`` (:mod:`coxinfluence.likelihood.fine_gray`). ``bad``:
+    a denominator that is not positive."""
+
+    logs: np.ndarray
+    c: np.ndarray
+    c1: np.ndarray
+    g0: np.ndarray
+    g1: np.ndarray
+    g2: np.ndarray
+    bad: np.ndarray
+
+    def risk_mean(self, S1, F1):
+        """``m = g0 S1 - g1 F1`` (..., d): the derivative of ``c`` is ``-m``; with ``c``
+        it is the hazard jump's weighted mean ``xbar = m / c`` (Breslow's ``S1 / S0``)."""
+        return self.g0[..., None] * S1 - self.g1[..., None] * F1
+
+    def own_mean(self, S1, F1):
+        """``m1 = g1 S1 - g2 F1``: the derivative of ``c1``, the failures' own term."""
+        return self.g1[..., None] * S1 - self.g2[..., None] * F1
+
+
+def tie_terms(S0, F0, nd, W, *, loss=True):
+    """:class:`TieTerms` of the denominators ``S0``, tied sums ``F0``, row counts ``nd``
+    and weights ``W`` (broadcast together). With ``x = F0 / S0`` and ``f``, ``h`` the
+    fraction sums of :func:`efron_fraction_sum`, :func:`efron_square_fraction_sum` (to
+    rounding for any tie size), since ``1 / (1 - a x) = 1 + a x / (1 - a x)``:
+
+        c S0 = N + x f,   c1 S0 = f,   g0 S0^2 = N + 2 x f + x^2 h,   g1 S0^2 = f + x h,
+        g2 S0^2 = h       (each times W / N).
+
+    ``logs`` (only with ``loss``) sums the logarithms rank by rank."""
+    S0, F0, nd, W = (np.asarray(a, dtype=np.float64) for a in np.broadcast_arrays(S0, F0,
+                                                                                 nd, W))
+    live = (W > 0) & (nd > 0)
+    N = np.where(live, nd, 0.0)
+    smallest = S0 - np.where(live, (N - 1.0) / np.where(live, N, 1.0), 0.0) * F0
+    bad = live & ~((S0 > 0) & (smallest > 0))
+    live &= ~bad
+    S = np.where(live, S0, 1.0)
+    x = np.clip(np.where(live, F0 / S, 0.0), 0.0, 1.0)
+    Ni = np.where(live, N, 0.0).astype(np.int64)
+    f = efron_fraction_sum(Ni.ravel(), x.ravel()).reshape(x.shape)
+    h = efron_square_fraction_sum(Ni.ravel(), x.ravel()).reshape(x.shape)
+    scale = np.where(live, W / np.where(live, N, 1.0), 0.0)
+    s1, s2 = scale / S, scale / (S * S)
+    logs = np.zeros(S0.shape)
+    if loss:
+        for rank in range(int(Ni.max()) if Ni.size else 0):
+            at = live & (rank < Ni)
+            den = np.where(at, S0 - rank / np.where(at, N, 1.0) * F0, 1.0)
+            logs += np.log(den)
+        logs *= scale
+    return TieTerms(logs=logs, c=s1 * (N + x * f), c1=s1 * f,
+                    g0=s2 * (N + 2.0 * x * f + x * x * h), g1=s2 * (f + x * h), g2=s2 * h,
+                    bad=bad)

@@ -57,12 +57,13 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from coxinfluence.likelihood.efron import tie_terms
 from coxinfluence.numerics.rows import matmul_reduce_rows, matmul_rows
 
 __all__ = ["FineGrayData", "build_fine_gray_data", "censoring_survival", "risk_sums",
            "row_weights", "loss_grad_hess", "crr_scores", "per_time", "suffix_sums",
            "sums_before", "risk_set_sums", "sums_up_to", "FineGrayLikelihood",
-           "baseline_jumps", "CAUSE", "COMPETING", "CENSORED"]
+           "baseline_jumps", "own_time_weights", "CAUSE", "COMPETING", "CENSORED"]
 
 #: row kinds after choosing the cause (crr's ``fstatus``: 1 the cause, 2 another, 0 censored)
 CENSORED, CAUSE, COMPETING = 0, 1, 2
@@ -96,6 +97,7 @@ class FineGrayData:
     stratum: np.ndarray
     stratum_start: np.ndarray
     cengroup: np.ndarray
+    ties: str = "breslow"
 
     @property
     def n(self):
@@ -141,12 +143,14 @@ class FineGrayData:
         return out
 
 
-def build_fine_gray_data(X, time, kind, group, weight=None, stratum=None):
+def build_fine_gray_data(X, time, kind, group, weight=None, stratum=None, ties="breslow"):
     """:class:`FineGrayData` from validated arrays in the caller's order: ``X`` (n, d)
     float64, ``time`` (n,), ``kind`` (n,) in {CENSORED, CAUSE, COMPETING}, ``group`` (n,)
     censoring-group codes 0..C-1, ``weight`` (n,) positive case weights (default ones),
-    ``stratum`` (n,) codes 0..S-1 (default one stratum). The Kaplan-Meier groups are the
-    (stratum, group) pairs present."""
+    ``stratum`` (n,) codes 0..S-1 (default one stratum), ``ties`` "breslow" or "efron".
+    The Kaplan-Meier groups are the (stratum, group) pairs present."""
+    if ties not in ("breslow", "efron"):
+        raise ValueError(f"ties must be 'breslow' or 'efron'; got {ties!r}")
     n = np.asarray(time).shape[0]
     stratum = np.zeros(n, dtype=np.intp) if stratum is None else np.asarray(stratum,
                                                                             dtype=np.intp)
@@ -172,7 +176,7 @@ def build_fine_gray_data(X, time, kind, group, weight=None, stratum=None):
                         n_groups=max(len(pairs), 1), order=order, tie=tie, starts=starts,
                         fail=np.flatnonzero(has_fail),
                         weight=np.ascontiguousarray(weight[order]), stratum=st,
-                        stratum_start=np.flatnonzero(first), cengroup=cengroup)
+                        stratum_start=np.flatnonzero(first), cengroup=cengroup, ties=ties)
 
 
 def per_time(data, values):
@@ -259,8 +263,11 @@ class RiskSums:
     inv: np.ndarray      # (B, n) 1 / G_g(T_j-) of competing rows
     S0: np.ndarray       # (B, K)
     S1: np.ndarray       # (B, K, d)
-    dk: np.ndarray       # (B, K) failures of the cause (present) at each t_k
-    xf: np.ndarray       # (B, d) sum of x over the present failures
+    dk: np.ndarray       # (B, K) failures of the cause (present, their weights) at t_k
+    xf: np.ndarray       # (B, d) sum of w x over the present failures
+    nd: np.ndarray       # (B, K) Efron's tie count: present failing rows (1 for Breslow)
+    F0: np.ndarray       # (B, K) sum of e over the failures at t_k (0 for Breslow)
+    F1: np.ndarray       # (B, K, d) sum of e x over them
 
 
 def risk_sums(data, theta, presence):
@@ -291,8 +298,18 @@ def risk_sums(data, theta, presence):
         S1 += Gg[:, :, None] * sums_before(per_time(data, ug[:, :, None] * X))
     is_fail = mass * (data.kind == CAUSE)
     dk = per_time(data, is_fail)[:, data.fail]
+    B, K = theta.shape[0], data.fail.size
+    if data.ties == "efron":
+        cause = data.kind == CAUSE
+        nd = per_time(data, ((presence > 0) & cause).astype(np.float64))[:, data.fail]
+        F0 = per_time(data, e * cause)[:, data.fail]
+        F1 = per_time(data, (e * cause)[:, :, None] * X)[:, data.fail]
+    else:
+        nd = (dk > 0).astype(np.float64)
+        F0, F1 = np.zeros((B, K)), np.zeros((B, K, X.shape[1]))
     return RiskSums(e=e, shift=shift, G=G, inv=inv, S0=S0[:, data.fail],
-                    S1=S1[:, data.fail], dk=dk, xf=matmul_reduce_rows(is_fail.T, X))
+                    S1=S1[:, data.fail], dk=dk, xf=matmul_reduce_rows(is_fail.T, X),
+                    nd=nd, F0=F0, F1=F1)
 
 
 def baseline_jumps(data, theta, presence):
@@ -311,15 +328,20 @@ def baseline_jumps(data, theta, presence):
     jumps``, which does not overflow). ``xbar`` (B, K, d): ``S1_k / S0_k``, the
     weighted risk-set means of the centred covariates (``x - X_center - xbar_k`` is the
     derivative's factor, :class:`coxinfluence.audit.fine_gray_targets.CumulativeIncidence`).
-    A failure time with no failure left in a problem has jump 0."""
+    A failure time with no failure left in a problem has jump 0.
+
+    With Efron's ties the jump is Efron's hazard increment ``c_k = (W_k / n_k) sum_l
+    1 / (S0_k - (l / n_k) F0_k)`` (:class:`~coxinfluence.likelihood.efron.TieTerms`; R's
+    ``survfit`` of a coxph fit with ``ties = "efron"``) and ``xbar = m_k / c_k`` with
+    ``-m_k`` its derivative."""
     theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
     s = risk_sums(data, theta, presence)
-    live = s.dk > 0
+    tt = tie_terms(s.S0, s.F0, s.nd, s.dk)
+    live = tt.c > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        S0 = np.where(live, s.S0, 1.0)
-        jumps = np.where(live, s.dk / S0, 0.0)
-        xbar = np.where(live[:, :, None], s.S1 / S0[:, :, None], 0.0)
-    return jumps, s.shift + theta @ data.X_center, xbar
+        xbar = np.where(live[:, :, None], tt.risk_mean(s.S1, s.F1)
+                        / np.where(live, tt.c, 1.0)[:, :, None], 0.0)
+    return tt.c, s.shift + theta @ data.X_center, xbar
 
 
 def row_weights(data, sums, c):
@@ -342,6 +364,16 @@ def row_weights(data, sums, c):
     return sums.e * out
 
 
+def own_time_weights(data, sums, c1):
+    """(B, n) ``e_j c1_k`` for the failing rows ``j`` of the cause at their time ``t_k``
+    (Efron's ``- c1 F1`` term; 0 for Breslow and for the other rows)."""
+    if data.ties != "efron":
+        return np.zeros_like(sums.e)
+    cT = np.zeros((c1.shape[0], data.n_times))
+    cT[:, data.fail] = c1
+    return sums.e * cT[:, data.tie] * (data.kind == CAUSE)
+
+
 def loss_grad_hess(data, theta, presence, *, hessian=True):
     """Loss, gradient and Hessian (B,), (B, d), (B, d, d) of the problems ``theta`` with
     ``presence``. A risk set that underflows or a loss that is not finite gives that
@@ -349,21 +381,21 @@ def loss_grad_hess(data, theta, presence, *, hessian=True):
     theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
     s = risk_sums(data, theta, presence)
     B, d = theta.shape
-    with np.errstate(divide="ignore", invalid="ignore"):
-        bad = ((s.dk > 0) & ~(s.S0 > 0)).any(axis=1)
-        logS = np.where(s.dk > 0, np.log(np.where(s.S0 > 0, s.S0, 1.0)), 0.0)
-        c = np.where(s.dk > 0, s.dk / np.where(s.S0 > 0, s.S0, 1.0), 0.0)
-    loss = (s.dk * logS).sum(axis=1) + s.shift * s.dk.sum(axis=1) \
+    tt = tie_terms(s.S0, s.F0, s.nd, s.dk)
+    bad = tt.bad.any(axis=1)
+    loss = tt.logs.sum(axis=1) + s.shift * s.dk.sum(axis=1) \
         - np.einsum("bd,bd->b", theta, s.xf)
-    r = row_weights(data, s, c)
+    r = row_weights(data, s, tt.c) - own_time_weights(data, s, tt.c1)
     # products over the rows in blocks of one BLAS thread (numerics.rows)
     grad = matmul_reduce_rows(r.T, data.X) - s.xf
     hess = None
     if hessian:
         hess = np.stack([matmul_reduce_rows(data.X, data.X, scale=rb) for rb in r])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            q = np.where(s.dk > 0, c / np.where(s.S0 > 0, s.S0, 1.0), 0.0)
-        hess -= np.einsum("bk,bkp,bkq->bpq", q, s.S1, s.S1)
+        hess -= np.einsum("bk,bkp,bkq->bpq", tt.g0, s.S1, s.S1)
+        if data.ties == "efron":
+            SF = np.einsum("bk,bkp,bkq->bpq", tt.g1, s.S1, s.F1)
+            hess += SF + SF.transpose(0, 2, 1)
+            hess -= np.einsum("bk,bkp,bkq->bpq", tt.g2, s.F1, s.F1)
     bad |= ~np.isfinite(loss) | ~np.isfinite(grad).all(axis=1)
     if bad.any():
         loss[bad] = np.inf
@@ -465,30 +497,49 @@ def crr_scores(data, theta, *, censoring_term=True):
     derivative in ``w_i``), and the subject's term is ``w_i (eta_i + psi_i)``: what
     removing it changes to first order (coxph's robust variance sums the squares of
     these, so ``var`` is the sandwich of the weighted terms). Strata: the sums run within
-    the subject's stratum."""
+    the subject's stratum.
+
+    Efron's ties (:class:`~coxinfluence.likelihood.efron.TieTerms`): ``eta_i`` is minus the
+    derivative of the loss's gradient in ``w_i`` with the censoring weights held fixed
+    (R's score residual of the expanded data, summed over the subject's rows), where each
+    ``(d_k / S0_k)(x - xbar_k)`` above becomes ``c_k x - m_k``, the failure's mean
+    ``xbar`` becomes ``(c_k S1_k - c1_k F1_k) / W_k``, and a tied failure gets ``e_i (c1_k
+    x_i - m1_k)`` back at its own time (it is not at full weight in its own tie's
+    denominators); ``q_g`` takes the same ``c_k x_j - m_k`` (its derivative in ``G``),
+    shared out to group g's failures by their weight. With one failure per time this is
+    Breslow's, term by term."""
     n, d, T = data.n, data.d, data.n_times
     P = np.ones((1, n))
     s = risk_sums(data, np.asarray(theta, dtype=np.float64)[None, :], P)
     _, Y, cens = censoring_survival(data, P)
     G, Y, cens = s.G[0], Y[0], cens[0]
-    S0, S1, dk, e, inv = s.S0[0], s.S1[0], s.dk[0], s.e[0], s.inv[0]
+    S1, dk, e, inv = s.S1[0], s.dk[0], s.e[0], s.inv[0]
     e_own = e / data.weight             # the subject's own factor: per unit of its weight
     X, tie = data.X, data.tie
-    xbar = S1 / S0[:, None]
-    xbarT = np.zeros((T, d))
-    xbarT[data.fail] = xbar
+    tt = tie_terms(s.S0, s.F0, s.nd, s.dk)
+    c, m_risk = tt.c[0], tt.risk_mean(s.S1, s.F1)[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # the failures' mean (c S1 - c1 F1) / W: Breslow's S1 / S0
+        xbar = np.where(dk[:, None] > 0, (c[:, None] * S1 - tt.c1[0][:, None] * s.F1[0])
+                        / np.where(dk > 0, dk, 1.0)[:, None], 0.0)
 
-    def on_times(c):           # per failure time -> (T,), (T, d) with xbar
-        cT = np.zeros(T)
-        cT[data.fail] = c
-        return cT, cT[:, None] * xbarT
+    def on_times(a, v):        # per failure time (K,), (K, d) -> (T,), (T, d)
+        aT, vT = np.zeros(T), np.zeros((T, d))
+        aT[data.fail], vT[data.fail] = a, v
+        return aT, vT
 
-    cT, cxT = on_times(dk / S0)
+    cT, cxT = on_times(c, m_risk)
+    _, xbarT = on_times(c, xbar)
     comp = data.kind == COMPETING
     # eta: the failure's own term, minus the compensator over the risk sets it belongs to
     out = (data.kind == CAUSE)[:, None] * (X - xbarT[tie])
     out -= e_own[:, None] * (X * sums_up_to(data, cT[None])[0][tie][:, None]
                              - sums_up_to(data, cxT[None])[0][tie])
+    if data.ties == "efron":     # a tied failure's own time: c1 x_i - m1 back
+        c1T, m1T = on_times(tt.c1[0], tt.own_mean(s.S1, s.F1)[0])
+        cause = data.kind == CAUSE
+        out[cause] += e_own[cause, None] * (X[cause] * c1T[tie[cause], None]
+                                            - m1T[tie[cause]])
     fails_g = per_time(data, ((data.weight * (data.kind == CAUSE))[:, None]
                               * (data.group[:, None] == np.arange(data.n_groups))
                               )[None])[0][data.fail]                         # (K, C)
@@ -505,7 +556,9 @@ def crr_scores(data, theta, *, censoring_term=True):
                                                      - after_x[tie[mi]])
             if not censoring_term:
                 continue
-            cgT, cgxT = on_times(fails_g[:, g] / S0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = np.where(dk > 0, fails_g[:, g] / np.where(dk > 0, dk, 1.0), 0.0)
+            cgT, cgxT = on_times(share * c, share[:, None] * m_risk)
             own = suffix_sums((cgT * G[g])[None])[0]                              # t_k >= s
             own_x = suffix_sums((cgxT * G[g][:, None])[None])[0]
             u = e * inv * m

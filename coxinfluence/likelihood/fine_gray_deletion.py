@@ -49,11 +49,12 @@ from coxinfluence.likelihood.fine_gray import (
     risk_set_sums,
     risk_sums,
     sums_before,
+    tie_terms,
 )
 from coxinfluence.numerics.rows import matmul_rows
 from coxinfluence.numerics.threads import for_row_blocks, n_threads
 
-__all__ = ["DeletionState", "deleted_derivatives", "deleted_baseline_jumps"]
+__all__ = ["DeletionState", "deleted_derivatives", "deleted_baseline_jumps", "after_shift"]
 
 #: floats per block of (subjects x failure times x d) arrays
 _BLOCK_FLOATS = 4_000_000
@@ -77,6 +78,8 @@ class DeletionState:
         self.e, self.G, self.inv = s.e[0], s.G[0], s.inv[0]
         self.S0, self.S1, self.dk, self.xf = s.S0[0], s.S1[0], s.dk[0], s.xf[0]
         self.Y, self.cens = Y[0], cens[0]
+        self.nd, self.F0, self.F1 = s.nd[0], s.F0[0], s.F1[0]
+        self.efron = data.ties == "efron"
         self.w = data.weight
         self.u = self.e * self.inv
         # matrices packed as their upper triangles (d (d + 1) / 2 entries)
@@ -92,6 +95,12 @@ class DeletionState:
                         per_time(data, ((self.u * m)[:, None] * self.XX)[None]))[0]
             self.S2 = Et[data.fail]                                   # (K, d*d)
             self.S1S1 = _outer(self.S1, self.S1, self.upper)
+            if self.efron:      # the tied failures' sums and their products
+                cause = data.kind == CAUSE
+                self.F2 = per_time(data, ((self.e * cause)[:, None] * self.XX)[None])[0][
+                    data.fail]
+                self.S1F1 = _outer(self.S1, self.F1, self.upper, symmetric=True)
+                self.F1F1 = _outer(self.F1, self.F1, self.upper)
         Y_own = self.Y[data.group, data.tie]
         self.special = Y_own - self.w <= 1e-12 * Y_own
         self.k_bounds = data.fail_bounds
@@ -100,10 +109,14 @@ class DeletionState:
     def _outside_terms(self):
         """(S, d) and (S, d*d) or None: the gradient's and Hessian's terms of the failure
         times outside each stratum (0 with one stratum)."""
-        c = self.dk / self.S0
-        parts = [c[:, None] * self.S1]
+        tt = tie_terms(self.S0, self.F0, self.nd, self.dk, loss=False)
+        parts = [tt.c[:, None] * self.S1 - tt.c1[:, None] * self.F1]
         if self.hessian:
-            parts.append(c[:, None] * self.S2 - (c / self.S0)[:, None] * self.S1S1)
+            h = tt.c[:, None] * self.S2 - tt.g0[:, None] * self.S1S1
+            if self.efron:
+                h += (-tt.c1[:, None] * self.F2 + tt.g1[:, None] * self.S1F1
+                      - tt.g2[:, None] * self.F1F1)
+            parts.append(h)
         kb = self.k_bounds
         out = []
         for part in parts:
@@ -123,7 +136,8 @@ class DeletionState:
 
     def full_gradient(self):
         """The gradient of the full data at ``theta``."""
-        return (self.dk / self.S0) @ self.S1 - self.xf
+        tt = tie_terms(self.S0, self.F0, self.nd, self.dk, loss=False)
+        return tt.c @ self.S1 - tt.c1 @ self.F1 - self.xf
 
 
 class _Piece:
@@ -177,6 +191,8 @@ class _Piece:
         if st.hessian:
             self.S2s = st.S2 + self.D[2]
             self.S1S1s = _outer(S1, S1, st.upper)
+            if st.efron:
+                self.S1F1s = _outer(S1, st.F1, st.upper, symmetric=True)
 
 
 def _ratio_factor(st, piece, rows):
@@ -192,6 +208,19 @@ def _ratio_factor(st, piece, rows):
         den = 1.0 - c / Y
         R = np.where(den > 0, piece.F[tau] * np.where(c - cens_i > 0, num, 1.0) / den, 0.0)
     return np.where(np.isfinite(R), R, 0.0)
+
+
+def after_shift(st, piece, rows, order, z, R=None):
+    """``beta_i`` of the module docstring for the sorted ``rows`` (of ``piece``'s group and
+    weight): ``R_i (P^{-i}(<= T_i)) - B(<= T_i)`` of ``order`` (0: 1, 1: x, 2: x x'
+    packed; ``z`` (m, width) the rows' own values of it), by which each deleted risk-set
+    sum after ``T_i`` moves per unit of ``G_g(t_k-)``. ``R``: the rows'
+    :func:`_ratio_factor`, when already known."""
+    tau, kind = st.data.tie[rows], st.data.kind[rows]
+    R = _ratio_factor(st, piece, rows) if R is None else R
+    own_v = np.where(kind == COMPETING, piece.v[rows], 0.0)
+    return (R[:, None] * (piece.P_le[order][tau] - own_v[:, None] * z)
+            - piece.B_le[order][tau])
 
 
 def _outer(a, b, upper, symmetric=False):
@@ -226,11 +255,9 @@ def _block(st, piece, rows):
     e_i, x_i = st.e[rows], X[rows]
     cause = kind == CAUSE
     R = _ratio_factor(st, piece, rows)
-    own_v = np.where(kind == COMPETING, piece.v[rows], 0.0)
 
     def beta(order, z):
-        return (R[:, None] * (piece.P_le[order][tau] - own_v[:, None] * z)
-                - piece.B_le[order][tau])
+        return after_shift(st, piece, rows, order, z, R)
 
     b0 = beta(0, np.ones((m, 1)))[:, 0]
     b1 = beta(1, x_i)
@@ -240,27 +267,46 @@ def _block(st, piece, rows):
     lo = np.searchsorted(fail, tau.min(), side="left")        # t_k < T_i for every row
     hi = np.searchsorted(fail, tau.max(), side="right")       # t_k > T_i for every row
     L, B, Rr = slice(k0, lo), slice(lo, hi), slice(hi, k1)
-    # the weights d_k / S0'_k, in place
+    # the deleted denominators S0'_k of each (row, failure time)
     wL = np.subtract(S0s[None, L], e_i[:, None])
     wR = np.multiply.outer(b0, right[Rr, d])
     wR += st.S0[None, Rr]
     le = fail[None, B] <= tau[:, None]
     wB = np.where(le, S0s[None, B] - e_i[:, None], st.S0[None, B] + b0[:, None]
                   * right[B, d][None, :])
+    # the failures at each time: a failing row leaves its own time's
     dB = np.broadcast_to(st.dk[B], le.shape).copy()
     hit = np.flatnonzero(cause)
-    if hit.size:
-        dB[hit, np.searchsorted(fail, tau[hit]) - lo] -= w
-    den = (wL.copy(), wR.copy(), wB.copy()) if st.hessian else None
-    np.divide(st.dk[None, L], wL, out=wL)
-    np.divide(st.dk[None, Rr], wR, out=wR)
-    np.divide(dB, wB, out=wB)
+    own = np.searchsorted(fail, tau[hit]) - lo
+    dB[hit, own] -= w
+    if st.efron:
+        nB = np.broadcast_to(st.nd[B], le.shape).copy()
+        F0B = np.broadcast_to(st.F0[B], le.shape).copy()
+        nB[hit, own] -= 1.0
+        F0B[hit, own] -= e_i[hit]
+        tL = tie_terms(wL, st.F0[L], st.nd[L], st.dk[L], loss=False)
+        tR = tie_terms(wR, st.F0[Rr], st.nd[Rr], st.dk[Rr], loss=False)
+        tB = tie_terms(wB, F0B, nB, dB, loss=False)
+        wL, wR, wB = tL.c, tR.c, tB.c
+        qL, qR, qB = tL.g0, tR.g0, tB.g0
+    else:           # Breslow's weights d_k / S0'_k and d_k / S0'_k^2, in place
+        den = (wL.copy(), wR.copy(), wB.copy()) if st.hessian else None
+        np.divide(st.dk[None, L], wL, out=wL)
+        np.divide(st.dk[None, Rr], wR, out=wR)
+        np.divide(dB, wB, out=wB)
+        if st.hessian:
+            qL, qR, qB = wL / den[0], wR / den[1], wB / den[2]
     wl, wr = wB * le, wB * ~le
     lv = _mm(wL, left[L]) + _mm(wl, left[B])                        # (m, d + 1): S1 part, sum
     rv = _mm(wR, right[Rr]) + _mm(wr, right[B])                     # (m, d + 1): S1 part, G sum
     sum_l, wrG = lv[:, d], rv[:, d]
     grad = lv[:, :d] - (e_i * sum_l)[:, None] * x_i + rv[:, :d] + wrG[:, None] * b1 \
         - st.xf[None, :] + (w * cause)[:, None] * x_i + st.outside_grad[s][None, :]
+    if st.efron:        # - c1 F1', F1' without the row's own e x at its time
+        F1 = st.F1
+        grad -= _mm(tL.c1, F1[L]) + _mm(tB.c1, F1[B]) + _mm(tR.c1, F1[Rr])
+        c1_own = tB.c1[hit, own] * e_i[hit]
+        grad[hit] += c1_own[:, None] * x_i[hit]
     if not st.hessian:
         return grad, None
     up = st.upper
@@ -270,7 +316,6 @@ def _block(st, piece, rows):
     part = _mm(wL, S2s[L]) + _mm(wl, S2s[B]) - (e_i * sum_l)[:, None] * xx \
         + _mm(wR, st.S2[Rr]) + _mm(wr, st.S2[B]) + wrG[:, None] * b2 \
         + st.outside_hess[s][None, :]
-    qL, qR, qB = wL / den[0], wR / den[1], wB / den[2]
     ql, qr = qB * le, qB * ~le
     lq = _mm(qL, left[L]) + _mm(ql, left[B])
     part -= _mm(qL, S1S1s[L]) + _mm(ql, S1S1s[B]) \
@@ -282,10 +327,44 @@ def _block(st, piece, rows):
     part -= _mm(qR, st.S1S1[Rr]) + _mm(qr, st.S1S1[B]) \
         + _outer(b1, right1, up, symmetric=True) \
         + (_mm(qR, G2[Rr]) + _mm(qr, G2[B])) * _outer(b1, b1, up)
+    if st.efron:
+        part += _efron_hessian_terms(st, piece, (L, B, Rr), (tL, tB, tR), le, x_i, e_i, b1,
+                                     hit, own, c1_own)
     hess = np.empty((m, d, d))
     hess[:, up[0], up[1]] = part
     hess[:, up[1], up[0]] = part
     return grad, hess
+
+
+def _efron_hessian_terms(st, piece, slices, terms, le, x_i, e_i, b1, hit, own, c1_own):
+    """(m, d*d) Efron's Hessian terms beyond Breslow's form (:class:`~coxinfluence.
+    likelihood.fine_gray.TieTerms`): ``- c1 F2' + g1 (S1' F1'' + F1' S1'') - g2 F1' F1''``
+    summed over the failure times, with ``S1'`` the deleted risk set's (``S1 + D1_g - e_i
+    x_i`` up to ``T_i``, ``S1 + G_g b1_i`` after) and ``F1'``, ``F2'`` without the row's
+    own ``e x``, ``e x x'`` at its time (``hit``: the failing rows, ``own``: their time's
+    column in the band ``B``; ``c1_own``: ``c1 e_i`` there)."""
+    L, B, Rr = slices
+    tL, tB, tR = terms
+    up, d = st.upper, x_i.shape[1]
+    F1, F2, fail = st.F1, st.F2, st.data.fail
+    G = st.G[piece.key[0], fail]
+    g1l, g1r = tB.g1 * le, tB.g1 * ~le
+    lf = _mm(tL.g1, F1[L]) + _mm(g1l, F1[B])                         # sum g1 F1, t_k <= T_i
+    rf = _mm(tR.g1 * G[Rr], F1[Rr]) + _mm(g1r * G[B], F1[B])         # sum g1 G F1, after
+    out = -(_mm(tL.c1, F2[L]) + _mm(tB.c1, F2[B]) + _mm(tR.c1, F2[Rr]))
+    out += _mm(tL.g1, piece.S1F1s[L]) + _mm(g1l, piece.S1F1s[B]) \
+        - e_i[:, None] * _outer(x_i, lf, up, symmetric=True) \
+        + _mm(tR.g1, st.S1F1[Rr]) + _mm(g1r, st.S1F1[B]) + _outer(b1, rf, up, symmetric=True)
+    out -= _mm(tL.g2, st.F1F1[L]) + _mm(tB.g2, st.F1F1[B]) + _mm(tR.g2, st.F1F1[Rr])
+    if hit.size:        # the failing rows' own time: F1' = F1 - e x, F2' = F2 - e x x'
+        k = B.start + own
+        x, e = x_i[hit], e_i[hit]
+        S1_own = piece.left[k, :d] - e[:, None] * x
+        out[hit] += c1_own[:, None] * _outer(x, x, up) \
+            - (tB.g1[hit, own] * e)[:, None] * _outer(S1_own, x, up, symmetric=True) \
+            - tB.g2[hit, own][:, None] * (e[:, None] ** 2 * _outer(x, x, up)
+                                          - e[:, None] * _outer(x, F1[k], up, symmetric=True))
+    return out
 
 
 def _classes(state, rows):
@@ -353,30 +432,39 @@ def deleted_baseline_jumps(state, rows=None):
         t_k <= T_i:  S0_k - e_i + D_g(t_k),      t_k > T_i:  S0_k + G_g(t_k-) beta_i,
 
     and ``d_k`` less the row's weight at ``T_i`` when row i fails from the cause (the
-    other strata's jumps do not change). O(K) per row; the rows alone at their time and
+    other strata's jumps do not change); with Efron's ties the jump is Efron's
+    (:func:`~coxinfluence.likelihood.fine_gray.baseline_jumps`) of these sums, the row
+    leaving its own tie. O(K) per row; the rows alone at their time and
     last in their group are deleted literally, as in :func:`deleted_derivatives`."""
     data = state.data
     rows = np.arange(data.n) if rows is None else np.asarray(rows, dtype=np.intp)
     fail = data.fail
     den = np.broadcast_to(state.S0, (rows.size, fail.size)).copy()
     dk = np.broadcast_to(state.dk, den.shape).copy()
+    nd = np.broadcast_to(state.nd, den.shape).copy()
+    F0 = np.broadcast_to(state.F0, den.shape).copy()
     tb = data.time_bounds
     for g, w, pos in _classes(state, rows):
         piece = state.piece(g, w)
         r = rows[pos]
         tau, s = data.tie[r], data.stratum[r]
-        own_v = np.where(data.kind[r] == COMPETING, piece.v[r], 0.0)
-        beta0 = (_ratio_factor(state, piece, r) * (piece.P_le[0][tau, 0] - own_v)
-                 - piece.B_le[0][tau, 0])
+        beta0 = after_shift(state, piece, r, 0, np.ones((r.size, 1)))[:, 0]
         in_s = (fail[None, :] >= tb[s][:, None]) & (fail[None, :] < tb[s + 1][:, None])
         before = fail[None, :] <= tau[:, None]                       # t_k <= T_i
         den[pos] = np.where(in_s & before, piece.S0s[None, :] - state.e[r, None],
                             np.where(in_s, state.S0[None, :] + beta0[:, None]
                                      * state.G[g][fail][None, :], state.S0[None, :]))
         own = np.flatnonzero(data.kind[r] == CAUSE)
-        dk[pos[own], np.searchsorted(fail, tau[own])] -= w
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(dk > 0, dk / np.where(dk > 0, den, 1.0), 0.0)
+        at = (pos[own], np.searchsorted(fail, tau[own]))
+        dk[at] -= w
+        if state.efron:
+            nd[at] -= 1.0
+            F0[at] -= state.e[r[own]]
+    if state.efron:
+        out = tie_terms(den, F0, nd, dk, loss=False).c
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(dk > 0, dk / np.where(dk > 0, den, 1.0), 0.0)
     lone = np.flatnonzero(state.special[rows])
     if lone.size:
         full = baseline_jumps(data, state.theta[None, :], np.ones((1, data.n)))[1]

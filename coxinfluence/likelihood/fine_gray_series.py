@@ -61,8 +61,12 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from coxinfluence.likelihood.fine_gray import CAUSE, COMPETING
-from coxinfluence.likelihood.fine_gray_deletion import _ratio_factor, deleted_derivatives
+from coxinfluence.likelihood.fine_gray import CAUSE
+from coxinfluence.likelihood.fine_gray_deletion import (
+    _ratio_factor,
+    after_shift,
+    deleted_derivatives,
+)
 from coxinfluence.numerics.series import (
     add_direct_pairs,
     choose_split,
@@ -123,11 +127,12 @@ def deleted_gradients_series(state, rows=None, *, rho=None, n_terms=None,
 def _km_change(state, g):
     """Group g's re-estimated Kaplan-Meier pieces for unit weights (``state.piece(g, 1)``
     of :class:`~coxinfluence.likelihood.fine_gray_deletion.DeletionState`): ``D0`` (K,),
-    ``D1`` (K, d), the prefix sums ``P_le``, ``B_le`` of orders 1 and x, (T,) and (T, d),
-    ``v`` (n,) and ``ratio(rows)`` (``R_i``)."""
+    ``D1`` (K, d), the piece itself (for :func:`~coxinfluence.likelihood.
+    fine_gray_deletion.after_shift`), and for the tests' references its prefix sums
+    ``P_le``, ``B_le`` of orders 1 and x, ``v`` and ``ratio(rows)`` (``R_i``)."""
     pc = state.piece(g, 1.0)
-    return SimpleNamespace(D0=pc.D[0][:, 0], D1=pc.D[1], P0=pc.P_le[0][:, 0], P1=pc.P_le[1],
-                           B0=pc.B_le[0][:, 0], B1=pc.B_le[1], v=pc.v,
+    return SimpleNamespace(D0=pc.D[0][:, 0], D1=pc.D[1], piece=pc, P0=pc.P_le[0][:, 0],
+                           P1=pc.P_le[1], B0=pc.B_le[0][:, 0], B1=pc.B_le[1], v=pc.v,
                            ratio=lambda rows: _ratio_factor(state, pc, rows))
 
 
@@ -159,10 +164,8 @@ def _group_corrections(state, g, rows, rho, n_terms, pair_block):
                pair_values=left.left_pairs(x - centre))
     out -= e[:, None] * part1
     # the right sum
-    R = km.ratio(rows)
-    own_v = np.where(kind == COMPETING, km.v[rows], 0.0)
-    b0 = R * (km.P0[tau] - own_v) - km.B0[tau]
-    b1 = R[:, None] * (km.P1[tau] - own_v[:, None] * x) - km.B1[tau]
+    b0 = after_shift(state, km.piece, rows, 0, np.ones((m, 1)))[:, 0]
+    b1 = after_shift(state, km.piece, rows, 1, x)
     b1 -= b0[:, None] * centre
     G = state.G[g, fail]
     if G[0] > 0:                         # else G_g is 0 at every failure time

@@ -208,7 +208,7 @@ def _status(status, n, index, cause):
 
 
 def make_fine_gray_data(X, time, status, cause=1, *, cengroup=None, weights=None,
-                        strata=None):
+                        strata=None, ties="breslow"):
     """Validate the caller's input: (FineGrayData, columns, index, group labels, status
     codes, strata labels)."""
     Xa, columns, index = as_float_matrix(X, "X")
@@ -244,7 +244,7 @@ def make_fine_gray_data(X, time, status, cause=1, *, cengroup=None, weights=None
     stratum, labels_s, _ = encode_strata(strata, n, index)
     strata_labels = pd.Index([1] if labels_s is None else list(labels_s), name="strata",
                              tupleize_cols=False)
-    data = build_fine_gray_data(Xa, t, kind, group, weight=w, stratum=stratum)
+    data = build_fine_gray_data(Xa, t, kind, group, weight=w, stratum=stratum, ties=ties)
     check_design(SimpleNamespace(**vars(data.rank_view()), columns=columns))
     return data, columns, index, labels, codes, strata_labels
 
@@ -270,18 +270,20 @@ def fit_fine_gray(X, time, status, cause=1, *, cengroup=None, weights=None, stra
         (baselines) per stratum, and the censoring Kaplan-Meier per censoring group
         within each stratum (as ``survival::finegray`` with ``strata()``); the loss is
         the sum over strata.
-    ties : "breslow" (crr's); "efron" is not supported yet.
+    ties : "breslow" (crr's) or "efron": R's weighted Efron approximation (``coxph`` on
+        the data expanded as ``survival::finegray`` does: each of the ``n_k`` tied
+        failures carries the mean weight, :class:`~coxinfluence.likelihood.fine_gray.
+        TieTerms`), so with Efron integer weights are not duplicated subjects.
     tol : convergence when ``max |gradient| <= tol`` (or the gradient's rounding floor,
         :func:`fine_gray_gradient_tolerance`) and the Newton step is small
         (:func:`coxinfluence.numerics.newton.converged`).
     max_iter : Newton iterations before a :class:`FineGrayConvergenceWarning`.
     init : starting coefficients (default zeros, as crr).
     """
-    if ties != "breslow":
-        raise NotImplementedError(f"fit_fine_gray: ties={ties!r} is not supported yet; crr's "
-                                  "ties are 'breslow'")
+    if ties not in ("breslow", "efron"):
+        raise CoxInputError(f"ties must be 'breslow' (crr's) or 'efron'; got {ties!r}")
     data, columns, index, labels, codes, strata_labels = make_fine_gray_data(
-        X, time, status, cause, cengroup=cengroup, weights=weights, strata=strata)
+        X, time, status, cause, cengroup=cengroup, weights=weights, strata=strata, ties=ties)
     theta0 = np.zeros(data.d) if init is None else np.asarray(init, dtype=np.float64)
     if theta0.shape != (data.d,):
         raise CoxInputError(f"init must have {data.d} entries; got shape {theta0.shape}")
