@@ -485,7 +485,7 @@ def main(argv=None):
              "set, shared sums over the failure times, the few large shares summed "
              "directly), one run each; peak memory by tracemalloc (numpy's buffers "
              "included) in a separate run of fit + VIF. Beside it, at 10^5, the O(n K d) "
-             "closed form (`FineGrayAudit(fit).vif`, every subject against every failure "
+             "closed form (`deleted_derivatives`, every subject against every failure "
              "time) and the largest relative difference of the two VIFs (per coefficient, "
              "over its largest |VIF|); at every n the deleted gradients of 2,000 subjects "
              "(evenly spaced in time) against the closed form, the same measure (the "
