@@ -31,21 +31,21 @@ def third_derivative(risk_sets, theta, block=4096):
     # S2, S3) and the row weights of a_k (x) M2_k
     S = risk_sets.sum_over_risk_sets(np.concatenate([q[:, None], q[:, None] * a],
                                                     axis=1)[None], st.frac)[0]
-    coef = st.risk * S[:, 0]                                            # (n,)
-    A = st.risk[:, None] * S[:, 1:]                                     # (n, d)
-    X = data.X
-    M3 = np.zeros((d, d * d))
-    P = np.zeros((d, d * d))
-    for s in range(0, data.n, block):
+    # M3 - (P three ways), P = sum_j A_j (x) x_j x_j', is the symmetrisation of
+    # sum_j (c_j x_j - 3 A_j) (x) x_j x_j' (M3 is symmetric, P in its last two indices):
+    # one product over the rows instead of two
+    V = st.risk[:, None] * (S[:, :1] * data.X - 3.0 * S[:, 1:])          # (n, d)
+    half = _moment(V, data.X, block) + 2.0 * _moment(m[:, None] * a, a, block)
+    half = half.reshape(d, d, d)
+    return (half + half.transpose(1, 0, 2) + half.transpose(1, 2, 0)) / 3.0
+
+
+def _moment(V, X, block):
+    """(d, d * d) ``sum_j v_j (x) x_j x_j'`` in blocks of rows."""
+    d = X.shape[1]
+    out = np.zeros((V.shape[1], d * d))
+    for s in range(0, X.shape[0], block):
         xs = X[s:s + block]
-        outer = (xs[:, :, None] * xs[:, None, :]).reshape(-1, d * d)
-        M3 += matmul_reduce_rows(coef[s:s + block, None] * xs, outer)
-        P += matmul_reduce_rows(A[s:s + block], outer)
-    ma = m[:, None] * a
-    A3 = np.zeros((d, d * d))
-    for s in range(0, a.shape[0], block):
-        ak = a[s:s + block]
-        A3 += matmul_reduce_rows(ma[s:s + block],
-                                  (ak[:, :, None] * ak[:, None, :]).reshape(-1, d * d))
-    M3, P, A3 = (v.reshape(d, d, d) for v in (M3, P, A3))
-    return (M3 - P - P.transpose(1, 0, 2) - P.transpose(1, 2, 0) + 2 * A3)
+        out += matmul_reduce_rows(V[s:s + block],
+                                  (xs[:, :, None] * xs[:, None, :]).reshape(-1, d * d))
+    return out
