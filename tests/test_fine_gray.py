@@ -45,11 +45,16 @@ GOLDEN = HERE / "fixtures" / "r_fine_gray"
 
 # ------------------------------------------------------------------ the R fixtures
 
-def load(folder):
+def load(folder, precision=None):
+    """(cases, reference, data) of an R fixture folder; ``precision="round_trip"`` reads
+    the numbers exactly. The crr fixtures keep pandas' default parser (up to 1 ulp off):
+    their cumulative-incidence query times sit on failure times, where the last bit
+    decides the side of a step (measured: read exactly, two values of ``simc`` move by
+    one step)."""
     folder = Path(folder)
     cases = pd.read_csv(folder / "cases.csv", keep_default_na=False).set_index("case")
-    ref = pd.read_csv(folder / "reference.csv")
-    data = {name: pd.read_csv(folder / f"data_{name}.csv")
+    ref = pd.read_csv(folder / "reference.csv", float_precision=precision)
+    data = {name: pd.read_csv(folder / f"data_{name}.csv", float_precision=precision)
             for name in cases["dataset"].unique()}
     return cases, ref, data
 

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from test_fine_gray import load, reference, rel  # R's long-format fixtures; relative error
 
 import coxinfluence as ci
 from coxinfluence.influence_functions.fine_gray_audit import FineGrayAudit
@@ -46,22 +47,6 @@ from coxinfluence.likelihood.fine_gray import crr_scores
 HERE = Path(__file__).parent
 SCRIPT = HERE / "r" / "fine_gray_expanded_reference.R"
 GOLDEN = HERE / "fixtures" / "r_fine_gray_expanded"
-
-
-def load(folder):
-    folder = Path(folder)
-    cases = pd.read_csv(folder / "cases.csv", keep_default_na=False).set_index("case")
-    ref = pd.read_csv(folder / "reference.csv", float_precision="round_trip")
-    data = {name: pd.read_csv(folder / f"data_{name}.csv", float_precision="round_trip")
-            for name in cases["dataset"].unique()}
-    return cases, ref, data
-
-
-def reference(ref, case, quantity):
-    sub = ref[(ref["case"] == case) & (ref["quantity"] == quantity)]
-    out = np.full((sub["row"].max() + 1, sub["col"].max() + 1), np.nan)
-    out[sub["row"].to_numpy(), sub["col"].to_numpy()] = sub["value"].to_numpy()
-    return out
 
 
 def fit_case(row, d, *, weights=True, ties=None):
@@ -73,23 +58,18 @@ def fit_case(row, d, *, weights=True, ties=None):
                             strata=column(row["strata"]), ties=ties or row["ties"])
 
 
-def rel(a, b, floor=1e-300):
-    b = np.asarray(b)
-    return float(np.abs(np.asarray(a) - b).max() / max(np.abs(b).max(), floor))
-
-
 def coef_gap(a, b):
     """max |a - b| / max(1, |b|), elementwise."""
     b = np.asarray(b)
     return float((np.abs(np.asarray(a) - b) / np.maximum(1.0, np.abs(b))).max())
 
 
-CASES = list(load(GOLDEN)[0].index)
+CASES = list(load(GOLDEN, "round_trip")[0].index)
 
 
 @pytest.fixture(scope="module")
 def golden():
-    return load(GOLDEN)
+    return load(GOLDEN, "round_trip")
 
 
 def check_fit(cases, ref, data, case):
@@ -200,7 +180,7 @@ def test_live_against_expanded_coxph(tmp_path):
         pytest.skip("R's survival is not installed (apt-get install -y r-cran-survival)")
     subprocess.run(["Rscript", str(SCRIPT), str(tmp_path), "11", "150"], check=True,
                    capture_output=True)
-    cases, ref, data = load(tmp_path)
+    cases, ref, data = load(tmp_path, "round_trip")
     for case in cases.index:
         fit = check_fit(cases, ref, data, case)
         check_eta(fit, ref, case)
