@@ -226,16 +226,11 @@ main <- function(args) {
   set.seed(seed)
   dir.create(outdir, showWarnings = FALSE, recursive = TRUE)
 
-  # the generator of tests/r/fine_gray_reference.R, draw for draw
-  x1 <- rnorm(n); x2 <- rbinom(n, 1, 0.4); x3 <- runif(n)
-  cg <- sample(1:2, n, replace = TRUE)
-  lp <- 0.6 * x1 - 0.5 * x2 + 0.8 * x3
-  t1 <- rexp(n, 0.10 * exp(lp)); t2 <- rexp(n, 0.06 * exp(-0.3 * x1)); t3 <- rexp(n, 0.03)
-  cens <- ifelse(cg == 1, runif(n, 2, 14), rexp(n, 0.12))
-  tt <- pmin(t1, t2, t3, cens)
-  status <- ifelse(tt == cens, 0, ifelse(tt == t1, 1, ifelse(tt == t2, 2, 3)))
-  sim <- data.frame(time = pmax(round(tt, 1), 0.1), status = status, x1 = x1, x2 = x2,
-                    x3 = x3, cg = cg)
+  # the design of tests/r/fine_gray_reference.R, draw for draw (fine_gray_sim.R)
+  here <- dirname(normalizePath(sub("^--file=", "",
+                                    grep("^--file=", commandArgs(FALSE), value = TRUE)[1])))
+  source(file.path(here, "fine_gray_sim.R"))
+  sim <- fine_gray_sim(n)$sim
   # drawn after that design
   sim$w <- round(runif(n, 0.5, 2), 3)
   sim$wi <- sample(1:3, n, replace = TRUE)

@@ -42,18 +42,13 @@ mg <- data.frame(etime = ifelse(mgus2$pstat == 0, mgus2$futime, mgus2$ptime),
                  creat = mgus2$creat, mspike = mgus2$mspike)
 mg <- na.omit(mg)
 rownames(mg) <- NULL
-n <- n_sim
-x1 <- rnorm(n); x2 <- rbinom(n, 1, 0.4); x3 <- runif(n)
-cg <- sample(1:2, n, replace = TRUE)
-lp <- 0.6 * x1 - 0.5 * x2 + 0.8 * x3
-t1 <- rexp(n, 0.10 * exp(lp)); t2 <- rexp(n, 0.06 * exp(-0.3 * x1)); t3 <- rexp(n, 0.03)
-cens <- ifelse(cg == 1, runif(n, 2, 14), rexp(n, 0.12))
-tt <- pmin(t1, t2, t3, cens)
-status <- ifelse(tt == cens, 0, ifelse(tt == t1, 1, ifelse(tt == t2, 2, 3)))
-sim <- data.frame(time = pmax(round(tt, 1), 0.1), status = status, x1 = x1, x2 = x2,
-                  x3 = x3, cg = cg)
+here <- dirname(normalizePath(sub("^--file=", "",
+                                  grep("^--file=", commandArgs(FALSE), value = TRUE)[1])))
+source(file.path(here, "fine_gray_sim.R"))
+drawn <- fine_gray_sim(n_sim)
+sim <- drawn$sim
 simc <- sim
-simc$time <- tt          # the same design in continuous time: no ties at all
+simc$time <- drawn$tt    # the same design in continuous time: no ties at all
 
 write.csv(pbc2, file.path(outdir, "data_pbc.csv"), row.names = FALSE)
 write.csv(mg, file.path(outdir, "data_mgus2.csv"), row.names = FALSE)
