@@ -5,7 +5,6 @@ largest |value| on designs with ties, several censoring groups, competing risks,
 late risk sets, extreme covariates and R's data; the truncation error obeys its bound."""
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 
 import numpy as np
@@ -235,19 +234,32 @@ def test_differences_from_the_full_gradient_are_exact_to_rounding():
     assert rel(got, want) < rel(ref, want)
 
 
-def test_series_applies_to_unit_weights_one_stratum_and_breslow():
+def test_series_applies_to_unit_weights_and_breslow():
     data, theta = design(60, 1)
     X, t, kind, group = data.X, data.time, data.kind, data.group
     assert series_applies(data)
     assert series_applies(build_fine_gray_data(X, t, kind, group, weight=np.ones(data.n),
-                                               stratum=np.zeros(data.n, dtype=int)))
+                                               stratum=np.arange(data.n) % 2))
     w = np.ones(data.n)
     w[3] = 2.0
-    strata = np.arange(data.n) % 2
     for other in (build_fine_gray_data(X, t, kind, group, weight=w),
-                  build_fine_gray_data(X, t, kind, group, stratum=strata)):
+                  build_fine_gray_data(X, t, kind, group, ties="efron")):
         assert not series_applies(other)
         with pytest.raises(ValueError, match="series_applies"):
             deleted_gradients_series(state_of(other, theta))
-    if "ties" in inspect.signature(build_fine_gray_data).parameters:
-        assert not series_applies(build_fine_gray_data(X, t, kind, group, ties="efron"))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_strata_by_the_series_of_each_stratum(seed):
+    """Stratified data (each stratum its own risk sets and censoring groups): the series
+    per stratum plus the other strata's full gradients is the closed form, in any row
+    order."""
+    rng = np.random.default_rng(seed)
+    data, theta = design(300, seed, n_groups=1 + seed % 3, round_to=0.05 if seed % 2 else None)
+    strata = rng.integers(0, 3, data.n)
+    D = build_fine_gray_data(data.X, data.time, data.kind, data.group, stratum=strata)
+    st = state_of(D, theta)
+    rows = rng.permutation(D.n)
+    got = deleted_gradients_series(st, rows)
+    want = deleted_derivatives(st, rows)[0]
+    assert rel(got - st.full_gradient(), want - st.full_gradient()) < 1e-10

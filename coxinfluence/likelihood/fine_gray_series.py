@@ -51,9 +51,12 @@ the VIF's ``grad L - grad L_{-i}`` does not see (tested against long-double sums
 and closer than the O(n K d) closed form's, which sums the whole gradient per subject,
 measured ~5e-12).
 
-Restrictions (:func:`series_applies`): unit case weights, one stratum, Breslow's ties. The subjects
-alone at their time and last in their group (``state.special``) are deleted literally,
-by :func:`~coxinfluence.likelihood.fine_gray_deletion.deleted_derivatives`, as there.
+Restrictions (:func:`series_applies`): unit case weights and Breslow's ties. Strata are
+separate losses summed (:mod:`coxinfluence.likelihood.fine_gray`): a subject's deleted
+gradient is its stratum's, by the series on that stratum's data alone, plus the other
+strata's full gradients. The subjects alone at their time and last in their group
+(``state.special``) are deleted literally, by
+:func:`~coxinfluence.likelihood.fine_gray_deletion.deleted_derivatives`, as there.
 """
 from __future__ import annotations
 
@@ -61,8 +64,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from coxinfluence.likelihood.fine_gray import CAUSE
+from coxinfluence.likelihood.fine_gray import CAUSE, build_fine_gray_data
 from coxinfluence.likelihood.fine_gray_deletion import (
+    DeletionState,
     _ratio_factor,
     after_shift,
     deleted_derivatives,
@@ -84,12 +88,9 @@ PAIR_BLOCK = 1 << 16
 
 def series_applies(data):
     """Whether :func:`deleted_gradients_series` handles ``data``
-    (:class:`~coxinfluence.likelihood.fine_gray.FineGrayData`): unit case weights, one
-    stratum and Breslow's ties (crr's)."""
-    weight = getattr(data, "weight", None)
-    return (int(getattr(data, "n_strata", 1)) == 1
-            and getattr(data, "ties", "breslow") == "breslow"
-            and (weight is None or bool(np.all(np.asarray(weight) == 1.0))))
+    (:class:`~coxinfluence.likelihood.fine_gray.FineGrayData`): unit case weights and
+    Breslow's ties (crr's), any strata."""
+    return data.ties == "breslow" and data.unit_weights
 
 
 def deleted_gradients_series(state, rows=None, *, rho=None, n_terms=None,
@@ -104,10 +105,11 @@ def deleted_gradients_series(state, rows=None, *, rho=None, n_terms=None,
     ``pair_block``: pairs per block of the direct sums."""
     data = state.data
     if not series_applies(data):
-        raise ValueError("the series form of the deleted gradients needs unit case weights, "
-                         "one stratum and Breslow's ties (series_applies); use "
-                         "deleted_derivatives")
+        raise ValueError("the series form of the deleted gradients needs unit case weights "
+                         "and Breslow's ties (series_applies); use deleted_derivatives")
     rows = np.arange(data.n) if rows is None else np.asarray(rows, dtype=np.intp)
+    if data.n_strata > 1:
+        return _by_stratum(state, rows, rho=rho, n_terms=n_terms, pair_block=pair_block)
     out = np.empty((rows.size, data.d))
     special = state.special[rows]
     full = state.full_gradient()
@@ -120,6 +122,32 @@ def deleted_gradients_series(state, rows=None, *, rho=None, n_terms=None,
     if lone.size:
         out[lone] = deleted_derivatives(state, rows[lone])[0]
     return out
+
+
+def _by_stratum(state, rows, **options):
+    """:func:`deleted_gradients_series` of stratified data: each stratum's rows by the
+    series on the stratum's own data (a contiguous block of the sorted rows, in the same
+    order), plus the other strata's full gradients (module docstring)."""
+    data = state.data
+    bounds = np.append(data.stratum_start, data.n)
+    states = [DeletionState(_stratum_data(data, a, b), state.theta, hessian=False)
+              for a, b in zip(bounds[:-1], bounds[1:])]
+    fulls = [st.full_gradient() for st in states]
+    total = np.sum(fulls, axis=0)
+    out = np.empty((rows.size, data.d))
+    for a, st, full in zip(bounds[:-1], states, fulls):
+        pos = np.flatnonzero(data.stratum[rows] == data.stratum[a])
+        if pos.size:
+            out[pos] = deleted_gradients_series(st, rows[pos] - a, **options) + (total - full)
+    return out
+
+
+def _stratum_data(data, a, b):
+    """The sorted rows ``a:b`` (one stratum) as data of their own, rows in the same order
+    (they are sorted by time already; the stable sort keeps them)."""
+    group = np.unique(data.group[a:b], return_inverse=True)[1].reshape(-1)
+    return build_fine_gray_data(data.X[a:b], data.time[a:b], data.kind[a:b], group,
+                                weight=data.weight[a:b])
 
 
 # ------------------------------------------------------------------ one censoring group
