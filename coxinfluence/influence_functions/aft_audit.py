@@ -53,7 +53,7 @@ from coxinfluence.models.aft import (
     design_view,
     polish,
 )
-from coxinfluence.numerics.newton import newton, solve_any
+from coxinfluence.numerics.newton import halley_step, newton, solve_any
 
 __all__ = ["AFTAudit"]
 
@@ -205,18 +205,11 @@ class AFTAudit(FitSeam):
         + T[D0]/2)^{-1} g`` with ``(H_{-g} + T[D])^{-1}``, the deleted Hessian at the start
         to second order; where Halley's step is not within half of ``D0``, the Newton start
         with ``H_{-g}^{-1}``; where ``H_{-g}`` is singular, the VIF start with ``H^{-1}``."""
-        fit, d = self.fit, self.fit.data.d
+        fit = self.fit
         C = self._unit_hessians(codes)
         H_g = self.information[None] - C
         g = fit.gradient[None, :] - self.unit_gradients[codes]
-        T = self.third.reshape(d, d * d)
-        D0 = -solve_any(H_g, g)
-        D = -solve_any(H_g + 0.5 * (D0 @ T).reshape(-1, d, d), g)
-        newton_only = ~np.isfinite(D).all(axis=1) | (np.abs(D - D0).max(axis=1)
-                                                     > 0.5 * np.abs(D0).max(axis=1))
-        D[newton_only] = D0[newton_only]
-        J_of = H_g + np.where(newton_only[:, None, None], 0.0,
-                              (np.nan_to_num(D) @ T).reshape(-1, d, d))
+        D, J_of, _ = halley_step(H_g, g, self.third)
         vif_only = ~np.isfinite(D).all(axis=1)
         D[vif_only] = -self.vif[codes][vif_only] / self.n_units
         J_of[vif_only] = self.information

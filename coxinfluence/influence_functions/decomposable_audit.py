@@ -45,7 +45,7 @@ from coxinfluence.data.inputs import encode_labels
 from coxinfluence.influence_functions.refits import Refits
 from coxinfluence.influence_functions.seam import ReportHeader
 from coxinfluence.influence_functions.stability import unstable_from_split
-from coxinfluence.numerics.newton import solve_any
+from coxinfluence.numerics.newton import halley_step, solve_any
 
 __all__ = ["DecomposableFit", "DecomposableAudit", "minimise"]
 
@@ -283,21 +283,12 @@ class DecomposableAudit:
         ``H_{-g} + T[D]``, the deleted Hessian at the start to first order; the Newton
         start with ``H_{-g}`` where Halley's step is not within half of ``D0``; the fit
         itself where ``H_{-g}`` is singular."""
-        d = self.coef.size
-        H_g = self.information - self.split[code]
-        r = self.fit.gradient - self.unit_gradients[code]
-        T = self.third.reshape(d, d * d)
-        try:
-            D0 = -np.linalg.solve(H_g, r)
-        except np.linalg.LinAlgError:
+        H_g = (self.information - self.split[code])[None]
+        r = (self.fit.gradient - self.unit_gradients[code])[None]
+        D, M, _ = halley_step(H_g, r, self.third)
+        if not np.isfinite(D).all():
             return self.coef.copy(), self.information
-        try:
-            D = -np.linalg.solve(H_g + 0.5 * (D0 @ T).reshape(d, d), r)
-        except np.linalg.LinAlgError:
-            D = D0
-        if not np.all(np.isfinite(D)) or np.abs(D - D0).max() > 0.5 * np.abs(D0).max():
-            return self.coef + D0, H_g
-        return self.coef + D, H_g + (D @ T).reshape(d, d)
+        return self.coef + D[0], M[0]
 
     def _runaway(self, theta):
         """Whether ``theta`` is more than :data:`RUNAWAY_SE` standard errors from

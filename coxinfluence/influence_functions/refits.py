@@ -40,7 +40,7 @@ from coxinfluence.likelihood.risk_sets import RiskSets, matmul_rows
 from coxinfluence.likelihood.third_derivative import third_derivative
 from coxinfluence.models.cox import check_fit
 from coxinfluence.numerics.executors import n_workers, on_workers, whole_batch_chunks
-from coxinfluence.numerics.newton import newton, solve_any, solve_batch
+from coxinfluence.numerics.newton import halley_step, newton, solve_batch
 
 
 class LeaveOneOutWarning(UserWarning):
@@ -342,7 +342,8 @@ def _warm_start(fit, units, codes, vif_units=None, third=None, split=None):
     full-data third derivative ``T``
     (:func:`coxinfluence.likelihood.third_derivative.third_derivative`):
     the one-step Newton change ``D0 = -H_{-g}^{-1} g``, then Halley's
-    ``D = -(H_{-g} + T[D0]/2)^{-1} g``, and the start ``theta_hat + D`` with
+    ``D = -(H_{-g} + T[D0]/2)^{-1} g`` (:func:`coxinfluence.numerics.newton.halley_step`,
+    the start of every model's refits), and the start ``theta_hat + D`` with
     ``(H_{-g} + T[D])^{-1}``, the deleted-data Hessian at the start to O(|D|^2 + |D|/n)
     relative, as first inverse Jacobian. The start is O(|D|^3) from the refit (Newton's:
     O(|D|^2)) and the first quasi-Newton step contracts its error by O(|D|^2) (with
@@ -386,20 +387,12 @@ def _warm_start(fit, units, codes, vif_units=None, third=None, split=None):
     J[:] = np.linalg.inv(fit.information)
     newton_only = idx
     if idx.size:
-        T = (third_derivative(fit.risk_sets, fit.coef) if third is None
-             else np.asarray(third)).reshape(d, d * d)
-        D0 = -step[solved]
-
-        def contract(D):                                 # T[D] (m, d, d)
-            return matmul_rows(D, T, np.empty((D.shape[0], d * d))).reshape(-1, d, d)
-
-        H_i = H_loo[idx]
-        D = -solve_any(H_i + 0.5 * contract(D0), g_loo[idx])
-        halley = (np.isfinite(D).all(axis=1)
-                  & (np.abs(D - D0).max(axis=1) <= 0.5 * np.abs(D0).max(axis=1)))
+        T = third_derivative(fit.risk_sets, fit.coef) if third is None else third
+        D, M, newton = halley_step(H_loo[idx], g_loo[idx], T, D0=-step[solved])
         good = np.zeros(idx.size, dtype=bool)
+        halley = ~newton
         if halley.any():
-            inv, good[halley] = _inverse_batch(H_i[halley] + contract(D[halley]))
+            inv, good[halley] = _inverse_batch(M[halley])
             use = idx[good]
             theta[use] = fit.coef + D[good]
             J[use] = inv[good[halley]]

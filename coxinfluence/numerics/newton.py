@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from coxinfluence.numerics.rows import matmul_rows
+
 
 @dataclass
 class NewtonResult:
@@ -63,6 +65,37 @@ def solve_any(M, g):
             except np.linalg.LinAlgError:
                 pass
         return out
+
+
+def halley_step(H, g, T, D0=None):
+    """Halley's start of a batch of refits from ``theta_hat``: ``H`` (m, d, d) the deleted
+    problems' Hessians at ``theta_hat``, ``g`` (m, d) their gradients there, ``T`` the
+    full loss's third derivative (d, d, d) (or (d, d*d)); ``D0`` the Newton changes when
+    known.
+
+    The one-step Newton change ``D0 = -H^{-1} g``, corrected by the third derivative,
+    Halley's ``D = -(H + T[D0]/2)^{-1} g`` (``T[D]`` the d x d matrix ``sum_c T[:, :, c]
+    D_c``): O(|D|^3) from the refit where Newton's is O(|D|^2). Kept where finite and
+    within half of ``D0`` (max norms), else ``D0``. Returns ``(D, M, newton)``: the
+    changes (NaN where ``H`` is singular), ``M`` the Hessian at ``theta_hat + D`` to
+    second order (``H + T[D]`` where Halley's is kept, ``H`` elsewhere), and which kept
+    ``D0``. The refits of every model start here (their fallbacks differ)."""
+    m, d = g.shape
+    T = np.asarray(T, dtype=np.float64).reshape(d, d * d)
+    D0 = -solve_any(H, g) if D0 is None else np.asarray(D0, dtype=np.float64)
+    D = np.full_like(D0, np.nan)
+    ok = np.isfinite(D0).all(axis=1)
+    def contract(V):                    # T[V] (k, d, d), products of one BLAS thread
+        return matmul_rows(V, T, np.empty((V.shape[0], d * d))).reshape(-1, d, d)
+
+    if ok.any():
+        D[ok] = -solve_any(H[ok] + 0.5 * contract(D0[ok]), g[ok])
+    newton = ~(np.isfinite(D).all(axis=1)
+               & (np.abs(D - D0).max(axis=1) <= 0.5 * np.abs(D0).max(axis=1)))
+    D[newton] = D0[newton]
+    M = np.array(H, dtype=np.float64)
+    M[~newton] += contract(D[~newton])
+    return D, M, newton
 
 
 def converged(theta, grad, step, tol):
