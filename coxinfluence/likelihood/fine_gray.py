@@ -37,7 +37,9 @@ so one evaluation is O(n d (d + C)) after one sort, C the censoring groups.
 **Case weights and strata.** A subject of weight ``w_i`` counts ``w_i`` times: in the
 risk sets (``e_j`` is ``w_j exp(x_j'theta)``), in the failure counts ``d_k`` and the
 failures' ``sum w_i x_i``, and in its group's Kaplan-Meier estimate (``Y_g``, ``c_g`` sum
-weights), so weights of 2 are a duplicated subject. Strata have their own risk sets (their
+weights), so weights of 2 are a duplicated subject (under Breslow's ties: Efron's tie
+sums count the failing rows, :class:`~coxinfluence.likelihood.efron.TieTerms`, so there a
+weight of 2 is not two rows). Strata have their own risk sets (their
 own baseline); the censoring distribution is estimated per censoring group within each
 stratum (as ``survival::finegray`` does with ``strata()``), so a Kaplan-Meier group is a
 (stratum, ``cengroup``) pair, and the loss is the sum of the strata's losses. Rows are
@@ -48,7 +50,8 @@ them, so its prefix sums need no segmenting.
 **Deletion.** A batch of presence masks (:class:`~coxinfluence.data.deletion.Deletion`,
 0 = deleted) removes subjects from the risk sets *and* from the Kaplan-Meier estimates
 (the non-decomposable part): ``G`` is re-estimated per problem from the present subjects
-(:func:`censoring_survival`). A presence of 2 is a duplicated subject.
+(:func:`censoring_survival`). A presence multiplies the subject's weight (2: the subject
+duplicated, under Breslow's ties); Efron's tie counts are of the rows present.
 """
 from __future__ import annotations
 
