@@ -247,6 +247,8 @@ def test_weights_and_strata_inputs_are_checked_and_aligned():
         fit_fine_gray(X, t, status, weights=-w)
     with pytest.raises(ci.CoxInputError, match="weights"):
         fit_fine_gray(X, t, status, weights=w.to_numpy()[:-1])
+    with pytest.raises(ci.CoxInputError, match="ties must be 'breslow'"):
+        fit_fine_gray(X, t, status, ties="exact")
     Xc = X.assign(c=np.where(S == 0, 1.0, 2.0))
     with pytest.raises(ci.CoxInputError, match="constant"):
         fit_fine_gray(Xc, t, status, strata=S)                     # constant within strata

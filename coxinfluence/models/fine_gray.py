@@ -107,7 +107,8 @@ class FineGrayFit:
     @cached_property
     def scores(self):
         """(n, d) crr's ``eta_i + psi_i`` per subject, caller's order (the score with the
-        censoring term: :func:`~coxinfluence.likelihood.fine_gray.crr_scores`)."""
+        censoring term: :func:`~coxinfluence.likelihood.fine_gray.crr_scores`), times the
+        subject's case weight."""
         return self.data.to_caller_order(crr_scores(self.data, self.coef))
 
     @cached_property
@@ -119,7 +120,9 @@ class FineGrayFit:
     @cached_property
     def var(self):
         """crr's sandwich ``I^{-1} (sum_i s_i s_i') I^{-1}`` with ``s_i = eta_i + psi_i``
-        (:attr:`scores`): R's ``crr(...)$var``."""
+        (:attr:`scores`): R's ``crr(...)$var``. With case weights ``s_i`` is the weighted
+        score ``w_i (eta_i + psi_i)`` (coxph's robust convention: not the variance of the
+        duplicated data)."""
         S = self.scores
         return self.naive_var @ (S.T @ S) @ self.naive_var
 
@@ -272,7 +275,7 @@ def fit_fine_gray(X, time, status, cause=1, *, cengroup=None, weights=None, stra
         the sum over strata.
     ties : "breslow" (crr's) or "efron": R's weighted Efron approximation (``coxph`` on
         the data expanded as ``survival::finegray`` does: each of the ``n_k`` tied
-        failures carries the mean weight, :class:`~coxinfluence.likelihood.fine_gray.
+        failures carries the mean weight, :class:`~coxinfluence.likelihood.efron.
         TieTerms`), so with Efron integer weights are not duplicated subjects.
     tol : convergence when ``max |gradient| <= tol`` (or the gradient's rounding floor,
         :func:`fine_gray_gradient_tolerance`) and the Newton step is small
