@@ -29,9 +29,24 @@ time. The deleted gradient and Hessian are the sums over the failure times of th
 ratios: one vectorised pass over (subjects, failure times). Other groups' estimates do not
 change.
 
-A subject alone at its time and last in its group (``Y_g(T_i) = 1``) changes the group's
-last time, after which crr sets ``G = 0``: those few subjects are deleted literally
-(:func:`coxinfluence.likelihood.fine_gray.loss_grad_hess` with the Kaplan-Meier
+**Case weights.** A subject of weight ``w`` leaves ``w`` of ``Y_g`` (and of ``c_g`` if
+censored): ``f_g``, ``F_g``, ``R_i``, ``P_g`` and ``D_g`` above with ``Y - w`` for ``Y - 1``,
+so they depend on the deleted weight; :meth:`DeletionState.piece` builds them per (group,
+weight), one at a time (one per group with unit weights; with n distinct weights the
+closed form costs O(n (n + K) d^2)). The failure counts lose ``w`` at ``T_i``.
+
+**Strata.** A subject's deletion changes only its stratum's failure times: the other
+strata's terms of the gradient and Hessian are constants of the stratum
+(``outside_grad``, ``outside_hess``).
+
+**Efron's ties.** Each failure time's weight ``d_k / S0'_k`` becomes Efron's sums of the
+deleted denominators (:class:`~coxinfluence.likelihood.efron.TieTerms`: ``c``, ``c1``,
+``g0..g2`` with the tied failures' ``F0, F1, F2``), and a failing subject leaves its own
+tie (its count, weight and ``e x`` out of ``n_k``, ``W_k``, ``F`` at ``T_i``).
+
+A subject alone at its time and last in its group (``Y_g(T_i) = w_i``) changes the
+group's last time, after which crr sets ``G = 0``: those few subjects are deleted
+literally (:func:`coxinfluence.likelihood.fine_gray.loss_grad_hess` with the Kaplan-Meier
 re-estimated from the remaining subjects).
 """
 from __future__ import annotations
