@@ -100,7 +100,9 @@ def test_strata_equal_separate_fits(seed, ties):
         sep = ci.fit_cox(X[m], t[m], e[m], weights=w[m], ties=ties)
         assert np.allclose(fit.coef[cols], sep.coef, rtol=1e-8, atol=1e-10)
         sep_res = influences(sep)
-        assert np.allclose(res["loo"][m][:, cols], sep_res["loo"], rtol=1e-7, atol=1e-9)
+        # a deletion without a maximum (NaN) is one in both
+        assert np.allclose(res["loo"][m][:, cols], sep_res["loo"], rtol=1e-7, atol=1e-9,
+                           equal_nan=True)
         for key in ("reid", "vif"):
             ours = res[key][m][:, cols] / n
             theirs = sep_res[key] / m.sum()
