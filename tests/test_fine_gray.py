@@ -124,6 +124,10 @@ def test_finegray_coxph_equals_crr_without_ties(golden):
     fit = fit_case(cases.loc["simc"], data["simc"])
     for quantity in ("fg_breslow", "fg_efron"):
         assert rel(fit.coef, reference(ref, "simc", quantity)[0]) < 1e-8
+    # ties="efron" is finegray + coxph(ties = "efron") (no ties here: Breslow's fit too)
+    X, t, s, cause, cg = case_inputs(cases.loc["simc"], data["simc"])
+    efron = fit_fine_gray(X, t, s, cause, cengroup=cg, ties="efron")
+    assert rel(efron.coef, reference(ref, "simc", "fg_efron")[0]) < 1e-8
     # with failures tied to censorings finegray's Kaplan-Meier differs (module docstring)
     pbc = fit_case(cases.loc["pbc_death"], data["pbc"])
     gap = np.abs(pbc.coef - reference(ref, "pbc_death", "fg_breslow")[0]).max()
