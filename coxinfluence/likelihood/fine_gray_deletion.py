@@ -73,6 +73,8 @@ __all__ = ["DeletionState", "deleted_derivatives", "deleted_baseline_jumps", "af
 
 #: floats per block of (subjects x failure times x d) arrays
 _BLOCK_FLOATS = 4_000_000
+#: (group, weight) pieces of the deleted Kaplan-Meier kept by a DeletionState
+_PIECES_KEPT = 64
 
 
 class DeletionState:
@@ -140,14 +142,17 @@ class DeletionState:
         return out[0], (out[1] if self.hessian else None)
 
     def piece(self, g, w):
-        """:class:`_Piece` of the deletions of weight ``w`` from Kaplan-Meier group ``g``
-        (the last one asked for is kept: one at a time, O(T d^2) memory)."""
+        """:class:`_Piece` of the deletions of weight ``w`` from Kaplan-Meier group ``g``,
+        kept for the calls that follow (callers that take the rows in blocks ask for the
+        same pieces again); at most :data:`_PIECES_KEPT` at a time, O(T d^2) memory each
+        (many distinct weights: built as they come)."""
         key = (int(g), float(w))
-        cached = self.__dict__.get("_piece")
-        if cached is None or cached.key != key:
-            cached = _Piece(self, *key)
-            self._piece = cached
-        return cached
+        kept = self.__dict__.setdefault("_pieces", {})
+        if key not in kept:
+            if len(kept) >= _PIECES_KEPT:
+                kept.clear()
+            kept[key] = _Piece(self, *key)
+        return kept[key]
 
     def full_gradient(self):
         """The gradient of the full data at ``theta``."""
