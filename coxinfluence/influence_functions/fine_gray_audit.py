@@ -173,9 +173,9 @@ class FineGrayAudit(FitSeam):
         raise ValueError(f"unknown method {method!r}")
 
     def fixed_weight_change(self):
-        """(n, d) ``-H^{-1} eta_i``: Reid's IF with the censoring weights held fixed (no
-        ``psi_i``), labelled apart from "reid"; its sandwich is what ``finegray`` +
-        ``coxph``'s robust variance computes (for crr's weights)."""
+        """(n, d) ``-H^{-1} w_i eta_i``: Reid's IF with the censoring weights held fixed
+        (no ``psi_i``; ``w_i`` the case weight), labelled apart from "reid"; its sandwich
+        is what ``finegray`` + ``coxph``'s robust variance computes (for crr's weights)."""
         eta = self.fit.data.to_caller_order(crr_scores(self.fit.data, self.coef,
                                                        censoring_term=False))
         return -np.linalg.solve(self.information, eta.T).T
