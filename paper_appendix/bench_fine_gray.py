@@ -450,8 +450,9 @@ def main(argv=None):
             "relapse, or death without relapse; days); the weighted, stratified design: "
             "tests/fixtures/r_fine_gray_expanded (the simulated subjects with weights w and "
             "strata st; tests/r/fine_gray_expanded_reference.R). Efron's ties: R's "
-            "weighted Efron (coxph on the expanded data); with weights or Efron the "
-            "VIF's deleted gradients are the O(n K d) closed form, else the series.", ""]
+            "weighted Efron (coxph on the expanded data); with continuous weights or Efron "
+            "the VIF's deleted gradients are the O(n K d) closed form, else the series.",
+            ""]
     text += [f"- {n}" for n in notes]
     if rows:
         a, b = audit_tables(rows)

@@ -234,19 +234,36 @@ def test_differences_from_the_full_gradient_are_exact_to_rounding():
     assert rel(got, want) < rel(ref, want)
 
 
-def test_series_applies_to_unit_weights_and_breslow():
-    data, theta = design(60, 1)
+def test_series_applies_to_breslow_and_few_weights():
+    data, theta = design(200, 1)
     X, t, kind, group = data.X, data.time, data.kind, data.group
     assert series_applies(data)
-    assert series_applies(build_fine_gray_data(X, t, kind, group, weight=np.ones(data.n),
+    few = np.where(np.arange(data.n) % 3 == 0, 2.0, 1.0)
+    assert series_applies(build_fine_gray_data(X, t, kind, group, weight=few,
                                                stratum=np.arange(data.n) % 2))
-    w = np.ones(data.n)
-    w[3] = 2.0
-    for other in (build_fine_gray_data(X, t, kind, group, weight=w),
+    continuous = np.linspace(0.5, 2.0, data.n) ** 2 + np.arange(data.n) * 1e-3
+    for other in (build_fine_gray_data(X, t, kind, group, weight=continuous),
                   build_fine_gray_data(X, t, kind, group, ties="efron")):
         assert not series_applies(other)
         with pytest.raises(ValueError, match="series_applies"):
             deleted_gradients_series(state_of(other, theta))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_few_weights_by_a_pass_per_weight(seed):
+    """Case weights of a few values (with ties, censoring groups and strata): one pass of
+    the series per (group, weight) is the closed form."""
+    rng = np.random.default_rng(10 + seed)
+    data, theta = design(300, seed, n_groups=1 + seed % 3, round_to=0.05 if seed % 2 else None)
+    w = rng.choice([0.5, 1.0, 3.0], data.n)
+    strata = rng.integers(0, 2, data.n) if seed >= 2 else None
+    D = build_fine_gray_data(data.X, data.time, data.kind, data.group, weight=w,
+                             stratum=strata)
+    st = state_of(D, theta)
+    rows = rng.permutation(D.n)
+    got = deleted_gradients_series(st, rows)
+    want = deleted_derivatives(st, rows)[0]
+    assert rel(got - st.full_gradient(), want - st.full_gradient()) < 1e-10
 
 
 @pytest.mark.parametrize("seed", range(4))

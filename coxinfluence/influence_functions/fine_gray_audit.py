@@ -11,7 +11,7 @@ weight after ``T_i``. With ``n`` subjects and ``H`` the information at ``theta_h
   - grad L_{-i}(theta_hat))``, ``L_{-i}`` the loss without subject i and with the
   Kaplan-Meier re-estimated; the gradients of every deletion in closed form, O(K d) per
   subject (:mod:`coxinfluence.likelihood.fine_gray_deletion`; tests compare them with the
-  literal deletion), or, with unit weights and Breslow's ties (any strata), by the
+  literal deletion), or, with Breslow's ties and few distinct case weights (any strata), by the
   exact series of :mod:`coxinfluence.likelihood.fine_gray_series`, O((n + K) d) for all
   subjects. Case weights, strata and Efron's ties: :mod:`coxinfluence.likelihood.
   fine_gray` (a failing subject leaves its own tie). The change is ``theta_hat_{-i} -

@@ -51,7 +51,12 @@ the VIF's ``grad L - grad L_{-i}`` does not see (tested against long-double sums
 and closer than the O(n K d) closed form's, which sums the whole gradient per subject,
 measured ~5e-12).
 
-Restrictions (:func:`series_applies`): unit case weights and Breslow's ties. Strata are
+Case weights: ``e_i`` holds the weight, the Kaplan-Meier's change is that of the deleted
+weight (the pieces of :meth:`~coxinfluence.likelihood.fine_gray_deletion.DeletionState.
+piece` per (group, weight)), and the own failure's term is ``w_i`` times the one above:
+one pass per (group, weight) pair.
+
+Restrictions (:func:`series_applies`): Breslow's ties and few distinct weights. Strata are
 separate losses summed (:mod:`coxinfluence.likelihood.fine_gray`): a subject's deleted
 gradient is its stratum's, by the series on that stratum's data alone, plus the other
 strata's full gradients. The subjects alone at their time and last in their group
@@ -84,13 +89,21 @@ __all__ = ["deleted_gradients_series", "series_applies"]
 
 #: (row, failure time) pairs per block of the direct sums
 PAIR_BLOCK = 1 << 16
+#: (Kaplan-Meier group, weight) pairs at most: one pass of the series each
+MAX_CLASSES = 64
 
 
 def series_applies(data):
     """Whether :func:`deleted_gradients_series` handles ``data``
-    (:class:`~coxinfluence.likelihood.fine_gray.FineGrayData`): unit case weights and
-    Breslow's ties (crr's), any strata."""
-    return data.ties == "breslow" and data.unit_weights
+    (:class:`~coxinfluence.likelihood.fine_gray.FineGrayData`): Breslow's ties (crr's),
+    any strata, and case weights of few distinct values: at most :data:`MAX_CLASSES`
+    (Kaplan-Meier group, weight) pairs, each a pass of the series (continuous weights
+    are left to the closed form)."""
+    if data.ties != "breslow":
+        return False
+    if data.unit_weights:
+        return data.n_groups <= MAX_CLASSES
+    return len(np.unique(np.column_stack([data.group, data.weight]), axis=0)) <= MAX_CLASSES
 
 
 def deleted_gradients_series(state, rows=None, *, rho=None, n_terms=None,
@@ -105,19 +118,20 @@ def deleted_gradients_series(state, rows=None, *, rho=None, n_terms=None,
     ``pair_block``: pairs per block of the direct sums."""
     data = state.data
     if not series_applies(data):
-        raise ValueError("the series form of the deleted gradients needs unit case weights "
-                         "and Breslow's ties (series_applies); use deleted_derivatives")
+        raise ValueError("the series form of the deleted gradients needs Breslow's ties and "
+                         f"at most {MAX_CLASSES} (censoring group, case weight) pairs "
+                         "(series_applies); use deleted_derivatives")
     rows = np.arange(data.n) if rows is None else np.asarray(rows, dtype=np.intp)
     if data.n_strata > 1:
         return _by_stratum(state, rows, rho=rho, n_terms=n_terms, pair_block=pair_block)
     out = np.empty((rows.size, data.d))
     special = state.special[rows]
     full = state.full_gradient()
-    for g in range(data.n_groups):
-        pos = np.flatnonzero(~special & (data.group[rows] == g))
-        if pos.size:
-            out[pos] = full + _group_corrections(state, g, rows[pos], rho, n_terms,
-                                                 pair_block)
+    groups, weights = data.group[rows], data.weight[rows]
+    for g, w in np.unique(np.column_stack([groups, weights])[~special], axis=0):
+        pos = np.flatnonzero(~special & (groups == g) & (weights == w))
+        out[pos] = full + _group_corrections(state, int(g), float(w), rows[pos], rho,
+                                             n_terms, pair_block)
     lone = np.flatnonzero(special)
     if lone.size:
         out[lone] = deleted_derivatives(state, rows[lone])[0]
@@ -152,27 +166,27 @@ def _stratum_data(data, a, b):
 
 # ------------------------------------------------------------------ one censoring group
 
-def _km_change(state, g):
+def _km_change(state, g, w=1.0):
     """Group g's re-estimated Kaplan-Meier pieces for unit weights (``state.piece(g, 1)``
     of :class:`~coxinfluence.likelihood.fine_gray_deletion.DeletionState`): ``D0`` (K,),
     ``D1`` (K, d), the piece itself (for :func:`~coxinfluence.likelihood.
     fine_gray_deletion.after_shift`), and for the tests' references its prefix sums
     ``P_le``, ``B_le`` of orders 1 and x, ``v`` and ``ratio(rows)`` (``R_i``)."""
-    pc = state.piece(g, 1.0)
+    pc = state.piece(g, w)
     return SimpleNamespace(D0=pc.D[0][:, 0], D1=pc.D[1], piece=pc, P0=pc.P_le[0][:, 0],
                            P1=pc.P_le[1], B0=pc.B_le[0][:, 0], B1=pc.B_le[1], v=pc.v,
                            ratio=lambda rows: _ratio_factor(state, pc, rows))
 
 
-def _group_corrections(state, g, rows, rho, n_terms, pair_block):
+def _group_corrections(state, g, w, rows, rho, n_terms, pair_block):
     """(m, d) the deleted gradients less the full gradient of the regular sorted ``rows``
-    of group ``g`` (module docstring)."""
+    of group ``g`` and case weight ``w`` (module docstring)."""
     data = state.data
     fail, d, K = data.fail, data.d, data.fail.size
     m = rows.size
     if K == 0:
         return np.zeros((m, d))
-    km = _km_change(state, g)
+    km = _km_change(state, g, w)
     tau, kind = data.tie[rows], data.kind[rows]
     e, x = state.e[rows], data.X[rows]
     kt = np.searchsorted(fail, tau, side="right")            # failure times t_k <= T_i
@@ -203,11 +217,11 @@ def _group_corrections(state, g, rows, rho, n_terms, pair_block):
                        hi=K - kt, d=d, q=G / S0)
         _sum_terms(right, rho, n_terms, pair_block, out, b1, to_end=False,
                    pair_values=right.right_pairs(b0, b1), vec_factor=b0)
-    # its own failure: the count at T_i less one
+    # its own failure: the count at T_i less its weight
     own = np.flatnonzero(kind == CAUSE)
     if own.size:
         k0 = kt[own] - 1
-        out[own] += (x[own] - a_s[k0]) * (A[k0] / (A[k0] - e[own]))[:, None]
+        out[own] += (x[own] - a_s[k0]) * (w * A[k0] / (A[k0] - e[own]))[:, None]
     return out
 
 
