@@ -128,8 +128,14 @@ def deleted_gradients_series(state, rows=None, *, rho=None, n_terms=None,
     special = state.special[rows]
     full = state.full_gradient()
     groups, weights = data.group[rows], data.weight[rows]
-    for g, w in np.unique(np.column_stack([groups, weights])[~special], axis=0):
+    if data.unit_weights:               # one class per group: no sort of the pairs
+        classes = [(g, 1.0) for g in range(data.n_groups)]
+    else:
+        classes = np.unique(np.column_stack([groups, weights])[~special], axis=0)
+    for g, w in classes:
         pos = np.flatnonzero(~special & (groups == g) & (weights == w))
+        if pos.size == 0:
+            continue
         out[pos] = full + _group_corrections(state, int(g), float(w), rows[pos], rho,
                                              n_terms, pair_block)
     lone = np.flatnonzero(special)
