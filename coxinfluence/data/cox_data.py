@@ -32,6 +32,7 @@ from coxinfluence.data.inputs import (
     as_vector,
     bad_rows,
     check_finite,
+    check_positive_weights,
     encode_labels,
     encode_strata,
     show_labels,
@@ -376,9 +377,7 @@ def make_cox_data(X, time, event, *, start=None, id=None, weights=None, strata=N
     if not_binary.any():
         raise CoxInputError(f"event must be 0/1 (1 = event, 0 = censored); other values in "
                             f"{bad_rows(not_binary, index)}")
-    if (w <= 0).any():
-        raise CoxInputError(f"weights must be positive (as in R's coxph); non-positive in "
-                            f"{bad_rows(w <= 0, index)}. To remove rows, drop them")
+    check_positive_weights(w, index, "rows")
     if e.sum() == 0:
         raise CoxInputError("no events: every row is censored, the partial likelihood is empty")
     codes, labels, names = encode_strata(strata, n, index)

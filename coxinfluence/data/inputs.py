@@ -125,6 +125,15 @@ def check_finite(arr, name, index=None):
         raise CoxInputError(f"{name} contains NaN or infinite values in {bad_rows(bad, index)}")
 
 
+def check_positive_weights(w, index=None, units="rows"):
+    """Case weights must be positive, as in R's ``coxph``: a :class:`CoxInputError`
+    naming the ``units`` (rows, subjects) that are not (a unit is removed by dropping it,
+    not by a zero weight)."""
+    if (w <= 0).any():
+        raise CoxInputError(f"weights must be positive (as in R's coxph); non-positive in "
+                            f"{bad_rows(w <= 0, index)}. To remove {units}, drop them")
+
+
 def encode_strata(strata, n, index=None):
     """Stratum codes 0..S-1 (sorted labels), the labels in code order (scalars, or tuples
     for a DataFrame of several stratum columns) and the stratum column names (a DataFrame's

@@ -26,6 +26,7 @@ from coxinfluence.data.inputs import (
     as_vector,
     bad_rows,
     check_finite,
+    check_positive_weights,
     encode_labels,
     encode_strata,
     label_text,
@@ -337,8 +338,7 @@ def make_aft_data(X, time, event=None, dist="weibull", *, upper=None, entry=None
     kind, y, y2 = _outcome(time, event, upper, n, index)
     w = np.ones(n) if weights is None else as_vector(weights, n, "weights")
     check_finite(w, "weights", index)
-    if (w <= 0).any():
-        raise CoxInputError(f"weights must be positive; not in {bad_rows(w <= 0, index)}")
+    check_positive_weights(w, index, "rows")
     log_entry = None
     if entry is not None:
         e = as_vector(entry, n, "entry")

@@ -24,6 +24,7 @@ from coxinfluence.data.inputs import (
     as_vector,
     bad_rows,
     check_finite,
+    check_positive_weights,
     encode_labels,
     encode_strata,
 )
@@ -241,9 +242,7 @@ def make_fine_gray_data(X, time, status, cause=1, *, cengroup=None, weights=None
     if weights is not None:
         w = as_vector(weights, n, "weights")
         check_finite(w, "weights", index)
-        if (w <= 0).any():
-            raise CoxInputError(f"weights must be positive (as in R's coxph); non-positive in "
-                                f"{bad_rows(w <= 0, index)}. To remove subjects, drop them")
+        check_positive_weights(w, index, "subjects")
     stratum, labels_s, _ = encode_strata(strata, n, index)
     strata_labels = pd.Index([1] if labels_s is None else list(labels_s), name="strata",
                              tupleize_cols=False)
