@@ -15,7 +15,12 @@ import coxinfluence as ci
 import coxinfluence.likelihood.fine_gray_series as fgs
 from coxinfluence.asymptotics.fine_gray_design import FineGrayDesign
 from coxinfluence.likelihood.fine_gray import CAUSE, COMPETING, build_fine_gray_data
-from coxinfluence.likelihood.fine_gray_deletion import DeletionState, deleted_derivatives
+from coxinfluence.likelihood.fine_gray_deletion import (
+    DeletionState,
+    _ratio_factor,
+    after_shift,
+    deleted_derivatives,
+)
 from coxinfluence.likelihood.fine_gray_series import deleted_gradients_series, series_applies
 from coxinfluence.numerics.series import LOG_SPAN, series_length
 
@@ -162,10 +167,8 @@ def truncation_bound(st, rows, rho, P):
         pick = np.flatnonzero(data.group[rows] == g)
         r = rows[pick]
         tau, x, e = data.tie[r], data.X[r], st.e[r]
-        R = km.ratio(r)
-        own_v = np.where(data.kind[r] == COMPETING, km.v[r], 0.0)
-        b0 = R * (km.P0[tau] - own_v) - km.B0[tau]
-        b1 = R[:, None] * (km.P1[tau] - own_v[:, None] * x) - km.B1[tau]
+        b0 = after_shift(st, km.piece, r, 0, np.ones((r.size, 1)))[:, 0]
+        b1 = after_shift(st, km.piece, r, 1, x)
         before = fail[None, :] <= tau[:, None]
         left = st.dk * np.abs(x[:, None, :] - a_s[None]).sum(axis=2) / (A[None] - e[:, None])
         right = st.dk * q * np.abs(b1[:, None, :] - b0[:, None, None] * a[None]).sum(axis=2) \
@@ -205,10 +208,11 @@ def long_double_differences(st, rows):
         G = st.G[g, fail].astype(L)
         kt = np.searchsorted(fail, tau, side="right")
         e, x = L(st.e[i]), data.X[i].astype(L)
-        ov = L(km.v[i] if kind == COMPETING else 0.0)
-        R = L(km.ratio(np.array([i]))[0])
-        b0 = R * (L(km.P0[tau]) - ov) - L(km.B0[tau])
-        b1 = R * (km.P1[tau].astype(L) - ov * x) - km.B1[tau].astype(L)
+        pc = km.piece                   # beta_i's parts (after_shift's), summed in long double
+        ov = L(pc.v[i] if kind == COMPETING else 0.0)
+        R = L(_ratio_factor(st, pc, np.array([i]))[0])
+        b0 = R * (L(pc.P_le[0][tau, 0]) - ov) - L(pc.B_le[0][tau, 0])
+        b1 = R * (pc.P_le[1][tau].astype(L) - ov * x) - pc.B_le[1][tau].astype(L)
         dl = dk[:kt].copy()
         if kind == CAUSE:
             dl[-1] -= 1

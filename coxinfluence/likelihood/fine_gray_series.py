@@ -72,7 +72,6 @@ import numpy as np
 from coxinfluence.likelihood.fine_gray import CAUSE, build_fine_gray_data
 from coxinfluence.likelihood.fine_gray_deletion import (
     DeletionState,
-    _ratio_factor,
     after_shift,
     deleted_derivatives,
 )
@@ -173,15 +172,12 @@ def _stratum_data(data, a, b):
 # ------------------------------------------------------------------ one censoring group
 
 def _km_change(state, g, w=1.0):
-    """Group g's re-estimated Kaplan-Meier pieces for unit weights (``state.piece(g, 1)``
-    of :class:`~coxinfluence.likelihood.fine_gray_deletion.DeletionState`): ``D0`` (K,),
-    ``D1`` (K, d), the piece itself (for :func:`~coxinfluence.likelihood.
-    fine_gray_deletion.after_shift`), and for the tests' references its prefix sums
-    ``P_le``, ``B_le`` of orders 1 and x, ``v`` and ``ratio(rows)`` (``R_i``)."""
+    """Group g's re-estimated Kaplan-Meier for deletions of weight ``w``: ``D0`` (K,),
+    ``D1`` (K, d) of ``state.piece(g, w)`` (:class:`~coxinfluence.likelihood.
+    fine_gray_deletion.DeletionState`) and the piece itself (for
+    :func:`~coxinfluence.likelihood.fine_gray_deletion.after_shift`)."""
     pc = state.piece(g, w)
-    return SimpleNamespace(D0=pc.D[0][:, 0], D1=pc.D[1], piece=pc, P0=pc.P_le[0][:, 0],
-                           P1=pc.P_le[1], B0=pc.B_le[0][:, 0], B1=pc.B_le[1], v=pc.v,
-                           ratio=lambda rows: _ratio_factor(state, pc, rows))
+    return SimpleNamespace(D0=pc.D[0][:, 0], D1=pc.D[1], piece=pc)
 
 
 def _group_corrections(state, g, w, rows, rho, n_terms, pair_block):
