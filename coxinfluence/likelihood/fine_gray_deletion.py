@@ -121,12 +121,14 @@ class DeletionState:
         Y_own = self.Y[data.group, data.tie]
         self.special = Y_own - self.w <= 1e-12 * Y_own
         self.k_bounds = data.fail_bounds
+        # the full data's per-time weights (Efron's sums; Breslow's d_k / S0_k)
+        self.ties = tie_terms(self.S0, self.F0, self.nd, self.dk, loss=False)
         self.outside_grad, self.outside_hess = self._outside_terms()
 
     def _outside_terms(self):
         """(S, d) and (S, d*d) or None: the gradient's and Hessian's terms of the failure
         times outside each stratum (0 with one stratum)."""
-        tt = tie_terms(self.S0, self.F0, self.nd, self.dk, loss=False)
+        tt = self.ties
         parts = [tt.c[:, None] * self.S1 - tt.c1[:, None] * self.F1]
         if self.hessian:
             h = tt.c[:, None] * self.S2 - tt.g0[:, None] * self.S1S1
@@ -156,8 +158,7 @@ class DeletionState:
 
     def full_gradient(self):
         """The gradient of the full data at ``theta``."""
-        tt = tie_terms(self.S0, self.F0, self.nd, self.dk, loss=False)
-        return tt.c @ self.S1 - tt.c1 @ self.F1 - self.xf
+        return self.ties.c @ self.S1 - self.ties.c1 @ self.F1 - self.xf
 
 
 class _Piece:
