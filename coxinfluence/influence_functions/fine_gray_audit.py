@@ -104,7 +104,7 @@ class FineGrayAudit(FitSeam):
         if "deleted" in self.__dict__:
             return self.deleted[0]
         state = self._gradient_state
-        if series_applies(self.fit.data) and "deletion_state" not in self.__dict__:
+        if series_applies(self.fit.data):       # the series reads either state
             g = deleted_gradients_series(state)
         else:
             g, _ = deleted_derivatives(state)
