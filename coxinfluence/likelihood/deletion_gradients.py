@@ -222,7 +222,33 @@ class DeletionGradients:
         theta0, top, col_max = self._ref
         return top + np.abs(theta - theta0) @ col_max
 
+    def losses(self, theta):
+        """The loss (B,) of the full data (no row deleted) at each ``theta[b]``,
+        ``sum_k m_k log den_k(theta_b) - sum_{events} w_i x_i' theta_b``, from the same
+        risk-set sums as the gradients: the objective at a batch of refits (their
+        likelihood displacements), equal to ``RiskSets.loss_grad_hess(theta)[0]`` to
+        rounding. Raises ``FloatingPointError`` as :meth:`__call__`."""
+        theta = np.atleast_2d(theta)
+        B, p = theta.shape[0], self.plan
+        batch = DeletionBatch(*(np.zeros(0, dtype=np.intp),) * 4, np.zeros(0), np.zeros(0),
+                              np.repeat(p.event_sum[None, :], B, axis=0))
+        try:
+            r, shift = self._scores(theta, batch, self._shift_bound(theta))
+            den = self._denominators(r, batch)
+        except FloatingPointError:
+            r, shift = self._scores(theta, batch, None)
+            den = self._denominators(r, batch)
+        # guarded denominators of weightless terms are 1: their log adds nothing
+        return (p.term_weight[:, 0] @ np.log(den) + p.term_weight.sum() * shift
+                - theta @ p.event_sum)
+
     def _gradient(self, theta, batch, shift):
+        r, _ = self._scores(theta, batch, shift)
+        return self._finish(r, batch)
+
+    def _scores(self, theta, batch, shift):
+        """The risk scores ``r`` (n, B), ``w_j exp(eta_bj - shift_b)`` (deleted rows
+        zero), and ``shift`` (B,): the given bound, or the largest ``eta + log w``."""
         data, p, buf = self.data, self.plan, self._buf
         B, n = theta.shape[0], data.n
         r = buf.get("r", (n, B))
@@ -230,17 +256,20 @@ class DeletionGradients:
             matmul_rows(data.X, theta.T, r)
             if not p.unit_weights:
                 r += p.log_weights[:, None]
-            r -= r.max(axis=0)
+            shift = r.max(axis=0)
+            r -= shift
         else:
             # [x_j, log w_j, 1] [theta_b, 1, -shift_b]' = eta_bj + log w_j - shift_b
             aug = np.column_stack([theta, np.ones(B), -shift])
             matmul_rows(p.X_aug, aug.T, r)
         np.exp(r, out=r)
         r[batch.rows, batch.problem] = 0.0
-        return self._finish(r, batch)
+        return r, shift
 
-    def _finish(self, r, batch):
-        """The gradient from the risk scores ``r`` (n, B) (deleted rows zero)."""
+    def _denominators(self, r, batch):
+        """The terms' (Efron) denominators ``den`` (K, B), ``S0 - c S0D`` of each problem
+        from the risk scores ``r`` (n, B); those of terms without event weight set to 1
+        (:func:`guard_denominators`)."""
         data, p, buf = self.data, self.plan, self._buf
         n, B = r.shape
         E, K = p.E, data.event_rows.size
@@ -259,15 +288,22 @@ class DeletionGradients:
             t *= p.term_frac
             t[pk, pb] = patched
             den -= t
-        if den.min(initial=np.inf) > 0:     # q = m / den
-            patched = batch.patch_weight / den[pk, pb]
-            q = np.divide(p.term_weight, den, out=den)
-        else:
+        if den.min(initial=np.inf) <= 0:
             m = np.repeat(p.term_weight, B, axis=1)
             m[pk, pb] = batch.patch_weight
             guard_denominators(den, m > 0)
-            patched = batch.patch_weight / den[pk, pb]
-            q = np.divide(m, den, out=den)
+        return den
+
+    def _finish(self, r, batch):
+        """The gradient from the risk scores ``r`` (n, B) (deleted rows zero)."""
+        data, p, buf = self.data, self.plan, self._buf
+        n, B = r.shape
+        E = p.E
+        den = self._denominators(r, batch)
+        pk, pb = batch.patch_term, batch.patch_problem
+        t = buf.get("t", (den.shape[0], B))
+        patched = batch.patch_weight / den[pk, pb]       # q = m / den
+        q = np.divide(p.term_weight, den, out=den)
         q[pk, pb] = patched
         # Q rows [0, E): suffix sums of sum_k m_k / den_k over the reversed event groups;
         # row E: zero (rows in no risk set); rows E+1+e: the same less the Efron

@@ -18,6 +18,7 @@ import pandas as pd
 from coxinfluence.data.cox_data import CoxData, make_cox_data
 from coxinfluence.data.inputs import CoxInputError
 from coxinfluence.data.units import resolve_units
+from coxinfluence.likelihood.deletion_gradients import DeletionGradients
 from coxinfluence.likelihood.objective import cox_objective, gradient_tolerance
 from coxinfluence.likelihood.risk_sets import RiskSets
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
@@ -118,11 +119,18 @@ class CoxFit:
         thetas = np.atleast_2d(np.asarray(thetas, dtype=np.float64))
         out = np.full(thetas.shape[0], np.nan)
         ok = np.flatnonzero(np.isfinite(thetas).all(axis=1))
+        # a batch on all rows (the refits' likelihood displacements): the refits' kernel,
+        # (n, B) arrays with no per-problem presence masks
+        batch = (DeletionGradients(self.risk_sets, reference=self.coef)
+                 if deleted is None and ok.size > 1 else None)
         for start in range(0, ok.size, 256):
             rows = ok[start:start + 256]
-            part = None if deleted is None else deleted.take(rows)
-            out[rows] = self.risk_sets.loss_grad_hess(thetas[rows], part, hess=False,
-                                                      grad=False)[0]
+            if batch is not None:
+                out[rows] = batch.losses(thetas[rows])
+            else:
+                part = None if deleted is None else deleted.take(rows)
+                out[rows] = self.risk_sets.loss_grad_hess(thetas[rows], part, hess=False,
+                                                          grad=False)[0]
             if self.penalty is not None:
                 out[rows] += self.penalty.value(thetas[rows])
         return out
