@@ -6,6 +6,11 @@ import numpy as np
 
 from coxinfluence.numerics.rows import matmul_reduce_rows
 
+#: the rows' outer products ``x_j x_j'`` are read from the data's kept
+#: ``CoxData.X_outer`` (formed once, reused by every later call on the same data) up to
+#: this many floats (32 MB); larger data form them block by block at each call
+OUTER_FLOATS = 4_000_000
+
 
 def third_derivative(risk_sets, theta, block=4096):
     """Third derivative ``T[a, b, c]`` (d, d, d) of the loss at ``theta`` (all rows).
@@ -35,8 +40,9 @@ def third_derivative(risk_sets, theta, block=4096):
     # sum_j (c_j x_j - 3 A_j) (x) x_j x_j' (M3 is symmetric, P in its last two indices):
     # one product over the rows instead of two
     V = st.risk[:, None] * (S[:, :1] * data.X - 3.0 * S[:, 1:])          # (n, d)
-    half = _moment(V, data.X, block) + 2.0 * _moment(m[:, None] * a, a, block)
-    half = half.reshape(d, d, d)
+    rows = (matmul_reduce_rows(V, data.X_outer) if data.n * d * d <= OUTER_FLOATS
+            else _moment(V, data.X, block))
+    half = (rows + 2.0 * _moment(m[:, None] * a, a, block)).reshape(d, d, d)
     return (half + half.transpose(1, 0, 2) + half.transpose(1, 2, 0)) / 3.0
 
 
