@@ -145,7 +145,7 @@ def _compute_auto(model, resolved, target, frame, *, progress, executor,
         # warned with the diverging covariates)
         return dataclasses.replace(approx, method="auto", approx=approx, fit_ok=False)
     flags = approx.flags
-    ver = verify(model, approx.ld_approx.to_numpy(), flags.any(axis=1).to_numpy(),
+    ver = verify(model, approx.ld_approx.to_numpy(), flags.to_numpy().any(axis=1),
                  refit=lambda codes: model.refit(codes, progress=progress, executor=executor))
     if not ver.rule_met:
         warnings.warn(f"method='auto': {ver.describe(resolved_unit_name(resolved))}",
@@ -161,7 +161,7 @@ def _compute_auto(model, resolved, target, frame, *, progress, executor,
         exact_change = target_exact(model.fit, loo, target, getattr(model, "units", None))
         change[codes] = exact_change[codes]
     # the full-data objective at the refits, from the displacements verify() computed
-    objective_loo = ver.ld_exact / 2.0 + model.objective(model.coef[None, :])[0]
+    objective_loo = ver.ld_exact / 2.0 + ver.objective_at_fit
     return _result(model, resolved, "auto", target, frame, change, dtheta,
                    objective_loo=objective_loo, refits=refits, verification=ver,
                    approx=approx, include_data_effect=include_data_effect)
