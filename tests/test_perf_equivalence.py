@@ -96,6 +96,22 @@ def test_deletion_gradients_equal_the_batched_definition(label, fit, groups):
     assert np.abs(plain(theta[live], sub) - ref[live]).max() <= 1e-12 * scale
 
 
+@pytest.mark.parametrize("label,fit,groups", CASES, ids=IDS)
+def test_kernel_losses_equal_the_batched_definition(label, fit, groups):
+    """DeletionGradients.losses (the objective at a batch of refits) is the full data's
+    loss of RiskSets.loss_grad_hess, with and without the reference point's shift bound,
+    and CoxFit.objective of a batch takes it."""
+    rs = RiskSets(fit.data)
+    theta = fit.coef + 0.3 * np.random.default_rng(1).normal(size=(9, fit.data.d))
+    ref = rs.loss_grad_hess(theta, hess=False, grad=False)[0]
+    scale = np.abs(ref).max()
+    for kernel in (DeletionGradients(rs, reference=fit.coef), DeletionGradients(rs)):
+        assert np.abs(kernel.losses(theta) - ref).max() <= 1e-13 * scale
+    assert np.abs(fit.objective(theta) - ref).max() <= 1e-13 * scale
+    one = rs.loss_grad_hess(theta[:1], hess=False, grad=False)[0]
+    assert np.abs(fit.objective(theta[:1]) - one).max() == 0.0
+
+
 def test_deletion_gradients_when_a_deletion_empties_risk_sets():
     # the unit holding every row of the latest times: the first risk sets become empty
     X, t, e, _, _ = tied_data(15, n=50, strata=False, weights=False)

@@ -9,7 +9,14 @@ import pandas as pd
 import pytest
 
 import coxinfluence as ci
-from coxinfluence.audit.verification import TOP, Verification, refit_cap, verify
+from coxinfluence.audit.verification import (
+    MIN_REFITS,
+    SAFETY,
+    TOP,
+    Verification,
+    refit_cap,
+    verify,
+)
 from coxinfluence.data.units import resolve_units
 from coxinfluence.demo import gbsg2_design
 from coxinfluence.influence_functions.cox_audit import CoxAudit
@@ -60,6 +67,42 @@ def test_stopping_rule_is_what_it_says(gbsg):
     rest = ~auto.verified.to_numpy()
     assert exact.ld_exact.to_numpy()[rest].max() < v.threshold
     assert f"{auto.verified.sum()} patients refitted exactly" in v.describe("patients")
+
+
+def test_first_round_is_what_the_rule_predicts_and_suffices(gbsg):
+    """The first round refits the flagged units and the unflagged ones with SAFETY * LD_g
+    at least the 10th largest LD_g (at least MIN_REFITS of them, by LD): on GBSG2 the
+    rule is met after it."""
+    fit, auto, _ = gbsg
+    ld = auto.ld_approx.to_numpy()
+    flagged = auto.approx.flags.to_numpy().any(axis=1)
+    level = np.sort(ld)[::-1][TOP - 1]
+    unflagged = np.flatnonzero(~flagged)
+    by_ld = unflagged[np.argsort(-ld[unflagged], kind="stable")]
+    k = max(MIN_REFITS, int(np.count_nonzero(SAFETY * ld[unflagged] >= level)))
+    assert flagged.sum() > 0
+    expected = set(np.flatnonzero(flagged)) | set(by_ld[:k])
+    v = auto.verification
+    assert v.rule_met and set(v.refits.codes) == expected
+
+
+def test_a_first_round_that_misses_is_followed_by_more(gbsg):
+    """Displacements that rank the units badly (here: reversed): the first round's
+    exact values miss the rule, and rounds follow until it is met or the cap is reached;
+    the stopping rule still decides."""
+    fit, auto, exact = gbsg
+    ld = auto.ld_approx.to_numpy()
+    misleading = np.empty_like(ld)
+    misleading[np.argsort(ld)] = np.sort(ld)[::-1]      # the smallest get the largest
+    none = np.zeros(fit.n, dtype=bool)
+    first = max(MIN_REFITS, int(np.count_nonzero(
+        SAFETY * misleading >= np.sort(misleading)[::-1][TOP - 1])))
+    v = verify(CoxAudit(fit), misleading, none)
+    assert v.refits.codes.size > first
+    assert v.rule_met or v.refits.codes.size == v.cap
+    if v.rule_met:
+        rest = np.setdiff1d(np.arange(fit.n), v.refits.codes)
+        assert SAFETY * misleading[rest].max() < v.threshold
 
 
 def test_rule_not_met_within_the_cap_says_so_and_flags_contenders(gbsg):
