@@ -148,8 +148,9 @@ def main(argv=None):
              "`method='auto'` at most 3x `method='vif'` (at 21132a1, measured in one "
              "session with `summary_frame()` on the auto side: 12.7x on GBSG2, 30.6x on "
              "SUPPORT). Below the VIF's own cost: the third derivative (O(n d^3), for the "
-             "flags and the refits' start) and the verification's exact refits (20 or "
-             "more, in rounds) are the floor of `auto`.", ""]
+             "flags and the refits' start) and the verification's exact refits (every "
+             "flagged unit and the top the stopping rule predicts, in one round on most "
+             "data) are the floor of `auto`.", ""]
     text.append(markdown_table(["data", "n", "ci.vif s", "method='vif' s", "method='auto' s",
                                 "auto / vif", "within 3x", "vif + summary s",
                                 "auto + summary s", "auto + summary / vif",
