@@ -57,14 +57,13 @@ class InformationSplit:
         self.fit = check_fit(fit)
         self.units = resolve_units(self.fit) if units is None else units
         st = self.fit.risk_sets.state(self.fit.coef)
-        self.q = np.where(st.mean_weight > 0, st.mean_weight / st.den, 0.0)   # m_k/den_k
+        self.q = st.term_weight_over_den                                     # m_k/den_k
         self.a, self.u, self.frac = st.term_mean, st.risk, st.frac
         d = self.fit.data.d
         self._i, self._j = np.triu_indices(d)
         self._chunk = max(1, int(CHUNK_FLOATS // max(self.fit.data.n, self.q.size, 1)))
         self._kept = {}                        # chunk start -> risk-set totals of M
-        self._first = self._totals(np.concatenate([self.q[:, None],
-                                                   self.q[:, None] * self.a], axis=1))
+        self._first = st.totals_q_qa        # of [q, q a], shared with the third derivative
 
     def _totals(self, per_term):
         return self.fit.risk_sets.risk_set_totals(per_term[None], self.frac)
@@ -176,9 +175,9 @@ class InformationSplit:
         # (n, d) x (d, d) products on one BLAS thread each (numerics.rows: a threaded
         # product of this size waits for a core on a loaded machine)
         aPa = np.einsum("ki,ki->k", matmul_rows(self.a, P, np.empty(self.a.shape)), self.a)
-        S = self._at(self._totals(np.concatenate([self.q[:, None], self.q[:, None] * self.a,
-                                                  (self.q * aPa)[:, None]], axis=1)), None)
-        A, B, s = S[:, 0], S[:, 1:-1], S[:, -1]
+        S = self._at(self._first, None)
+        A, B = S[:, 0], S[:, 1:]
+        s = self._at(self._totals((self.q * aPa)[:, None]), None)[:, 0]
         XP = matmul_rows(data.X, P, np.empty((data.n, data.d)))
         per_row = self.u * (A * np.einsum("ni,ni->n", XP, data.X)
                             - 2.0 * np.einsum("ni,ni->n", XP, B) + s)

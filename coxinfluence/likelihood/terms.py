@@ -3,6 +3,7 @@ values the kernels of :mod:`coxinfluence.likelihood.risk_sets` pass around."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -46,3 +47,19 @@ class RiskSetState:
         """(n,) ``exp(eta - shift)``, as ``risk / w`` (within an ulp; not stored: one
         (n,) array less for the VIF at 10^7 rows)."""
         return self.risk / self.weights
+
+    @cached_property
+    def term_weight_over_den(self):
+        """(K,) ``q_k = m_k / den_k`` (0 for terms without event weight)."""
+        return np.where(self.mean_weight > 0, self.mean_weight / self.den, 0.0)
+
+    @cached_property
+    def totals_q_qa(self):
+        """The risk-set totals (:meth:`RiskSets.risk_set_totals`) of ``[q_k, q_k a_k]``:
+        read at the rows (:meth:`RiskSets.totals_at_rows`) they are, per row j, the sums
+        over the terms whose risk set holds j of ``q`` and ``q a`` (less Efron's own-group
+        share), the row coefficients of the risk-set sums. Formed once per state: the
+        third derivative and the information split both read them."""
+        q = self.term_weight_over_den
+        per_term = np.concatenate([q[:, None], q[:, None] * self.term_mean], axis=1)
+        return self.risk_sets.risk_set_totals(per_term[None], self.frac)
