@@ -1,8 +1,11 @@
 """One audit computes each shared quantity once (issue 23 item 3): ``ci.influence(fit)``
 (method "auto") and its ``summary_frame()`` resolve the units once, form the risk-set
-state at theta_hat once, compute every unit's VIF once and the third derivative once,
+state at theta_hat once, its risk-set totals of ``[q, q a]`` once (the third derivative
+and the information split), compute every unit's VIF once and the third derivative once,
 for rows, subjects and clusters; ``method="exact"`` on the same result reuses them."""
 from __future__ import annotations
+
+from functools import cached_property
 
 import numpy as np
 import pytest
@@ -12,6 +15,7 @@ from coxinfluence.data import units as units_mod
 from coxinfluence.influence_functions import cox_audit, refits, reid, stability
 from coxinfluence.influence_functions import vif as vif_mod
 from coxinfluence.likelihood import risk_sets
+from coxinfluence.likelihood import terms as terms_mod
 from coxinfluence.likelihood import third_derivative as third_mod
 from coxinfluence.models import cox as cox_mod
 
@@ -19,7 +23,7 @@ from coxinfluence.models import cox as cox_mod
 @pytest.fixture
 def counts(monkeypatch):
     """Call counters on the shared computations, at every module that holds a name."""
-    n = {"units": 0, "state": 0, "vif": 0, "third": 0}
+    n = {"units": 0, "state": 0, "vif": 0, "third": 0, "qa_totals": 0}
 
     def counted(key, fn):
         def wrapper(*args, **kwargs):
@@ -39,6 +43,9 @@ def counts(monkeypatch):
     monkeypatch.setattr(third_mod, "third_derivative", third)
     monkeypatch.setattr(refits, "third_derivative", third)
     monkeypatch.setattr(stability, "loss_third_derivative", third)
+    totals = cached_property(counted("qa_totals", terms_mod.RiskSetState.totals_q_qa.func))
+    totals.__set_name__(terms_mod.RiskSetState, "totals_q_qa")
+    monkeypatch.setattr(terms_mod.RiskSetState, "totals_q_qa", totals)
     return n
 
 
@@ -66,7 +73,10 @@ def test_an_auto_audit_computes_each_shared_quantity_once(counts, unit):
     res.summary_frame()
     res.top(5)
     assert res.verified.sum() >= 10           # the refits ran, from the audit's start
-    assert counts == {"units": 1, "state": 1, "vif": 1, "third": 1}
+    assert counts == {"units": 1, "state": 1, "vif": 1, "third": 1, "qa_totals": 1}
+    # the information split reads the state's totals, not a copy of its own
+    state = fit.risk_sets.state(fit.coef)
+    assert res.model.information_parts._first is state.totals_q_qa
 
 
 def test_exact_of_an_audit_reuses_its_model(counts):
