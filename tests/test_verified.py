@@ -105,6 +105,25 @@ def test_a_first_round_that_misses_is_followed_by_more(gbsg):
         assert SAFETY * misleading[rest].max() < v.threshold
 
 
+def test_a_model_that_refits_every_flagged_unit_keeps_room_for_the_top(gbsg):
+    """refit_every_flagged (the elastic net's selection changes): every flagged unit is
+    refitted beyond the usual cap, with room for the first round's other units twice
+    over, so that the flagged units never use up the top's verification."""
+    fit, auto, _ = gbsg
+    ld = auto.ld_approx.to_numpy()
+
+    class EveryFlagged(CoxAudit):
+        refit_every_flagged = True
+
+    flagged = np.zeros(fit.n, dtype=bool)
+    flagged[np.argsort(ld)[:100]] = True          # 100 flagged units of small displacement
+    level = np.sort(ld)[::-1][TOP - 1]
+    first = max(MIN_REFITS, int(np.count_nonzero((SAFETY * ld >= level) & ~flagged)))
+    v = verify(EveryFlagged(fit), ld, flagged)
+    assert v.cap == max(refit_cap(fit.n), 100 + 2 * first) > refit_cap(fit.n)
+    assert set(np.flatnonzero(flagged)) <= set(v.refits.codes) and v.rule_met
+
+
 def test_rule_not_met_within_the_cap_says_so_and_flags_contenders(gbsg):
     fit, auto, _ = gbsg
     ld = auto.ld_approx.to_numpy()

@@ -102,9 +102,12 @@ def verify(model, ld_approx, must_refit, *, refit=None, top=TOP, min_refits=MIN_
     ld_exact = np.full(U, np.nan)
     full = model.objective(model.coef[None, :])[0]
     n_flagged = int(must_refit.sum())
-    if getattr(model, "refit_every_flagged", False):   # e.g. the elastic net's selection
-        cap = max(cap, min(U, n_flagged + min_refits))  # changes: all refitted
-    want = min(cap, n_flagged + max(min_refits, _predicted(score, must_refit, top, safety)))
+    first = max(min_refits, _predicted(score, must_refit, top, safety))
+    if getattr(model, "refit_every_flagged", False):
+        # e.g. the elastic net's selection changes: every flagged unit, beyond the usual
+        # cap, and room for the first round's other units twice over
+        cap = max(cap, min(U, n_flagged + 2 * first))
+    want = min(cap, n_flagged + first)
     while True:
         new = [c for c in flagged_first[:want] if not refitted[c]]
         if new:
