@@ -15,8 +15,8 @@ So ``auto`` refits, exactly (:func:`coxinfluence.influence_functions.refits.exac
     (measured: :data:`SAFETY`'s docstring). The first round takes the units the rule
     would ask for if ``L_top`` were the ``top``-th largest VIF displacement (those with
     ``SAFETY * LD_g`` at least that), and at least ``min_refits`` (10): where the top's
-    exact displacements are at least their VIF ones, as on every real data set measured
-    (``paper_appendix/bench_audit.py``), the rule is met after one round;
+    exact displacements are at least their VIF ones the rule is met after that round
+    (SUPPORT and GBSG2: ``tests/test_verified.py``, ``paper_appendix/bench_audit.py``);
 (b) every flagged unit (:mod:`coxinfluence.influence_functions.stability`: deleting it
     leaves the model undefined, or VIF is predicted to be off).
 

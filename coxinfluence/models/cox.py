@@ -121,12 +121,12 @@ class CoxFit:
         ok = np.flatnonzero(np.isfinite(thetas).all(axis=1))
         # a batch on all rows (the refits' likelihood displacements): the refits' kernel,
         # (n, B) arrays with no per-problem presence masks
-        batch = (DeletionGradients(self.risk_sets, reference=self.coef)
-                 if deleted is None and ok.size > 1 else None)
+        kernel = (DeletionGradients(self.risk_sets, reference=self.coef)
+                  if deleted is None and ok.size > 1 else None)
         for start in range(0, ok.size, 256):
             rows = ok[start:start + 256]
-            if batch is not None:
-                out[rows] = batch.losses(thetas[rows])
+            if kernel is not None:
+                out[rows] = kernel.losses(thetas[rows])
             else:
                 part = None if deleted is None else deleted.take(rows)
                 out[rows] = self.risk_sets.loss_grad_hess(thetas[rows], part, hess=False,
