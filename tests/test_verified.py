@@ -71,19 +71,43 @@ def test_stopping_rule_is_what_it_says(gbsg):
 
 def test_first_round_is_what_the_rule_predicts_and_suffices(gbsg):
     """The first round refits the flagged units and the unflagged ones with SAFETY * LD_g
-    at least the 10th largest LD_g (at least MIN_REFITS of them, by LD): on GBSG2 the
-    rule is met after it."""
+    at least the 10th largest LD_g (at least MIN_REFITS units in all, the others by LD):
+    on GBSG2 the rule is met after it."""
     fit, auto, _ = gbsg
     ld = auto.ld_approx.to_numpy()
     flagged = auto.approx.flags.to_numpy().any(axis=1)
     level = np.sort(ld)[::-1][TOP - 1]
     unflagged = np.flatnonzero(~flagged)
     by_ld = unflagged[np.argsort(-ld[unflagged], kind="stable")]
-    k = max(MIN_REFITS, int(np.count_nonzero(SAFETY * ld[unflagged] >= level)))
+    k = max(MIN_REFITS - int(flagged.sum()),
+            int(np.count_nonzero(SAFETY * ld[unflagged] >= level)))
     assert flagged.sum() > 0
     expected = set(np.flatnonzero(flagged)) | set(by_ld[:k])
     v = auto.verification
     assert v.rule_met and set(v.refits.codes) == expected
+
+
+def test_each_round_evaluates_the_objective_once_with_theta_hat_in_the_first(gbsg):
+    """The displacements 2 [J(theta_{-g}) - J(theta_hat)]: J(theta_hat) is evaluated in
+    the first round's batch (one kernel call per round, both terms by the same kernel),
+    and equals the objective at theta_hat to rounding."""
+    fit, auto, _ = gbsg
+    calls = []
+
+    class Counted(CoxAudit):
+        def objective(self, thetas):
+            calls.append(np.array(thetas, copy=True))
+            return super().objective(thetas)
+
+    ld = auto.ld_approx.to_numpy()
+    flagged = auto.approx.flags.to_numpy().any(axis=1)
+    v = verify(Counted(fit), ld, flagged)
+    assert v.rule_met and len(calls) == 1               # GBSG2: one round
+    np.testing.assert_array_equal(calls[0][0], fit.coef)
+    assert calls[0].shape[0] == 1 + v.refits.ok.sum()
+    assert v.objective_at_fit == pytest.approx(-fit.loglik, rel=1e-13)
+    # (a fresh seam starts its refits from exact deleted Hessians: equal to rounding)
+    np.testing.assert_allclose(v.ld_exact, auto.verification.ld_exact, rtol=1e-9)
 
 
 def test_a_first_round_that_misses_is_followed_by_more(gbsg):

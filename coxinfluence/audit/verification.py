@@ -14,7 +14,9 @@ So ``auto`` refits, exactly (:func:`coxinfluence.influence_functions.refits.exac
     where ``SAFETY`` bounds ``LD_exact / LD_vif`` over units that are not flagged
     (measured: :data:`SAFETY`'s docstring). The first round takes the units the rule
     would ask for if ``L_top`` were the ``top``-th largest VIF displacement (those with
-    ``SAFETY * LD_g`` at least that), and at least ``min_refits`` (10): where the top's
+    ``SAFETY * LD_g`` at least that), with the flagged units (b), at least
+    ``min_refits`` (10) in all (a flagged unit's exact displacement counts towards
+    ``L_top`` like any other's): where the top's
     exact displacements are at least their VIF ones the rule is met after that round
     (SUPPORT and GBSG2: ``tests/test_verified.py``, ``paper_appendix/bench_audit.py``);
 (b) every flagged unit (:mod:`coxinfluence.influence_functions.stability`: deleting it
@@ -100,14 +102,15 @@ def verify(model, ld_approx, must_refit, *, refit=None, top=TOP, min_refits=MIN_
     refitted = np.zeros(U, dtype=bool)
     parts = []
     ld_exact = np.full(U, np.nan)
-    full = model.objective(model.coef[None, :])[0]
+    full = None                  # J(theta_hat): evaluated with the first round's refits
     n_flagged = int(must_refit.sum())
-    first = max(min_refits, _predicted(score, must_refit, top, safety))
+    first = _predicted(score, must_refit, top, safety)
     if getattr(model, "refit_every_flagged", False):
         # e.g. the elastic net's selection changes: every flagged unit, beyond the usual
         # cap, and room for the first round's other units twice over
-        cap = max(cap, min(U, n_flagged + 2 * first))
-    want = min(cap, n_flagged + first)
+        cap = max(cap, min(U, n_flagged + 2 * max(min_refits, first)))
+    # the flagged units' exact displacements count towards L_top like the others'
+    want = min(cap, max(min_refits, n_flagged + first))
     while True:
         new = [c for c in flagged_first[:want] if not refitted[c]]
         if new:
@@ -115,7 +118,11 @@ def verify(model, ld_approx, must_refit, *, refit=None, top=TOP, min_refits=MIN_
             parts.append(res)
             refitted[res.codes] = True
             ok = res.codes[res.ok]
-            ld_exact[ok] = 2.0 * (model.objective(res.theta[res.ok]) - full)
+            values = model.objective(res.theta[res.ok] if full is not None
+                                     else np.vstack([model.coef[None, :], res.theta[res.ok]]))
+            if full is None:     # one kernel call, and both terms of LD by the same kernel
+                full, values = values[0], values[1:]
+            ld_exact[ok] = 2.0 * (values - full)
         finite = np.sort(ld_exact[np.isfinite(ld_exact)])[::-1]
         threshold = finite[top - 1] if finite.size >= top else np.nan
         rest = ~refitted
@@ -127,6 +134,8 @@ def verify(model, ld_approx, must_refit, *, refit=None, top=TOP, min_refits=MIN_
             met = False
             break
         want = min(cap, 2 * want)
+    if full is None:
+        full = model.objective(model.coef[None, :])[0]
     refits = _concat(parts, model.coef.size)
     contender = np.zeros(U, dtype=bool)
     if not met:
@@ -141,7 +150,7 @@ def _predicted(score, must_refit, top, safety):
     displacements of the top equalled their VIF ones: those with ``safety * LD_g`` at
     least the ``top``-th largest ``LD_g``. The first round refits them (and the flagged):
     on most data the rule is then met at once, with no second round (SUPPORT: 23 refits
-    where 20 and then 40 were needed; GBSG2: 7 besides its 15 flagged)."""
+    where 20 and then 40 were needed; GBSG2: 7 besides its 15 flagged, 22 in all)."""
     if score.size <= top:
         return score.size
     level = np.partition(score, score.size - top)[score.size - top]
