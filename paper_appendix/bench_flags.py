@@ -23,8 +23,10 @@ Tables: per data set and pooled precision, recall and share of units flagged for
 candidate at a few thresholds; the chosen rule per data set; the undefined units
 (``flags.undefined_units``) against NaN refits; the ratio of exact to VIF (and to
 leverage-corrected) likelihood displacement over units not flagged (the safety factor of
-``method="auto"``'s stopping rule), and a simulation of that rule (refit the top 20 by the
-ranking plus every flagged unit, then 10 more at a time until ``s`` times the largest
+``method="auto"``'s stopping rule), and a simulation of ``auto`` with safety factor ``s``
+(its own ``coxinfluence.audit.verification.verify``, fed the exact displacements: the
+first round refits every flagged unit and the others with ``s * LD >= `` the 10th largest
+ranked displacement, at least 10 in all, then doubles until ``s`` times the largest
 ranked displacement among the units not refitted is below the 10th exact one, at most
 ``max(60, 8% of units)``) against the exact top 10.
 
@@ -57,8 +59,10 @@ import flag_estimates  # noqa: E402
 from _common import OUT, markdown_table, r_available, write_result  # noqa: E402
 
 import coxinfluence as ci  # noqa: E402
+from coxinfluence.audit.verification import MIN_REFITS, refit_cap, verify  # noqa: E402
 from coxinfluence.data.units import resolve_units  # noqa: E402
 from coxinfluence.influence_functions import stability as flags  # noqa: E402
+from coxinfluence.influence_functions.refits import Refits  # noqa: E402
 
 DATA = OUT / "flags_data"
 BAD = 0.10                       # "bad": VIF error above 10% of the exact change (H-norm)
@@ -496,38 +500,46 @@ def rule(r, curv=None, lev=None):
     return (r.scores["curv"] > curv) | (r.scores["leverage"] > lev)
 
 
-def simulate_auto(r, s, rank_by, flagged, start=20, step=10, k=10):
-    """``method="auto"``'s refits: returns (refits used, top-k set equal, top-k order equal,
-    rule met)."""
-    U = r.U
+class _KnownDisplacements:
+    """What ``verify`` reads of a model, for a data set whose exact displacements are
+    known: "refitting" unit ``c`` returns the coefficient ``c + 1`` (status ``undefined``
+    where the exact refit is), and the objective there is half its exact displacement
+    (0 at ``coef = 0``), so that ``verify`` computes ``ld_exact`` back."""
+
+    def __init__(self, ld_exact, defined):
+        self.ld_exact, self.defined = ld_exact, defined
+        self.unit_labels = np.arange(ld_exact.size)
+        self.coef = np.zeros(1)
+
+    def objective(self, thetas):
+        code = np.asarray(thetas, dtype=np.float64)[:, 0].round().astype(int) - 1
+        return np.where(code < 0, 0.0, self.ld_exact[np.maximum(code, 0)] / 2.0)
+
+    def refit(self, codes):
+        ok = self.defined[codes]
+        theta = np.where(ok, codes + 1.0, np.nan)[:, None]
+        return Refits(codes, theta, np.where(ok, "ok", "undefined"))
+
+
+def simulate_auto(r, s, rank_by, flagged, k=10):
+    """``method="auto"``'s refits, by the audit's own
+    :func:`coxinfluence.audit.verification.verify` with safety factor ``s``, ranking by
+    ``rank_by`` and fed this data set's exact displacements: returns (refits used,
+    top-k set equal, top-k order equal, rule met)."""
+    ld_rank = {"vif": r.ld_vif, "lc": r.ld_lc, "so2": r.ld_so2}[rank_by]
+    must = np.zeros(r.U, dtype=bool)
+    must[flagged] = True
+    model = _KnownDisplacements(r.ld_exact, r.defined)
+    v = verify(model, ld_rank, must, refit=model.refit, top=k, safety=s)
     pool = r.defined
-    ld_rank = {"vif": r.ld_vif, "lc": r.ld_lc, "so2": r.ld_so2}[rank_by].copy()
-    ld_rank[~np.isfinite(ld_rank)] = np.inf
-    order = np.argsort(-ld_rank, kind="stable")
-    cap = max(60, int(0.08 * U))
-    refit = np.zeros(U, dtype=bool)
-    refit[flagged] = True
-    n_top = min(start, U)
-    met = False
-    while True:
-        refit[order[:n_top]] = True
-        ex = np.where(refit & pool, r.ld_exact, -np.inf)
-        if (refit & pool).sum() >= k:
-            tenth = np.sort(ex)[::-1][k - 1]
-            rest = ~refit
-            biggest = ld_rank[rest].max() if rest.any() else 0.0
-            if s * biggest < tenth:
-                met = True
-                break
-        if refit.sum() >= cap or n_top >= U:
-            break
-        n_top += step
     ex_all = np.where(pool, r.ld_exact, -np.inf)
     true_top = np.argsort(-ex_all, kind="stable")[:k]
+    refit = np.zeros(r.U, dtype=bool)
+    refit[v.refits.codes] = True
     got = np.argsort(-np.where(refit & pool, r.ld_exact, -np.inf), kind="stable")[:k]
     kk = min(k, int(pool.sum()))
     return (int(refit.sum()), set(true_top[:kk]) == set(got[:kk]),
-            bool(np.array_equal(true_top[:kk], got[:kk])), met)
+            bool(np.array_equal(true_top[:kk], got[:kk])), v.rule_met)
 
 
 # ------------------------------------------------------------------------------ tables
@@ -763,9 +775,11 @@ def report(results, notes, t_start):
                          f"{met}/{len(results)}", f"{np.median(used):.0f}",
                          f"{100 * np.median(used_big):.1f}%" if used_big else "-",
                          ", ".join(fails) or "-", ", ".join(unmet) or "-"])
-    text.append("## method='auto' simulated: refit the top 20 by the ranking (+ every flagged "
-                "and undefined unit), then 10 more at a time until s * max LD(not refitted) "
-                "< 10th exact LD; at most max(60, 8% of units)")
+    text.append("## method='auto' simulated: the audit's own `verify` with safety factor s, "
+                "fed the exact displacements (first round: every flagged and undefined unit "
+                "and the others with s * LD >= the 10th largest LD, at least "
+                f"{MIN_REFITS} in all; then doubling until s * max LD(not refitted) < 10th "
+                f"exact LD; at most max(60, 8% of units), e.g. {refit_cap(1000)} of 1000)")
     text.append("")
     text.append(markdown_table(["rank by", "flags refitted", "s", "top-10 set exact",
                                 "top-10 order exact", "rule met", "median refits",
