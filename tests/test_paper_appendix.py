@@ -174,3 +174,23 @@ def test_run_all_rejects_unknown_step():
     res = subprocess.run([sys.executable, str(ROOT / "paper_appendix" / "run_all.py"),
                           "--only", "table9"], capture_output=True, text=True)
     assert res.returncode == 2 and "unknown step" in res.stderr
+
+
+def test_interleaved_median_times_alternates_the_calls_and_times_each():
+    """The benchmarks' ratio timings (bench_audit's auto / vif): one warm-up round, then
+    every function once per round, in turn; the medians are each function's own."""
+    import time
+
+    from bench_audit import interleaved_median_times
+    calls = []
+
+    def slow():
+        calls.append("slow")
+        time.sleep(0.004)
+
+    def fast():
+        calls.append("fast")
+
+    t_slow, t_fast = interleaved_median_times([slow, fast], repeats=5)
+    assert calls == ["slow", "fast"] * 6
+    assert t_slow >= 0.004 > t_fast
