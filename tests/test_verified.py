@@ -110,6 +110,32 @@ def test_each_round_evaluates_the_objective_once_with_theta_hat_in_the_first(gbs
     np.testing.assert_allclose(v.ld_exact, auto.verification.ld_exact, rtol=1e-9)
 
 
+def test_a_result_reads_its_displacements_from_the_refits_kernel_call(gbsg, monkeypatch):
+    """ld_exact of an auto or exact result: 2 [J(theta_{-g}) - J(theta_hat)] with both terms
+    from the one objective call made with the refits (auto: verify's); reading it (and
+    the tables built on it) evaluates no objective again."""
+    fit, auto, exact = gbsg
+    np.testing.assert_allclose(auto.ld_exact.to_numpy(), auto.verification.ld_exact,
+                               rtol=0, atol=8 * np.finfo(float).eps * abs(fit.loglik))
+    calls = []
+    original = type(fit).objective
+
+    def counted(self, thetas, deleted=None):
+        calls.append(np.array(thetas, copy=True))
+        return original(self, thetas, deleted)
+
+    monkeypatch.setattr(type(fit), "objective", counted)
+    res = ci.influence(fit, method="exact")
+    assert len(calls) == 1 and calls[0].shape[0] == 1 + fit.n
+    np.testing.assert_array_equal(calls[0][0], fit.coef)
+    values = original(fit, calls[0])
+    np.testing.assert_array_equal(res.ld_exact.to_numpy(), 2.0 * (values[1:] - values[0]))
+    for r in (res, auto):
+        r.summary_frame()
+        r.top(5)
+    assert len(calls) == 1
+
+
 def test_a_first_round_that_misses_is_followed_by_more(gbsg):
     """Displacements that rank the units badly (here: reversed): the first round's
     exact values miss the rule, and rounds follow until it is met or the cap is reached;

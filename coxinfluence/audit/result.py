@@ -40,6 +40,8 @@ class InfluenceResult:
     _resolved: Resolved = field(default=None, repr=False)
     _exact: "InfluenceResult" = field(default=None, repr=False)
     objective_loo: np.ndarray = field(default=None, repr=False)    # objective at the refits
+    # the objective at theta_hat, from the same kernel call as objective_loo
+    objective_at_fit: float = field(default=None, repr=False)
     units: object = field(default=None, repr=False)    # the model's units (``model.units``)
     model: object = field(default=None, repr=False)    # the seam (influence_functions/seam.py)
     _rerun: object = field(default=None, repr=False)   # (method, progress) -> the same audit
@@ -170,7 +172,7 @@ class InfluenceResult:
         refitted to a maximum, else NaN."""
         ld = np.full(len(self.loo_change), np.nan)
         if self.objective_loo is not None:
-            ld = 2.0 * (self.objective_loo - self.model.objective(self.model.coef[None, :])[0])
+            ld = 2.0 * (self.objective_loo - self.objective_at_fit)
         return pd.Series(ld, index=self.loo_change.index, name="ld_exact")
 
     @property

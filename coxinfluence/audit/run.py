@@ -97,14 +97,18 @@ def compute(model, resolved, method, target, *, progress=None, executor=None,
         loo = refits.theta
         dtheta = loo - model.coef
         change = target_exact(fit, loo, target, units)
-        objective_loo = np.where(refits.ok, model.objective(loo), np.nan)
+        # J(theta_hat) in the refits' batch: both terms of each displacement by one kernel
+        values = model.objective(np.vstack([model.coef[None, :], loo]))
+        objective_at_fit = values[0]
+        objective_loo = np.where(refits.ok, values[1:], np.nan)
     else:
-        refits = objective_loo = None
+        refits = objective_loo = objective_at_fit = None
         dtheta = model.change(method)
         change = target_change(fit, dtheta, target, units,
                                include_data_effect=include_data_effect)
     return _result(model, resolved, method, target, frame, change, dtheta,
-                   objective_loo=objective_loo, refits=refits, fit_ok=model.converged,
+                   objective_loo=objective_loo, objective_at_fit=objective_at_fit,
+                   refits=refits, fit_ok=model.converged,
                    include_data_effect=include_data_effect)
 
 
@@ -163,7 +167,8 @@ def _compute_auto(model, resolved, target, frame, *, progress, executor,
     # the full-data objective at the refits, from the displacements verify() computed
     objective_loo = ver.ld_exact / 2.0 + ver.objective_at_fit
     return _result(model, resolved, "auto", target, frame, change, dtheta,
-                   objective_loo=objective_loo, refits=refits, verification=ver,
+                   objective_loo=objective_loo, objective_at_fit=ver.objective_at_fit,
+                   refits=refits, verification=ver,
                    approx=approx, include_data_effect=include_data_effect)
 
 

@@ -118,10 +118,11 @@ def verify(model, ld_approx, must_refit, *, refit=None, top=TOP, min_refits=MIN_
             parts.append(res)
             refitted[res.codes] = True
             ok = res.codes[res.ok]
-            values = model.objective(res.theta[res.ok] if full is not None
-                                     else np.vstack([model.coef[None, :], res.theta[res.ok]]))
             if full is None:     # one kernel call, and both terms of LD by the same kernel
+                values = model.objective(np.vstack([model.coef[None, :], res.theta[res.ok]]))
                 full, values = values[0], values[1:]
+            else:
+                values = model.objective(res.theta[res.ok])
             ld_exact[ok] = 2.0 * (values - full)
         finite = np.sort(ld_exact[np.isfinite(ld_exact)])[::-1]
         threshold = finite[top - 1] if finite.size >= top else np.nan
