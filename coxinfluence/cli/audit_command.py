@@ -19,6 +19,7 @@ from pathlib import Path
 
 from coxinfluence.cli.audit_inputs import (
     audit_target,
+    columns_text,
     per_stratum,
     read_audit_csv,
     read_newdata,
@@ -74,7 +75,11 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
                         "clusters and the model's SE are robust (grouped sandwich); Cox and "
                         "AFT")
     p.add_argument("--covariates", nargs="+", default=None,
-                   help="covariate columns (default: every other column)")
+                   help="covariate columns (default: every column without a role, refused "
+                        "when one looks like an identifier: named id, patient, subject, ... "
+                        "or distinct integers or labels, one per row); never an outcome, "
+                        "--id, --weights or --cluster column, nor a Cox or Fine-Gray --strata "
+                        "column; the summary and the report list them")
     p.add_argument("--ties", choices=["efron", "breslow"], default=None,
                    help="Cox: efron (default) or breslow; Fine-Gray: breslow (default, "
                         "crr's) or efron")
@@ -128,8 +133,11 @@ def _check_fine_gray(args):
         raise ValueError(f"--model {args.model} and {given} conflict: --status with --cause "
                          "fits a Fine-Gray model; give one model")
     if args.status is None or args.cause is None:
+        event = ("" if args.event is None or args.status is not None else
+                 "; --event does not apply to a Fine-Gray model: give the status column "
+                 "(0 = censored, 1, 2, ... = the causes) as --status, not --event")
         raise ValueError(f"{given} needs both --status S and --cause K (they fit a "
-                         "Fine-Gray model for cause K)")
+                         f"Fine-Gray model for cause K){event}")
     if args.demo:
         raise ValueError("--demo (GBSG2) has no competing causes; give a DATA.csv file "
                          "with --status and --cause")
@@ -178,7 +186,8 @@ def _demo_data():
     from coxinfluence.demo import gbsg2_design
     X, time, event = gbsg2_design()
     frame = X.assign(time=time.to_numpy(), event=event.to_numpy())
-    return AuditData(frame=frame, X=X, time=time, outcome=event)
+    return AuditData(frame=frame, X=X, time=time, outcome=event,
+                     roles=[("time", "time"), ("event", "event")])
 
 
 # ------------------------------------------------------------------- the audit
@@ -229,9 +238,10 @@ def _audit_run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.parent and not out.parent.exists():
         raise ValueError(f"output folder does not exist: {out.parent}")
-    write_report(out, res, reid=reid_res, exact=exact_res, description=description,
-                 top_k=args.top)
-    print_summary(res, reid_res, exact_res, target)
+    columns = columns_text(data)
+    write_report(out, res, reid=reid_res, exact=exact_res,
+                 description=f"{description} {columns}", top_k=args.top)
+    print_summary(res, reid_res, exact_res, target, columns=columns)
     print(f"wrote {out}")
     return 0
 
@@ -247,14 +257,15 @@ def _read(args, family):
     subjects = bool(args.id) and ((family == "cox" and args.start is not None)
                                   or (family in ("cox", "aft") and args.subjects))
     data = read_audit_csv(args, outcome="status" if family == "fine_gray" else "event",
-                          subjects=subjects)
+                          subjects=subjects, stratum_covariates=family == "aft")
     return data, f"Data: {args.data.name}."
 
 
-def print_summary(res, reid_res, exact_res, target):
+def print_summary(res, reid_res, exact_res, target, *, columns=None):
     """The audit's summary on stdout: the model (its seam's words), the top units (exact
-    displacement marked with *), what was verified, the flags, and the approximation's
-    agreement."""
+    displacement marked with *), what was verified, the flags, the approximation's
+    agreement, and ``columns`` (the covariates and the columns' roles, as
+    :func:`~coxinfluence.cli.audit_inputs.columns_text` says them)."""
     header = model_header(res.model)
     top = res.top(min(5, len(res.loo_change)))
     print(f"{header.statement}: {res.units_text}, {header.facts}; target {target.name}")
@@ -282,6 +293,8 @@ def print_summary(res, reid_res, exact_res, target):
     if exact_res is not None and exact_res is not approx:
         print(f"{approx.method.upper()} vs exact leave-one-out: mean correlation "
               f"{approx.correlation(exact_res).mean():.6f}")
+    if columns:
+        print(columns)
 
 
 register(Subcommand(

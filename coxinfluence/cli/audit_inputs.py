@@ -1,17 +1,24 @@
 """The ``coxinfluence audit`` subcommand's inputs, read and checked with one-line errors
 naming the file, the column and the rows: the data file (:func:`read_audit_csv`), the new
 patients of ``--newdata`` (:func:`read_newdata`) and the target of ``--target``
-(:func:`audit_target`, :func:`per_stratum`)."""
+(:func:`audit_target`, :func:`per_stratum`). Each column has one role: an outcome column
+(time, event / status, start) or an id, strata, weights or cluster column is never a
+covariate, and without ``--covariates`` a column that looks like an identifier
+(:func:`identifier_reason`) is refused rather than silently used as one; the covariates
+and the roles are said in one sentence (:func:`columns_text`) in the summary and the
+report."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from coxinfluence.influence_functions.seam import label_text
 
 __all__ = ["AuditData", "read_audit_csv", "read_csv", "read_newdata", "audit_target",
-           "per_stratum", "rows_text"]
+           "per_stratum", "rows_text", "columns_text", "identifier_reason"]
 
 
 @dataclass
@@ -21,7 +28,9 @@ class AuditData:
 
     ``frame``: every used column (the top table's data); ``X``: the covariates as floats;
     ``outcome``: the ``--event`` column (Cox, AFT) or the ``--status`` column (Fine-Gray);
-    the others the column of their option, or None."""
+    the others the column of their option, or None; ``roles``: (role, column) for each
+    column given a role other than covariate ("time", "event" or "status", "start",
+    "strata", "weights", "id", "cluster", "cengroup"), as :func:`columns_text` lists them."""
 
     frame: pd.DataFrame
     X: pd.DataFrame
@@ -33,6 +42,20 @@ class AuditData:
     ids: pd.Series | None = None
     clusters: pd.Series | None = None
     cengroup: pd.Series | None = None
+    roles: list = field(default_factory=list)
+
+
+def columns_text(data: AuditData) -> str:
+    """The covariates and the other columns' roles, in one sentence for the summary and the
+    report: "Covariates (2): age, x. Roles: time = time, event = status, id = pid." """
+    covs = list(data.X.columns)
+    text = f"Covariates ({len(covs)}): {', '.join(str(c) for c in covs)}."
+    roles: dict[str, list] = {}
+    for role, col in data.roles:
+        roles.setdefault(role, []).append(str(col))
+    if roles:
+        text += " Roles: " + ", ".join(f"{r} = {', '.join(c)}" for r, c in roles.items()) + "."
+    return text
 
 
 def rows_text(labels):
@@ -45,11 +68,15 @@ def _optional(value):
     return [value] if value else []
 
 
-def read_audit_csv(args, *, outcome="event", subjects=False) -> AuditData:
+def read_audit_csv(args, *, outcome="event", subjects=False,
+                   stratum_covariates=False) -> AuditData:
     """The data file ``args.data`` read with the columns the options name. ``outcome``:
     the option naming the outcome column ("event", or "status" for Fine-Gray);
     ``subjects``: rows sharing an ``--id`` are one patient's (Cox intervals), so ids may
-    repeat and the rows are labelled by their number."""
+    repeat and the rows are labelled by their number; ``stratum_covariates``: whether a
+    ``--strata`` column may also be a covariate (an AFT model's strata are scales; a Cox or
+    Fine-Gray model's are baseline hazards, in which a covariate constant within each
+    stratum has no coefficient)."""
     path = args.data
     df = read_csv(path, "data file", "")
     out_col = getattr(args, outcome)
@@ -58,21 +85,39 @@ def read_audit_csv(args, *, outcome="event", subjects=False) -> AuditData:
     if args.subjects and not args.id:
         raise ValueError("--subjects needs --id (the column naming each row's patient)")
     cengroup = getattr(args, "cengroup", None)
-    extra = [c for c in (args.start, args.cluster, cengroup) if c]
-    special = [args.time, out_col] + extra + (args.strata or []) + _optional(args.weights) \
-        + _optional(args.id)
-    covs = args.covariates or [c for c in df.columns if c not in special]
+    roles = [(role, col) for role, col in
+             [("time", args.time), (outcome, out_col), ("start", args.start)]
+             + [("strata", c) for c in (args.strata or [])]
+             + [("weights", args.weights), ("id", args.id), ("cluster", args.cluster),
+                ("cengroup", cengroup)] if col]
+    _refuse_outcome_in_other_roles(roles)
+    special = [col for _, col in roles]
+    if args.covariates:
+        covs = list(args.covariates)
+        _refuse_role_covariates(covs, [(r, c) for r, c in roles
+                                       if not (stratum_covariates and r == "strata")])
+    else:
+        covs = [c for c in df.columns if c not in special]
     if not covs:
         raise ValueError("no covariate columns left: pass --covariates")
     used = list(dict.fromkeys(special + covs))
     missing = [c for c in used if c not in df.columns]
     if missing:
         raise ValueError(f"missing column(s) {missing} in {path}; it has {list(df.columns)}")
+    inferred = not args.covariates
+    if inferred:
+        numeric_covs = [c for c in covs if not non_numeric(df, [c])]
+        identifiers = _identifiers_text(df, numeric_covs, args.id)
+        if identifiers:
+            raise ValueError(identifiers)
     df = _labelled(df, args.id, subjects)
     numeric = [args.time, out_col] + covs + _optional(args.weights) + _optional(args.start)
     bad = non_numeric(df, numeric)
     if bad:
-        raise ValueError(f"non-numeric column(s) {bad}: encode categories as 0/1 columns first")
+        identifiers = _identifiers_text(df, [c for c in bad if c in covs], args.id) \
+            if inferred else None
+        raise ValueError(f"non-numeric column(s) {bad}: encode categories as 0/1 columns first"
+                         + (f"; {identifiers}" if identifiers else ""))
     cols = list(dict.fromkeys(numeric + (args.strata or []) + _optional(args.cluster)
                               + _optional(cengroup) + (_optional(args.id) if subjects else [])))
     _refuse_missing_values(df, cols, args.id if args.id and not subjects else None)
@@ -84,7 +129,100 @@ def read_audit_csv(args, *, outcome="event", subjects=False) -> AuditData:
                      outcome=df[out_col], strata=df[args.strata] if args.strata else None,
                      weights=column(args.weights), start=column(args.start),
                      ids=column(args.id) if subjects else None, clusters=column(args.cluster),
-                     cengroup=column(cengroup))
+                     cengroup=column(cengroup), roles=roles)
+
+
+#: the outcome's roles (the columns of R's Surv(start, time, event), or crr's status)
+OUTCOME_ROLES = ("time", "event", "status", "start")
+#: how a message names a role's column, and what a column cannot be both of
+_ROLE_WORDS = {"strata": ("a --strata column (a baseline hazard per stratum: a covariate "
+                          "constant within each stratum has no coefficient)", "a stratum"),
+               "weights": ("the --weights column", "the case weights"),
+               "id": ("the --id column", "the id"),
+               "cluster": ("the --cluster column", "the cluster")}
+
+
+def _refuse_outcome_in_other_roles(roles):
+    """An outcome column (time, event / status, start) has no other role."""
+    for k, (role, col) in enumerate(roles):
+        if role not in OUTCOME_ROLES:
+            continue
+        for other, col2 in roles[k + 1:]:
+            if col2 == col:
+                raise ValueError(f"{col!r} is the outcome column (--{role}): it cannot also be "
+                                 f"the --{other} column")
+
+
+def _refuse_role_covariates(covs, roles):
+    """``--covariates`` names no column twice and no column of ``roles`` (outcome, id,
+    strata, weights, cluster; a censoring-group column may be a covariate, as in crr)."""
+    twice = [c for c in dict.fromkeys(covs) if covs.count(c) > 1]
+    if twice:
+        raise ValueError(f"--covariates names {twice[0]!r} twice")
+    for role, col in roles:
+        if col not in covs or role == "cengroup":
+            continue
+        if role in OUTCOME_ROLES:
+            what, both = f"the outcome column (--{role})", "the outcome"
+        else:
+            what, both = _ROLE_WORDS[role]
+        raise ValueError(f"{col!r} is {what}: a column cannot be both {both} and a covariate; "
+                         "remove it from --covariates")
+
+
+#: column names of identifiers (lower case, without spaces, '_', '-', '.')
+ID_NAMES = frozenset({
+    "id", "ids", "pid", "ptid", "patient", "patientid", "patientno", "patientnr",
+    "patientnumber", "subject", "subjectid", "subjid", "subj", "subjectno", "participant",
+    "participantid", "caseid", "recordid", "rowid", "studyid", "mrn", "identifier"})
+
+
+def _id_like_name(name) -> bool:
+    """Whether a column's name says it identifies patients: one of :data:`ID_NAMES`, or
+    ending in a separate "id" ("visit_id", "study id", "patientId", "caseID")."""
+    name = str(name)
+    squashed = re.sub(r"[\s_.\-]", "", name).lower()
+    return (squashed in ID_NAMES or re.search(r"[\s_.\-]id$", name, re.I) is not None
+            or re.search(r"[a-z]I[Dd]$", name) is not None)
+
+
+def identifier_reason(name, values: pd.Series) -> str | None:
+    """Why the column ``name`` with ``values`` looks like an identifier rather than a
+    covariate ("named like one", "its values are distinct integers, one per row", "... distinct
+    labels, one per row"), or None."""
+    if _id_like_name(name):
+        return "named like one"
+    if len(values) < 3 or values.isna().any() or not values.is_unique:
+        return None
+    if pd.api.types.is_bool_dtype(values):
+        return None
+    if pd.api.types.is_numeric_dtype(values):
+        v = values.to_numpy(dtype=float)
+        if np.all(np.isfinite(v)) and np.all(v == np.round(v)):
+            return "its values are distinct integers, one per row"
+        return None
+    return "its values are distinct labels, one per row"
+
+
+def _identifiers_text(df, covs, id_col):
+    """Covariates inferred (no ``--covariates``): the refusal of those of ``covs`` that
+    look like identifiers, naming each and why, and what to pass (``--id``, unless
+    ``id_col`` is given; ``--covariates``); None when none does."""
+    found = [(c, r) for c in covs if (r := identifier_reason(c, df[c])) is not None]
+    if not found:
+        return None
+    names = ", ".join(repr(c) for c, _ in found)
+    why = "; ".join(f"{c!r}: {r}" for c, r in found) if len(found) > 1 else found[0][1]
+    subject = f"columns {names} look like identifiers" if len(found) > 1 else \
+        f"column {names} looks like an identifier"
+    first = found[0][0]
+    first = first if " " not in str(first) else repr(first)
+    todo = ("pass --covariates naming the covariates (a column named there is used as given)"
+            " or remove the column from the file" if id_col else
+            f"pass --id {first} if it labels the patients, or --covariates naming the "
+            "covariates (a column named there is used as given)")
+    return (f"{subject} ({why}); without --covariates every column without a role would be "
+            f"a covariate: {todo}")
 
 
 def _labelled(df, id_col, subjects):
