@@ -2,13 +2,18 @@
 
 - :func:`index_plot`: one panel per column, the change ``g_{-i} - g`` of every patient
   against its label (R's ``plot(resid(fit, "dfbeta")[, j])``), the largest labelled
-  inside the axes, clear of each other.
+  inside the axes, clear of each other. The values are the result's own: exact refits
+  where the unit was verified (``result.verified``: method "auto"'s refitted units, every
+  unit of method "exact"), drawn in orange with a dot and labelled "exact refit" in the
+  legend, the first-order estimate elsewhere ("VIF estimate"), so the plot shows the
+  numbers of the report's tables (:func:`index_plot_data`).
 - :func:`scatter_vs`: one panel per column, an approximation against a reference (exact
   refits, or Reid's IF), with the identity line and the Pearson correlation.
 """
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 
 def _plt():
@@ -41,23 +46,59 @@ def _columns(result, columns):
     return cols
 
 
+#: what a first-order estimate of each method is called in a legend
+ESTIMATE_NAMES = {"vif": "VIF estimate", "reid": "Reid IF estimate",
+                  "newton": "one-step Newton estimate"}
+EXACT_NAME = "exact refit"
+_ESTIMATE_COLOR, _EXACT_COLOR = "#4a6fa5", "#d35400"
+
+
+def estimate_name(result) -> str:
+    """The legend's word for ``result``'s numbers that are not exact refits: its
+    first-order method's ("VIF estimate" for method "auto")."""
+    approx = result.approx if getattr(result, "approx", None) is not None else result
+    return ESTIMATE_NAMES.get(approx.method, f"{approx.method} estimate")
+
+
+def index_plot_data(result, column) -> pd.DataFrame:
+    """What :func:`index_plot` draws in the panel of ``column``: one row per unit (the
+    result's index) with ``change`` (``result.loo_change[column]``: the exact refit's
+    change for a verified unit, the first-order estimate elsewhere; NaN where undefined)
+    and ``exact`` (``result.verified``: the value is an exact refit)."""
+    (col,) = _columns(result, [column])
+    change = result.loo_change[col].to_numpy(dtype=np.float64)
+    exact = result.verified.to_numpy(dtype=bool)
+    return pd.DataFrame({"change": change, "exact": exact}, index=result.loo_change.index)
+
+
 def index_plot(result, columns=None, label_top=3, max_tick_labels=30):
     """Index plot of ``result.loo_change`` (see module docstring); returns the Figure.
 
     The x axis is the unit's label: with at most ``max_tick_labels`` units, one tick per
     unit labelled with it; else, when the labels are increasing integers (the CLI's row
     numbers, a RangeIndex), the labels themselves; else the unit's position (1 to n).
-    The ``label_top`` largest changes of each panel are labelled inside the axes, clear
-    of each other."""
+    Verified units (exact refits) are drawn in orange with a dot, the others (first-order
+    estimates) in blue; the legend says which is which. The ``label_top`` largest changes
+    of each panel are labelled inside the axes, clear of each other."""
+    from matplotlib.lines import Line2D
     cols = _columns(result, columns)
     fig, axes = _grid(len(cols))
     index = result.loo_change.index
     labels = [str(v) for v in index]
     x, xlabel, few = _unit_axis(index, result.unit_name[:-1], max_tick_labels)
+    lw = 0.6 if x.size > 100 else 1.2
     placed = []
+    any_exact = any_estimate = False
     for ax, c in zip(axes, cols):
-        y = result.loo_change[c].to_numpy(dtype=np.float64)
-        ax.vlines(x, 0, y, lw=0.6 if x.size > 100 else 1.2, color="#4a6fa5")
+        data = index_plot_data(result, c)
+        y, exact = data["change"].to_numpy(), data["exact"].to_numpy()
+        any_exact |= bool(exact.any())
+        any_estimate |= bool((~exact).any())
+        ax.vlines(x[~exact], 0, y[~exact], lw=lw, color=_ESTIMATE_COLOR)
+        if exact.any():
+            ax.vlines(x[exact], 0, y[exact], lw=max(lw, 1.0), color=_EXACT_COLOR, zorder=3)
+            ax.plot(x[exact], y[exact], "o", ms=3.5 if x.size > 100 else 4.5,
+                    color=_EXACT_COLOR, zorder=4, clip_on=True)
         ax.axhline(0, color="0.4", lw=0.6)
         ax.margins(x=0.03, y=0.12)
         anns = []
@@ -72,7 +113,7 @@ def index_plot(result, columns=None, label_top=3, max_tick_labels=30):
         placed.append((ax, anns))
         ax.set_title(str(c), fontsize=9)
         ax.set_xlabel(xlabel, fontsize=8)
-        ax.set_ylabel(f"change ({result.method})", fontsize=8)
+        ax.set_ylabel("change", fontsize=8)
         ax.tick_params(labelsize=7)
         _small_scale_ticks(ax.yaxis)
         if few:
@@ -80,7 +121,16 @@ def index_plot(result, columns=None, label_top=3, max_tick_labels=30):
             ax.tick_params(axis="x", labelsize=6 if len(labels) > 20 else 7)
         else:
             _unit_ticks(ax.xaxis)
+    handles = []
+    if any_exact:
+        handles.append(Line2D([], [], color=_EXACT_COLOR, lw=1.2, marker="o", ms=4.5,
+                              label=EXACT_NAME))
+    if any_estimate:
+        handles.append(Line2D([], [], color=_ESTIMATE_COLOR, lw=1.2,
+                              label=estimate_name(result)))
     fig.suptitle(f"Leave-one-out change per {result.unit_name[:-1]}", fontsize=10)
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8,
+               frameon=False)
     renderer = _freeze_layout(fig)
     for ax, anns in placed:
         _place_labels(ax, anns, renderer)

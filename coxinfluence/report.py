@@ -7,24 +7,32 @@ come from the seam's optional ``report_header()`` and ``summary_table(robust)``
 :func:`~coxinfluence.influence_functions.seam.model_summary`), so a Cox, AFT, Fine-Gray or
 autodiff audit is the same report.
 
-Sections: the fit's status in red when it did not converge; "what can be trusted"
-(what was verified by exact refits, the largest VIF error among them, every flag); the
-model summary; the top influential units ranked by the verified likelihood displacement,
-exact and VIF side by side, then their changes, dfbetas and data; index plots of the VIF
-changes; VIF against Reid's IF and, when every unit was refitted, against exact
-leave-one-out, each with its per-column Pearson correlation.
+Sections: the fit's status in red when it did not converge; the target's warnings
+(``result.target_notes``, e.g. a target time past the follow-up) in a box; "what can be
+trusted" (what was verified by exact refits, the VIF error in the top 10 measured against
+the 10th largest displacement, every flag); the model summary with 95% confidence
+intervals and, where the model has them, its ratios exp(coef) (hazard ratios, time ratios,
+the seam's optional ``ratio_name``: "subdistribution hazard ratio" for Fine-Gray) and the
+seam's optional ``report_notes()`` (what the status codes mean); the top influential units
+ranked by the verified likelihood displacement, exact and VIF side by side, then their
+changes, dfbetas and data; index plots of the result's own changes (exact refits marked
+where verified, as in the tables); VIF against Reid's IF and, when every unit was
+refitted, against exact leave-one-out, each with its per-column Pearson correlation.
+Column names are the result's (``result.loo_change.columns``), never re-labelled.
 """
 from __future__ import annotations
 
 import base64
 import html
 import io
+import re
 from datetime import datetime, timezone
 
 import numpy as np
 import pandas as pd
 
 from coxinfluence.influence_functions.seam import model_header, model_summary
+from coxinfluence.plotting import estimate_name
 
 _CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;
@@ -39,7 +47,13 @@ img{max-width:100%;border:1px solid #ddd;margin:.4em 0}
 .bad{color:#b00020}
 .warn{color:#8a5a00}
 h3{font-size:1em;margin:.8em 0 .2em}
+.notes{border:2px solid #d9a400;background:#fff6d6;padding:.3em 1em;margin:1em 0}
+.notes b{color:#8a5a00}
+.note{font-size:.85em;color:#444;margin:.2em 0}
 """
+
+#: the normal quantile of two-sided 95% confidence intervals
+Z95 = 1.959963984540054
 
 
 def figure_to_data_uri(fig, dpi=100) -> str:
@@ -102,7 +116,64 @@ def _target_wording(result):
             what += (", with the baseline hazard recomputed without the "
                      f"{unit}" if result.include_data_effect else
                      ", the baseline hazard held at the full data's")
-    return f"The changes are {what}, refitted without the {unit}{removal}."
+    text = f"The changes are {what}, refitted without the {unit}{removal}."
+    if any(_MEANS.search(str(c)) for c in result.loo_change.columns):
+        text += (" <b>mean</b> in a column name is no patient: the target is taken at the "
+                 "covariate means of the data (a 0/1 covariate at its proportion).")
+    return text
+
+
+# a new-patient label "mean" (the CLI's default: the covariate means), as in
+# "F(2|mean)", "S(10|mean, stratum 1)", "rr[mean]"
+_MEANS = re.compile(r"[|\[]mean(, stratum [^)\]]*)?[)\]]")
+
+
+def top_vif_error(result, k=10):
+    """How far VIF is off where the ranking is decided: among the top ``k`` units by
+    :attr:`~coxinfluence.audit.result.InfluenceResult.likelihood_displacement` (fewer
+    when fewer are defined) that were verified, the one whose VIF displacement is furthest
+    from its exact one, in absolute terms. Returns ``(label, ld_vif, ld_exact, scale,
+    k_used)`` with ``scale`` the ``k_used``-th largest displacement (the scale on which the
+    top ``k`` is decided), or None when no result has both (not ``auto``, or none of the
+    top verified)."""
+    if result.approx is None or result.refits is None:
+        return None
+    ld = result.likelihood_displacement.to_numpy()
+    finite = np.flatnonzero(np.isfinite(ld))
+    if finite.size == 0:
+        return None
+    order = finite[np.argsort(-ld[finite], kind="stable")][:k]
+    scale = float(ld[order[-1]])
+    exact, approx = result.ld_exact.to_numpy(), result.ld_approx.to_numpy()
+    ok = order[result.verified.to_numpy()[order] & np.isfinite(exact[order])
+               & np.isfinite(approx[order])]
+    if ok.size == 0:
+        return None
+    j = ok[int(np.argmax(np.abs(approx[ok] - exact[ok])))]
+    return (result.loo_change.index[j], float(approx[j]), float(exact[j]), scale,
+            int(order.size))
+
+
+def _vif_error_sentence(result, k=10):
+    err = top_vif_error(result, k)
+    if err is None:
+        return None
+    label, a, e, scale, used = err
+    unit = result.unit_name
+    off = abs(a - e)
+    rel = off / scale if scale > 0 else np.inf
+    rel_text = (f"{100 * rel:.2g}% of" if rel < 1 else f"{rel:.3g} times")
+    return (f"VIF error in the top {used} {unit} (measured against the {_ordinal(used)} "
+            f"largest displacement, {scale:.4g}, the scale on which the top {used} is "
+            f"decided): largest for {html.escape(str(label))}, displacement {a:.4g} by VIF "
+            f"against {e:.4g} exact, off by {off:.3g}, {rel_text} the {_ordinal(used)} "
+            "displacement.")
+
+
+def _ordinal(k):
+    if 10 <= k % 100 <= 20:
+        return f"{k}th"
+    return f"{k}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th') }"
 
 
 def _trust_section(result, header):
@@ -123,11 +194,9 @@ def _trust_section(result, header):
         out.append(f"<li>{html.escape(result.verification.describe(result.unit_name))}."
                    " Verified numbers (&#10003;) are exact refits; the others are VIF "
                    "estimates.</li>")
-        err = result.largest_error()
-        if err is not None:
-            out.append(f"<li>Largest VIF error among the verified {result.unit_name}: "
-                       f"{html.escape(str(err[0]))}, displacement {err[1]:.4g} by VIF against "
-                       f"{err[2]:.4g} exact.</li>")
+        sentence = _vif_error_sentence(result)
+        if sentence is not None:
+            out.append(f"<li>{sentence}</li>")
     elif result.method == "exact":
         out.append("<li>Every number is an exact refit.</li>")
     else:
@@ -140,7 +209,8 @@ def _trust_section(result, header):
         unstable = "unstable (every first-order estimate: the fit has no maximum)"
     elif result.refits is not None:
         unstable = ("unstable (the first-order estimate is predicted to be off by more "
-                    "than about 10%; refitted: \u2713 in the tables)")
+                    "than about 10%; refitted: \u2713 in the tables, where the number "
+                    "shown is exact)")
     else:
         unstable = ("unstable (the first-order estimate is predicted to be off by more "
                     f"than about 10%; method {html.escape(result.method)} does not refit "
@@ -174,7 +244,9 @@ def _top_tables(result, top_k):
     top = result.top(top_k)
     idx = top.index
     flags = result.flags.loc[idx]
-    reasons = [", ".join(c for c in flags.columns if flags.loc[i, c]) for i in idx]
+    verified = result.verified.loc[idx]
+    reasons = [", ".join(_flag_cell(c, bool(verified.loc[i]))
+                         for c in flags.columns if flags.loc[i, c]) for i in idx]
     main = pd.DataFrame({"rank": top["rank"],
                          "displacement": top["likelihood_displacement"],
                          "exact": result.ld_exact.loc[idx],
@@ -194,6 +266,136 @@ def _top_tables(result, top_k):
             f"<h3>dfbetas (change / {'robust ' if result.robust else ''}SE; minus R's "
             "sign)</h3>", _wrap(_table(dfbetas, 3)),
             "<h3>Their data</h3>", _wrap(_table(covs, 4))]
+
+
+def _flag_cell(flag, verified):
+    """A flag as the top table writes it: ``unstable`` on a verified unit says that only
+    the first-order estimate was unstable, and the number shown is the exact refit's."""
+    if flag == "unstable" and verified:
+        return "unstable first-order estimate; exact value shown"
+    return flag
+
+
+def model_tables(result):
+    """The report's Model section as data: ``(table, ratios, notes)``. ``table``: the
+    seam's coefficient table (:func:`~coxinfluence.influence_functions.seam.
+    model_summary`) with 95% confidence intervals ``lower 95%`` and ``upper 95%`` (coef
+    +- 1.96 SE, the SE the table shows: the robust one when it has it), unless the table
+    has its own; ``ratios``: None, or ``(name, frame)`` with the model's ratios exp(coef)
+    (a hazard ratio, a time ratio, the seam's ``ratio_name``) and their intervals (the
+    exponentiated coefficient intervals), one row per parameter that has one, named as in
+    ``table``; ``notes``: sentences (HTML) for under the tables."""
+    table = model_summary(result.model, result.robust).copy()
+    coef_col = table.columns[0]
+    se_col = next((c for c in ("robust se", "se(coef)", "Std. Error", "se")
+                   if c in table.columns), None)
+    notes = []
+    own = any("lower" in str(c).lower() for c in table.columns)
+    if se_col is not None and not own:
+        coef = table[coef_col].to_numpy(dtype=np.float64)
+        se = table[se_col].to_numpy(dtype=np.float64)
+        table["lower 95%"] = coef - Z95 * se
+        table["upper 95%"] = coef + Z95 * se
+        notes.append(f"95% confidence intervals: {html.escape(str(coef_col))} &plusmn; 1.96 "
+                     f"&times; {html.escape(str(se_col))}.")
+    ratios = _ratios(result, table, coef_col, se_col)
+    if ratios is not None:
+        name, _ = ratios
+        notes.append(f"{html.escape(name[0].upper() + name[1:])}: "
+                     f"exp({html.escape(str(coef_col))}), "
+                     f"{_RATIO_MEANING.get(name, 'per unit increase of the covariate')}; its "
+                     "95% interval is the exponentiated interval of the coefficient.")
+    own_notes = getattr(result.model, "report_notes", None)
+    if own_notes is not None:
+        notes.extend(html.escape(line) for line in own_notes())
+    return table, ratios, notes
+
+
+_RATIO_MEANING = {
+    "hazard ratio": "the factor on the hazard per unit increase of the covariate",
+    "time ratio": "the factor on survival times (the acceleration factor) per unit "
+                  "increase of the covariate; none for the intercept and the scale",
+    "subdistribution hazard ratio": "the factor on the subdistribution hazard of the "
+                                    "cause modelled (Fine-Gray) per unit increase of the "
+                                    "covariate",
+}
+
+#: the model's ratios exp(coef): its target (``target_names``), what it is called
+_RATIO_TARGETS = (("time_ratio", "time ratio"), ("hazard_ratio", "hazard ratio"))
+
+
+def _ratios(result, table, coef_col, se_col):
+    """``(name, frame)`` of the model's ratios (:func:`model_tables`), or None: read off
+    the model's own ratio target (``hazard_ratio`` or ``time_ratio`` in its
+    ``target_names``), each of whose entries is exp(+-theta_k) of one parameter. A model
+    whose table has no ``exp(coef)`` and that names no ``ratio_name`` (an autodiff loss:
+    exp(theta) of a logistic regression is no hazard ratio) gets none."""
+    from coxinfluence.audit.targets import resolve_target
+    model = result.model
+    names = tuple(getattr(model, "target_names", ()))
+    found = [(t, word) for t, word in _RATIO_TARGETS if t in names]
+    own = getattr(model, "ratio_name", None)
+    if not found or se_col is None:
+        return None
+    tname, word = found[0]
+    if tname == "hazard_ratio" and own is None and "exp(coef)" not in table.columns:
+        return None
+    coef = np.asarray(model.coef, dtype=np.float64)
+    if len(table) != coef.size:
+        return None
+    target = resolve_target(tname)
+    transform = None if result._resolved is None else result._resolved.transform
+    if getattr(target, "transform", None) is None and transform is not None:
+        target.transform = transform
+    adapt = getattr(model, "adapt_target", None)
+    if adapt is not None:
+        target = adapt(target)
+    try:
+        J = np.asarray(target.jacobian(model.fit), dtype=np.float64)
+        value = np.asarray(target.value(model.fit, coef[None, :]), dtype=np.float64)[0]
+    except Exception:       # a target the model offers but cannot evaluate here
+        return None
+    se = table[se_col].to_numpy(dtype=np.float64)
+    rows, values, lower, upper = [], [], [], []
+    for j in range(J.shape[0]):
+        nz = np.flatnonzero(J[j])
+        if nz.size != 1:
+            return None
+        k = int(nz[0])
+        sign = np.sign(J[j, k])
+        ends = np.exp(sign * (coef[k] + np.array([-Z95, Z95]) * se[k]))
+        rows.append(table.index[k])
+        values.append(value[j])
+        lower.append(ends.min())
+        upper.append(ends.max())
+    name = own or word
+    frame = pd.DataFrame({name: values, "lower 95%": lower, "upper 95%": upper},
+                         index=pd.Index(rows, name=table.index.name,
+                                         tupleize_cols=False))
+    return name, frame
+
+
+def _model_section(result):
+    table, ratios, notes = model_tables(result)
+    out = ["<h2>Model</h2>", _table(table)]
+    if ratios is not None:
+        name, frame = ratios
+        out.append(f"<h3>{html.escape(name[0].upper() + name[1:])}s with 95% confidence "
+                   "intervals</h3>")
+        out.append(_table(frame))
+    out.extend(f"<p class='note'>{line}</p>" for line in notes)
+    return "".join(out)
+
+
+def _notes_box(result):
+    """The target's warnings (``result.target_notes``: a target time past the last event
+    time, ...) in a box near the top, or ""."""
+    notes = tuple(getattr(result, "target_notes", ()) or ())
+    if not notes:
+        return ""
+    items = "".join(f"<li>{html.escape(str(n))}</li>" for n in notes)
+    return (f"<div class='notes'><b>Warning about the target "
+            f"{html.escape(result.target.name)}:</b><ul>{items}</ul></div>")
 
 
 def _data_columns(result):
@@ -244,8 +446,11 @@ def build_report(result, *, reid=None, exact=None, title=None, description="",
     if not result.fit_ok:
         parts.append(f"<p class='bad'><b>Warning: the {html.escape(header.name)} fit did not "
                      "converge</b> (see &ldquo;What can be trusted&rdquo;).</p>")
+    notes = _notes_box(result)
+    if notes:
+        parts.append(notes)
     parts.append(_trust_section(result, header))
-    parts.append("<h2>Model</h2>" + _table(model_summary(result.model, result.robust)))
+    parts.append(_model_section(result))
     unit = result.unit_name
     approx = result.approx if result.approx is not None else result
     parts.append(f"<h2>Top {top_k} influential {unit}</h2><p>Ranked by the likelihood "
@@ -254,8 +459,8 @@ def build_report(result, *, reid=None, exact=None, title=None, description="",
                  "(&#10003;), else its quadratic-form estimate from "
                  f"{html.escape(approx.method.upper())}. {_target_wording(result)}</p>")
     parts.extend(_top_tables(result, top_k))
-    parts.append("<h2>Index plots</h2>" + _img(figure_to_data_uri(approx.plot_index()),
-                                                "index plots"))
+    parts.append("<h2>Index plots</h2>" + _index_caption(result)
+                 + _img(figure_to_data_uri(result.plot_index()), "index plots"))
     for other, name in ((reid, "Reid's influence function"), (exact, "exact leave-one-out refits")):
         if other is None or other is approx:
             continue
@@ -271,6 +476,19 @@ def build_report(result, *, reid=None, exact=None, title=None, description="",
                      "(use --exact).</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _index_caption(result):
+    """What the index plots show: the changes of the tables, exact refits marked."""
+    n_exact = int(result.verified.sum())
+    estimate = estimate_name(result)
+    if n_exact == 0:
+        return f"<p>Every change shown is a {html.escape(estimate)}.</p>"
+    if n_exact == len(result.loo_change):
+        return "<p>Every change shown is an exact refit.</p>"
+    return (f"<p>The changes of the tables: the {n_exact} verified {result.unit_name} "
+            "(orange, with a dot: <b>exact refit</b>), the others blue "
+            f"(<b>{html.escape(estimate)}</b>).</p>")
 
 
 def write_report(path, result, **kwargs):

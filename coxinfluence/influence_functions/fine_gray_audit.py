@@ -59,6 +59,8 @@ class FineGrayAudit(FitSeam):
 
     #: the targets (``Target.name``) this model's changes can be taken of
     target_names = ("coef", "hazard_ratio", "cumulative_incidence")
+    #: what the report calls exp(coef) (optional seam member; default "hazard ratio")
+    ratio_name = "subdistribution hazard ratio"
 
     def __init__(self, fit):
         if not isinstance(fit, FineGrayFit):
@@ -305,6 +307,19 @@ class FineGrayAudit(FitSeam):
         ties = "Efron" if fit.data.ties == "efron" else "Breslow"
         facts.append(f"{ties} ties, log pseudo-likelihood {fit.loglik:.4f}")
         return ReportHeader(name="Fine-Gray", statement=statement, facts=", ".join(facts))
+
+    def report_notes(self):
+        """Sentences under the report's Model table (optional seam member): what the
+        status codes mean."""
+        fit = self.fit
+        codes = np.unique(np.asarray(fit.status))
+        others = [label_text(c) for c in codes if c > 0 and c != fit.cause]
+        cause = label_text(fit.cause)
+        return (f"Status codes: 0 = censored; {cause} = failure from cause {cause}, the "
+                "cause modelled and audited; "
+                + (f"{', '.join(others)} = failure from a competing cause (these subjects "
+                   "stay in the risk set, weighted by the censoring Kaplan-Meier estimate)."
+                   if others else "no competing cause in the data."),)
 
     def summary_table(self, robust):
         """crr's table (``fit.summary()``: coef, exp(coef) the subdistribution hazard

@@ -44,7 +44,9 @@ class AuditModel(Protocol):
     units_are_rows: bool        # each unit is one training row
     # optional: ``unit_name`` (what the report calls a unit; default "patients");
     # ``report_header()`` and ``summary_table(robust)`` (the report's and the CLI's
-    # model-specific parts: :func:`model_header`, :func:`model_summary` give the defaults)
+    # model-specific parts: :func:`model_header`, :func:`model_summary` give the defaults);
+    # ``ratio_name`` (what the report calls exp(coef), default "hazard ratio") and
+    # ``report_notes()`` (sentences under the report's Model table)
 
     def objective(self, thetas) -> np.ndarray:
         """(m,) the full-data objective at each row of ``thetas`` (m, d): the likelihood
