@@ -53,8 +53,8 @@ from coxinfluence.models.cox import CoxFit
 from coxinfluence.models.penalized_cox import RidgePenalty
 
 __all__ = ["ElasticNetPenalty", "SksurvCoxFit", "sksurv_ridge_penalty",
-           "elastic_net_penalty", "elastic_net_newton", "kkt_residual", "fit_coxnet",
-           "coxnet_refits"]
+           "elastic_net_penalty", "elastic_net_newton", "kkt_violations", "kkt_residual",
+           "fit_coxnet", "coxnet_refits"]
 
 
 @dataclass(eq=False)
@@ -126,13 +126,17 @@ def elastic_net_penalty(X, alpha, l1_ratio, penalty_factor, normalize):
                              l1_loo=(n - 1) * a1 * s_loo, ridge_loo=(n - 1) * a2 * s_loo ** 2)
 
 
-def kkt_residual(theta, grad, l1):
-    """(B,) the largest violation of the elastic net's KKT conditions: ``|g_j + l1_j
-    sign(theta_j)|`` where ``theta_j != 0``, ``max(|g_j| - l1_j, 0)`` where it is 0
-    (``grad``: the smooth part's gradient)."""
+def kkt_violations(theta, grad, l1):
+    """(..., d) the violations of the elastic net's KKT conditions, per coefficient:
+    ``|g_j + l1_j sign(theta_j)|`` where ``theta_j != 0``, ``max(|g_j| - l1_j, 0)`` where
+    it is 0 (``grad``: the smooth part's gradient; ``l1 = 0``: the gradient itself)."""
     on = theta != 0
-    r = np.where(on, np.abs(grad + l1 * np.sign(theta)), np.maximum(np.abs(grad) - l1, 0.0))
-    return r.max(axis=1)
+    return np.where(on, np.abs(grad + l1 * np.sign(theta)), np.maximum(np.abs(grad) - l1, 0.0))
+
+
+def kkt_residual(theta, grad, l1):
+    """(B,) the largest of :func:`kkt_violations`."""
+    return kkt_violations(theta, grad, l1).max(axis=1)
 
 
 def _lasso_step(theta, grad, H, l1, sweeps=500, rtol=1e-9):
