@@ -22,11 +22,11 @@ from typing import Callable, Optional
 import numpy as np
 import pandas as pd
 
-from coxinfluence.data.inputs import show_labels
+from coxinfluence.data.inputs import CoxInputError, show_labels
 from coxinfluence.models.aft import AFTFit
 from coxinfluence.models.cox import CoxFit
 
-__all__ = ["Resolved", "resolve", "check_agreement"]
+__all__ = ["Resolved", "resolve", "check_agreement", "lifelines_design"]
 
 
 @dataclass
@@ -70,6 +70,39 @@ def covariate_frame(data, special, n_fitted, what):
         raise ValueError(f"data has {len(data)} rows but the {what} was fitted on "
                          f"{n_fitted}")
     return data.drop(columns=special)
+
+
+def lifelines_covariates(model):
+    """The columns of the raw data the lifelines ``model``'s design reads, in their order
+    (each parameter's columns, or its formula's variables), without the intercept
+    lifelines adds itself."""
+    regressors = model.regressors
+    intercept = getattr(regressors, "INTERCEPT_COL", "Intercept")
+    out = []
+    for spec in regressors.mappings.values():
+        if isinstance(spec, list):
+            cols = [c for c in spec
+                    if not (c == intercept and getattr(regressors, "force_intercept", False))]
+        else:                                   # a formula: formulaic's ModelSpec
+            cols = sorted(getattr(spec, "required_variables", ()))
+        out += [c for c in cols if c not in out]
+    return out
+
+
+def lifelines_design(model, frame, name):
+    """``model.regressors.transform_df(frame)``: lifelines' design of ``frame`` (all its
+    parameters), raising :class:`~coxinfluence.CoxInputError` naming the covariate columns
+    ``frame`` lacks where lifelines fails on them (pandas' ``KeyError``, formulaic's
+    ``FactorEvaluationError``)."""
+    try:
+        return model.regressors.transform_df(frame)
+    except Exception as err:
+        missing = [c for c in lifelines_covariates(model) if c not in frame.columns]
+        if not missing:
+            raise
+        raise CoxInputError(f"data lacks the {name}'s covariate column(s) {missing}: pass "
+                            f"the DataFrame the {name} was fitted on (its covariates: "
+                            f"{lifelines_covariates(model)})") from err
 
 
 def check_agreement(fit, params, source, diagnose=None, *, tol=None, owner=None,

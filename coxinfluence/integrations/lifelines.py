@@ -40,7 +40,7 @@ import pandas as pd
 
 from coxinfluence.models.cox import fit_cox
 
-from . import Resolved, check_agreement, covariate_frame
+from . import Resolved, check_agreement, covariate_frame, lifelines_design
 
 
 def _as_list(v):
@@ -83,7 +83,7 @@ def resolve_lifelines(cph, data) -> Resolved:
     raw = covariate_frame(data, special, cph._n_examples, "CoxPHFitter")
 
     def transform(frame):
-        return cph.regressors.transform_df(frame)["beta_"].astype(np.float64)
+        return lifelines_design(cph, frame, "CoxPHFitter")["beta_"].astype(np.float64)
 
     X = transform(raw)
     X.index = data.index

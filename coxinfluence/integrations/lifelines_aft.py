@@ -49,7 +49,13 @@ from coxinfluence.influence_functions.aft_audit import AFTAudit
 from coxinfluence.influence_functions.reparametrised import Reparametrised, signed_permutation
 from coxinfluence.models.aft import fit_aft
 
-from . import Resolved, check_agreement, check_lifelines_inputs, covariate_frame
+from . import (
+    Resolved,
+    check_agreement,
+    check_lifelines_inputs,
+    covariate_frame,
+    lifelines_design,
+)
 from .lifelines_parametric import PREDICTION_TARGETS
 
 #: lifelines' AFT fitters: the distribution and the sign taking the ancillary
@@ -101,7 +107,7 @@ def resolve_lifelines_aft(model, data) -> Resolved:
     raw = covariate_frame(data, special, model._n_examples, name)
 
     def transform(frame):
-        design = model.regressors.transform_df(frame)[prim].astype(np.float64)
+        design = lifelines_design(model, frame, name)[prim].astype(np.float64)
         return design.drop(columns=["Intercept"])
 
     X = transform(raw)

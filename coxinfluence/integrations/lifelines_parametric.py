@@ -58,7 +58,7 @@ import pandas as pd
 
 from coxinfluence.influence_functions.decomposable_audit import DecomposableFit, minimise
 
-from . import Resolved, check_lifelines_inputs, covariate_frame
+from . import Resolved, check_lifelines_inputs, covariate_frame, lifelines_design
 
 __all__ = ["is_parametric_regression", "resolve_lifelines_parametric",
            "LifelinesLikelihood", "LifelinesNotConvergedWarning", "TOL",
@@ -256,7 +256,7 @@ def lifelines_likelihood(model, data):
     weights, entry = inner.weights_col, getattr(inner, "entry_col", None)
     special = special + [c for c in (weights, entry) if c]
     raw = covariate_frame(data, special, inner._n_examples, name)
-    Xs = inner.regressors.transform_df(raw).astype(np.float64)
+    Xs = lifelines_design(inner, raw, name).astype(np.float64)
     _check_finite(data, special, Xs, name)
     index = inner.params_.index
     if not Xs.columns.equals(index):
