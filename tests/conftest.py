@@ -85,3 +85,12 @@ def ref():
 def r_matrix(ref, config, quantity):
     r = ref[(ref.config == config) & (ref.quantity == quantity)]
     return r.pivot(index="row", columns="col", values="value").to_numpy()
+
+
+def pytest_collection_modifyitems(config, items):
+    """A live comparison with R (``needs_r``) is also ``slow``: the README's command
+    (``-m "not slow"`` in pyproject's addopts) leaves them out, ``.ci/run`` runs them with
+    ``python -m pytest -q -m slow``."""
+    for item in items:
+        if item.get_closest_marker("needs_r") is not None:
+            item.add_marker(pytest.mark.slow)

@@ -68,6 +68,7 @@ def test_decomposable_loss_vif_equals_the_classical_if(logistic):
     np.testing.assert_allclose(vif, reid, rtol=1e-10, atol=1e-14)
 
 
+@pytest.mark.slow
 def test_autodiff_cox_audit_equals_the_closed_form_audit():
     rng = np.random.default_rng(3)
     n = 80

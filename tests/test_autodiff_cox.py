@@ -45,6 +45,7 @@ def test_loss_and_deletion_match_core(ties, sw):
         assert np.isclose(got, ref, rtol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ties,sw", CASES)
 def test_vif_and_weight_influence_equal_closed_form(ties, sw):
     X, t, e, st, w = _data(2)
@@ -119,6 +120,7 @@ def test_target_and_objects_subset():
     assert _rel(tb, np.asarray(ci.vif(fit)) @ big.T) < 1e-10
 
 
+@pytest.mark.slow
 def test_few_targets_use_forward_mode_and_agree_with_full_vif():
     """K < d targets: VIF_f(i) = -g_i . s_k by forward-mode JVPs (never forming g_i);
     oracle: the full reverse-mode VIF rows contracted with the target Jacobian."""
@@ -155,6 +157,7 @@ def test_few_targets_use_forward_mode_and_agree_with_full_vif():
     assert _rel(got, np.asarray(ci.reid_influence(fit)) @ T.T) < 1e-8
 
 
+@pytest.mark.slow
 def test_hessian_extreme_eigenvalues_lanczos():
     X, t, e, _, _ = _data(10, n=60)
     L = losses.cox_mlp(X, t, e, hidden=5)              # d = 25, indefinite after Adam

@@ -54,6 +54,7 @@ def test_glm_vif_is_classical_if_and_predicts_statsmodels_refits(family):
         assert np.corrcoef(-v[:, k] / n, refits[:, k] - th[k])[0, 1] > 0.999
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None)
 @given(seed=st.integers(0, 10_000), family=st.sampled_from(["logistic", "poisson"]))
 def test_property_vif_equals_if_for_decomposable_glm(seed, family):
@@ -207,6 +208,7 @@ def listmle_items():
     return F, R, N, L, th
 
 
+@pytest.mark.slow
 def test_listmle_item_vif_equals_its_definition(listmle_items):
     """ad.vif on ListMLE with items as objects equals -(H/n)^{-1} (grad L(all) -
     grad L(item deleted)) computed from an independent implementation of the loss with
@@ -229,6 +231,7 @@ def test_listmle_item_vif_equals_its_definition(listmle_items):
     np.testing.assert_allclose(got_t, ref @ J.T, rtol=0, atol=1e-9 * np.abs(ref @ J.T).max())
 
 
+@pytest.mark.slow
 def test_listmle_item_vif_against_loo_retraining(listmle_items):
     """Oracle: exact retraining without each item (L-BFGS to max|grad| <= 1e-9; the loss
     is l2-strongly convex, so the refit is within 1e-9 of the minimiser). Removing an item
@@ -259,6 +262,7 @@ def test_listmle_item_vif_against_loo_retraining(listmle_items):
 
 
 # ---------------------------------------- ListMLE: the paper's trainer, Hessian, refits
+@pytest.mark.slow
 def test_listmle_adam_first_step_is_torch_adam_with_coupled_weight_decay():
     """One full-batch step of fit_adam from its initialization is Adam's first step
     ``theta - lr g / (|g| + eps)`` with ``g`` the gradient of the batch-mean loss plus
@@ -294,6 +298,7 @@ def test_listmle_minibatches_visit_every_query_once_per_epoch():
     assert np.array_equal(i3[:4].ravel()[:50], np.arange(50))
 
 
+@pytest.mark.slow
 def test_listmle_adam_full_batch_reaches_the_exact_minimiser():
     """fit_adam with the batch = all queries and many steps reaches the minimiser of
     the same objective that fit (L-BFGS) finds, for both removal definitions and removed
@@ -319,6 +324,7 @@ def test_listmle_adam_full_batch_reaches_the_exact_minimiser():
                                               chunk=3)[1], one, rtol=0, atol=1e-13)
 
 
+@pytest.mark.slow
 def test_listmle_structured_hessian_equals_autodiff():
     """hessian() (Kronecker structure, chunked) equals the autodiff Hessian of L(., 1);
     ad.vif with hessian_solver equals ad.vif with the explicit solver."""
@@ -337,6 +343,7 @@ def test_listmle_structured_hessian_equals_autodiff():
         assert np.abs(v1 - v2).max() <= 1e-8 * np.abs(v2).max()
 
 
+@pytest.mark.slow
 def test_listmle_newton_fit_and_refits_equal_lbfgs():
     """fit_newton and loo_newton (L-BFGS preconditioned by the structured Hessian) reach
     the minimisers that fit / loo (plain L-BFGS) reach; with removal 'delete' the
@@ -476,6 +483,7 @@ def test_contrastive_loss_matches_numpy_and_validates():
         losses.contrastive(G, walks="both")
 
 
+@pytest.mark.slow
 def test_contrastive_vif_equals_its_definition():
     """DeepWalk (expected walks), node deletion: ad.vif equals
     -(H/n + damping I)^{-1} (grad L(G) - grad L(G - i)), where L(G - i) is computed

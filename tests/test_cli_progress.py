@@ -78,6 +78,7 @@ def _run(argv, tmp_path, *extra):
     return proc.returncode, proc.stderr.decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv, bar", [(AUDIT, "audit"), (ASYMPTOTICS, "simulate_gap")])
 def test_no_progress_lines_on_a_non_terminal_stderr_by_default(argv, bar, tmp_path):
     """stderr is a pipe (a log): nothing with a carriage return, no bar; --progress
@@ -92,6 +93,7 @@ def test_no_progress_lines_on_a_non_terminal_stderr_by_default(argv, bar, tmp_pa
     assert "\r" in err and bar in err
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "openpty"), reason="no pseudo-terminal on this system")
 def test_progress_bars_on_a_terminal_stderr_by_default(tmp_path):
     """stderr a (pseudo-)terminal: the audit's bars are drawn without being asked."""

@@ -172,6 +172,8 @@ def test_golden_data_have_what_the_cases_need(golden):
     assert cases.loc["sim_unit_breslow", "weights"] == ""
 
 
+@pytest.mark.needs_r
+@pytest.mark.slow
 def test_live_against_expanded_coxph(tmp_path):
     if shutil.which("Rscript") is None:
         pytest.skip("Rscript is not installed")

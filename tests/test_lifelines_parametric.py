@@ -182,6 +182,7 @@ def test_newton_is_its_definition(case):
         assert np.abs(newton[i] - want).max() <= 1e-7 * np.abs(want).max()
 
 
+@pytest.mark.slow
 def test_exact_refits_equal_lifelines_refits(case):
     """Our refit without a row changes the parameters as lifelines' own (tightened) refit
     without it: changes, to lifelines' tolerance (measured: at most 9e-7 standard errors
@@ -205,6 +206,7 @@ def test_exact_refits_equal_lifelines_refits(case):
         assert np.abs(res.fit.loss.gradient(refits.theta[k], b)).max() <= 1e-8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["weibull_ancillary", "user_gompertz", "cox_piecewise"])
 def test_auto_top_10_is_the_exact_top_10(name):
     """On the first 200 rows of rossi (every row refitted for the exact top 10). With 16

@@ -147,6 +147,7 @@ def audited(name):
 REFIT_GAP = {"weibull_aft": 1e-4, "weibull_ancillary": 1e-3, "cox_spline": 1e-4}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(REFIT_GAP))
 def test_exact_changes_are_lifelines_own_refits(name):
     """The exact change of ``S`` without a row is lifelines' refit without the row, its
@@ -171,6 +172,7 @@ def test_exact_changes_are_lifelines_own_refits(name):
         assert np.abs(change - other).max() > 10 * np.abs(change - ours).max()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, method, floor", [
     ("weibull_aft", "vif", 0.999), ("cox_piecewise", "vif", 0.999),
     ("weibull_ancillary", "newton", 0.99), ("weibull_ancillary", "vif", 0.975)])

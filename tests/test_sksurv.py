@@ -252,6 +252,7 @@ def _glmnet_available():
                           capture_output=True).returncode == 0
 
 
+@pytest.mark.needs_r
 @pytest.mark.skipif(not _glmnet_available(),
                     reason="R's glmnet not installed (apt-get install -y r-cran-glmnet)")
 def test_coxnet_refits_equal_r_glmnet(veterans, tmp_path):

@@ -181,6 +181,8 @@ write.csv(out, args[4], row.names = FALSE)
 """
 
 
+@pytest.mark.needs_r
+@pytest.mark.slow
 @pytest.mark.skipif(not r_available(), reason=R_SKIP_REASON)
 @pytest.mark.parametrize("ties", ["efron", "breslow"])
 @pytest.mark.parametrize("weighted", [False, True])
