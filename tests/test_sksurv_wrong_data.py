@@ -4,7 +4,9 @@ point of its own objective (the gradient, or the elastic net's KKT conditions, w
 estimator's own ``tol``), and accepts every correctly fitted estimator, loose ones
 included. Before, data within 0.25 standard errors of the estimator were accepted, and
 WHAS500 with 5 event indicators flipped, or one time shifted by 500 days, was audited as
-if it were the training data."""
+if it were the training data. Where the estimator stored a baseline model (CoxPH always,
+Coxnet with ``fit_baseline_model=True``), the data must also reproduce its unique times and
+cumulative baseline hazard exactly: every shifted time is refused."""
 from __future__ import annotations
 
 import re
@@ -29,6 +31,11 @@ EVENT, TIME = "fstat", "lenfol"
 def stationarity(*args, **kw):
     from coxinfluence.integrations.sksurv import stationarity
     return stationarity(*args, **kw)
+
+
+def baseline_agreement(*args, **kw):
+    from coxinfluence.integrations.sksurv import baseline_agreement
+    return baseline_agreement(*args, **kw)
 
 
 def _quiet(fn):
@@ -219,3 +226,128 @@ def test_coxnet_tolerance_is_its_coordinate_descent_bound(whas500, fitted):
     v, tol = stationarity(est, X, y)
     np.testing.assert_allclose(tol, want, rtol=1e-8)
     np.testing.assert_allclose(v, v_want, rtol=1e-6, atol=1e-12)
+
+
+# -- the exact check: the baseline model the estimator stored -----------------------------
+
+COXNET_ALPHAS = [0.02, 0.01, 0.002]
+
+
+@pytest.fixture(scope="module")
+def coxnet_baseline(whas500):
+    """Coxnet with its baseline models (one per alpha); coefficients as without them."""
+    X, y = whas500
+    return _quiet(lambda: CoxnetSurvivalAnalysis(l1_ratio=0.8, alphas=COXNET_ALPHAS,
+                                                 fit_baseline_model=True).fit(X, y))
+
+
+def _refused_by_baseline(est, X, y, alpha=None):
+    agreement = baseline_agreement(est, X, y, alpha=alpha)
+    return not agreement["same_times"] or agreement["excess"] > 1
+
+
+def test_coxnet_with_baseline_refuses_every_shifted_time(whas500, coxnet_baseline):
+    """Each of rows 0..49 with its time moved by 500 days is refused, by the baseline check
+    alone too, though the stationarity check accepts some (Coxnet's loose ``tol``)."""
+    X, y = whas500
+    est = coxnet_baseline
+    stationary = 0
+    for row in range(50):
+        y_wrong = _shifted(y, row)
+        for alpha in COXNET_ALPHAS:
+            assert _refused_by_baseline(est, X, y_wrong, alpha), (row, alpha)
+        v, tol = stationarity(est, X, y_wrong, alpha=0.02)
+        stationary += bool((v <= tol).all())
+        with pytest.raises(ValueError, match="do not match"):
+            ci.influence(est, X, y=y_wrong, alpha=0.02, method="vif")
+    assert stationary >= 5      # measured 13: those the stationarity check let through
+
+
+def test_coxnet_with_baseline_refuses_flipped_events(whas500, coxnet_baseline):
+    X, y = whas500
+    for what, y_wrong in _wrong_ys(y).items():
+        for alpha in COXNET_ALPHAS:
+            agreement = baseline_agreement(coxnet_baseline, X, y_wrong, alpha=alpha)
+            assert _refused_by_baseline(coxnet_baseline, X, y_wrong, alpha), (what, alpha)
+            if "flipped" in what or "censored" in what:
+                # the same times, events elsewhere: the hazard, far beyond the tolerance
+                assert agreement["same_times"] and agreement["relative"] > 1e-4, what
+                assert agreement["events"] is not None
+        with pytest.raises(ValueError, match="do not match"):
+            ci.influence(coxnet_baseline, X, y=y_wrong, alpha=0.02, method="vif")
+
+
+def test_the_messages_say_what_differs(whas500, coxnet_baseline):
+    """A time the estimator never saw: the unique times' count and first difference. A
+    time moved onto another one (row 212, which the stationarity check accepts): the
+    cumulative baseline hazard's largest relative difference, where, and the tolerance."""
+    X, y = whas500
+    y_wrong = _shifted(y, 3)          # 797 days: a new time
+    with pytest.raises(ValueError, match=r"fitted on 395 unique times; y has 396 \(first "
+                                         r"difference at 797\.0 in y, not in its training "
+                                         r"data\).*do not match"):
+        ci.influence(coxnet_baseline, X, y=y_wrong, alpha=0.02, method="vif")
+    y_wrong = _shifted(y, 212)
+    v, tol = stationarity(coxnet_baseline, X, y_wrong, alpha=0.02)
+    assert (v <= tol).all()
+    assert baseline_agreement(coxnet_baseline, X, y_wrong, alpha=0.02)["same_times"]
+    with pytest.raises(ValueError, match=r"cumulative baseline hazard, recomputed from the "
+                                         r"X, y given at its coefficients, differs.*largest "
+                                         r"relative difference [0-9.e-]+ at time [0-9.]+; "
+                                         r"tolerance 1e-08.*do not match"):
+        ci.influence(coxnet_baseline, X, y=y_wrong, alpha=0.02, method="vif")
+    # an event censored (row 20, the only one at its time; the stationarity check accepts
+    # it): also the first time where one has events and the other none
+    assert y[EVENT][20] and y[TIME][20] == 2358.0
+    y_wrong = _flipped(y, [20])
+    v, tol = stationarity(coxnet_baseline, X, y_wrong, alpha=0.02)
+    assert (v <= tol).all()
+    with pytest.raises(ValueError, match=r"differs.*y has no event at time 2358\.0, where "
+                                         "its training data have some"):
+        ci.influence(coxnet_baseline, X, y=y_wrong, alpha=0.02, method="vif")
+
+
+def test_the_training_data_are_accepted_to_the_bit(whas500, coxnet_baseline):
+    """CoxPH (ridge 0 and 10, both ties) and Coxnet at each of its alphas: the baseline
+    recomputed from the training data is the stored one, bit for bit (measured); in
+    another row order, within rounding (measured 3e-13 relative); and the audit runs."""
+    X, y = whas500
+    estimators = [(_quiet(lambda a=a, t=t: CoxPHSurvivalAnalysis(alpha=a, ties=t).fit(X, y)),
+                   None) for a in (0.0, 10.0) for t in ("breslow", "efron")]
+    estimators += [(coxnet_baseline, alpha) for alpha in COXNET_ALPHAS]
+    order = np.random.default_rng(0).permutation(len(y))
+    for est, alpha in estimators:
+        agreement = baseline_agreement(est, X, y, alpha=alpha)
+        assert agreement["same_times"] and agreement["relative"] == 0.0, (est, alpha)
+        permuted = baseline_agreement(est, X.iloc[order], y[order], alpha=alpha)
+        assert permuted["relative"] < 1e-11 and permuted["excess"] < 1e-2, (est, alpha)
+        res = ci.influence(est, X, y=y, alpha=alpha, method="vif")
+        assert res.model.converged
+
+
+def test_coxnet_normalize_baseline_is_reproduced(whas500):
+    """With ``normalize``, scikit-survival fits the baseline on its normalized ``X`` times
+    the coefficients on ``X``'s scale; reproduced, so the training data pass exactly and a
+    shifted time is refused."""
+    X, y = whas500
+    est = _quiet(lambda: CoxnetSurvivalAnalysis(l1_ratio=0.8, alphas=[0.02], normalize=True,
+                                                fit_baseline_model=True).fit(X, y))
+    assert baseline_agreement(est, X, y)["relative"] == 0.0
+    assert _refused_by_baseline(est, X, _shifted(y, 212))
+
+
+def test_coxnet_without_baseline_relies_on_stationarity(whas500, fitted, coxnet_baseline):
+    """Without ``fit_baseline_model`` nothing of the training data is stored: only the
+    stationarity check applies. It still refuses flipped events; a time moved onto another
+    one (row 212) it accepts, which the same coefficients with their baseline refuse."""
+    X, y = whas500
+    est = fitted["coxnet"]                     # alphas=[0.02], no baseline model
+    np.testing.assert_array_equal(est.coef_[:, 0], coxnet_baseline.coef_[:, 0])
+    assert baseline_agreement(est, X, y) is None
+    y_wrong = _wrong_ys(y)["first 5 events censored"]
+    with pytest.raises(ValueError, match="not a stationary point"):
+        ci.influence(est, X, y=y_wrong, method="vif")
+    y_wrong = _shifted(y, 212)
+    ci.influence(est, X, y=y_wrong, method="vif")          # not detectable here
+    with pytest.raises(ValueError, match="cumulative baseline hazard"):
+        ci.influence(coxnet_baseline, X, y=y_wrong, alpha=0.02, method="vif")
