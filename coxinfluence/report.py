@@ -119,7 +119,9 @@ def _target_wording(result):
     text = f"The changes are {what}, refitted without the {unit}{removal}."
     if any(_MEANS.search(str(c)) for c in result.loo_change.columns):
         text += (" <b>mean</b> in a column name is no patient: the target is taken at the "
-                 "covariate means of the data (a 0/1 covariate at its proportion).")
+                 "covariate means of the data (a 0/1 covariate at its proportion); in "
+                 "Python the same columns come from the row <code>X.mean().rename('mean')"
+                 "</code>.")
     return text
 
 

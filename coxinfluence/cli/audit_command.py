@@ -88,8 +88,9 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
                         "ratios: AFT); of new patients: lp, rr (Cox), survival:T1,T2,... "
                         "(Cox, AFT), quantile[:P1,P2,...] (AFT survival quantiles, default "
                         "the median), cif:T1,T2,... (Fine-Gray cumulative incidence), for "
-                        "the patients of --newdata, else for the average patient (covariate "
-                        "means; once per stratum for survival in a stratified Cox model and "
+                        "the patients of --newdata, else at the covariate means (a row "
+                        "labelled 'mean': in Python X.mean().rename('mean'); once per stratum for "
+                        "survival in a stratified Cox model and "
                         "for survival and quantiles in a stratified AFT model)")
     p.add_argument("--newdata", type=Path, default=None,
                    help="CSV of new patients for the targets of new patients: the "

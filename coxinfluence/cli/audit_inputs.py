@@ -308,8 +308,8 @@ def audit_target(spec, X, newdata=None, *, family="cox", strata=None):
     "fine_gray"): coef, hr, tr (the model's parameters); lp, rr (Cox), survival:T1,T2,...
     (Cox's ``Survival``, an AFT model's ``AFTSurvival``), quantile[:P1,...] (an AFT model's
     survival quantiles, default the median) and cif:T1,T2,... (a Fine-Gray model's
-    cumulative incidence) of the patients of ``newdata``, by default of the average patient
-    (the covariate means; once per stratum of a stratified AFT or Fine-Gray model,
+    cumulative incidence) of the patients of ``newdata``, by default at the covariate means
+    (once per stratum of a stratified AFT or Fine-Gray model,
     ``strata`` its stratum column). Whether the model offers the target is the seam's to
     say (``ci.influence`` refuses a target not in its ``target_names``)."""
     from coxinfluence.audit import targets as T
@@ -353,7 +353,7 @@ def stratified_patients(patients, newdata, strata):
     """``(X_new, strata)`` for an AFT or Fine-Gray model's new-patient target: without
     strata the patients as they are; the patients of ``newdata`` with their stratum
     column's labels;
-    the average patient once per stratum (labels as in the training data, sorted; a
+    the covariate means once per stratum (labels as in the training data, sorted; a
     tuple per row for several stratum columns, as ``fit_aft`` and ``fit_fine_gray`` label
     them)."""
     if strata is None:
@@ -374,7 +374,7 @@ def _stratum_labels(frame, columns):
 
 
 def per_stratum(target, fit):
-    """A survival target of the average patient becomes one curve per stratum (each
+    """A survival target at the covariate means becomes one curve per stratum (each
     stratum of a stratified Cox model has its own baseline hazard)."""
     from coxinfluence.audit import targets as T
     labels = fit.data.strata_labels
