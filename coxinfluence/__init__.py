@@ -15,6 +15,7 @@ from coxinfluence.audit.lifelines_targets import LifelinesSurvival
 from coxinfluence.audit.result import InfluenceResult
 from coxinfluence.audit.run import influence
 from coxinfluence.audit.sksurv_targets import RiskScore
+from coxinfluence.audit.targets import TargetBeyondFollowUpWarning
 from coxinfluence.data.cox_data import CoxData
 from coxinfluence.data.inputs import CoxInputError
 from coxinfluence.influence_functions.refits import LeaveOneOutWarning, exact_loo, newton_loo
@@ -45,5 +46,5 @@ __all__ = [
     "reid_influence", "score_residuals", "vif", "exact_loo", "newton_loo",
     "influence", "InfluenceResult", "targets", "datasets", "metrics",
     "CumulativeIncidence", "AFTSurvival", "SurvivalQuantile",
-    "RiskScore", "LifelinesSurvival",
+    "RiskScore", "LifelinesSurvival", "TargetBeyondFollowUpWarning",
 ]

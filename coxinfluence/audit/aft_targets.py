@@ -27,6 +27,12 @@ is ``J (theta_{-g} - theta_hat)``; there is no data effect.
 
 A stratified fit (one scale per stratum) needs each new patient's stratum
 (``strata=``: one label for all, or one per patient; labels as in the training data).
+
+Past the last event time of the data (of the patient's stratum) ``S(t|x)`` is no plateau
+but the parametric model's extrapolation beyond the data; :meth:`AFTSurvival.
+followup_notes` says so (a :class:`~coxinfluence.audit.targets.TargetBeyondFollowUpWarning`
+from ``influence()``). An event time is an observed one, or the upper bound of a left- or
+interval-censored one (the event is known to have happened by then).
 """
 from __future__ import annotations
 
@@ -34,8 +40,14 @@ import numpy as np
 from scipy.special import logit, ndtri
 
 from coxinfluence.audit.new_patients import covariate_view, positive_times
-from coxinfluence.audit.targets import Target, _new_patients, _stratum_codes
-from coxinfluence.likelihood.aft import DISTRIBUTIONS
+from coxinfluence.audit.targets import (
+    Target,
+    _new_patients,
+    _stratum_codes,
+    followup_notes,
+    last_by_stratum,
+)
+from coxinfluence.likelihood.aft import DISTRIBUTIONS, EXACT, INTERVAL, LEFT
 
 __all__ = ["AFTSurvival", "SurvivalQuantile", "standard_quantile"]
 
@@ -134,6 +146,20 @@ class AFTSurvival(_AFTNewPatients):
 
     def columns(self, fit):
         return [f"S({t:g}|{lab})" for lab in self._X(fit)[1] for t in self.times]
+
+    def followup_notes(self, fit):
+        """Times past the last event time of each patient's stratum (module docstring:
+        extrapolated by the parametric model there)."""
+        data = fit.data
+        design, codes, labels = self._design(fit)
+        log_t = np.where(data.kind == INTERVAL, data.y2, data.y)
+        event = np.isin(data.kind, (EXACT, LEFT, INTERVAL))
+        last = last_by_stratum(np.exp(log_t[event]), data.strata[event], data.n_strata)
+        strata = _stratum_labels(fit) if data.n_strata > 1 else None
+        return followup_notes(
+            self.times, last, codes, labels, quantity="S(t|x)", stratum_labels=strata,
+            consequence=(f"S(t|x) there is extrapolated by the parametric ({fit.dist}) "
+                         "model beyond the data, not estimated from events"))
 
     def _z(self, fit, theta):
         design, codes, _ = self._design(fit)

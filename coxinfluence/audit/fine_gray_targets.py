@@ -27,13 +27,24 @@ exact change costs no more than a linearisation would, and it is what the defini
 asks (as the Cox ``Survival`` target's data effect, by deletion at ``theta_hat``). The
 exact change (:meth:`CumulativeIncidence.refit_values`) recomputes both, by literal
 deletion: the refitted ``theta_{-i}`` and the baseline without the subject.
+
+Past the last failure time of the cause (in the patient's stratum) ``Lambda_10`` has no
+more jumps: ``F(t|x)`` there is the last plateau carried forward, which
+:meth:`CumulativeIncidence.followup_notes` says (a
+:class:`~coxinfluence.audit.targets.TargetBeyondFollowUpWarning` from ``influence()``).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from coxinfluence.audit.new_patients import covariate_view, positive_times
-from coxinfluence.audit.targets import Target, _new_patients, _stratum_codes
+from coxinfluence.audit.targets import (
+    Target,
+    _new_patients,
+    _stratum_codes,
+    followup_notes,
+    last_by_stratum,
+)
 from coxinfluence.likelihood.fine_gray import baseline_jumps
 from coxinfluence.likelihood.fine_gray_deletion import DeletionState, deleted_baseline_jumps
 
@@ -72,19 +83,40 @@ class CumulativeIncidence(Target):
     def columns(self, fit):
         return [f"F({t:g}|{lab})" for lab in self._X(fit)[1] for t in self.times]
 
+    def _codes(self, fit):
+        """(P,) each patient's stratum code."""
+        stratified = fit.data.n_strata > 1
+        labels = tuple(fit.strata_labels) if stratified else None
+        P = self._X(fit)[0].shape[0]
+        return _stratum_codes(covariate_view(fit.columns, labels), self.strata, P)
+
+    @staticmethod
+    def _failures(fit):
+        """The distinct failure times of the cause and their stratum codes."""
+        data = fit.data
+        first = data.starts[data.fail]
+        return data.time[first], data.stratum[first]
+
     def _mask(self, fit):
         """(P, T, K) ``t_k <= t`` for the failure times of the cause in each patient's
         stratum."""
-        data = fit.data
-        stratified = data.n_strata > 1
-        labels = tuple(fit.strata_labels) if stratified else None
-        P = self._X(fit)[0].shape[0]
-        codes = _stratum_codes(covariate_view(fit.columns, labels), self.strata, P)
-        first = data.starts[data.fail]
-        t_fail, s_fail = data.time[first], data.stratum[first]
+        codes = self._codes(fit)
+        t_fail, s_fail = self._failures(fit)
         upto = t_fail[None, :] <= self.times[:, None]                     # (T, K)
         return (upto[None, :, :] & (s_fail[None, None, :] == codes[:, None, None])
                 ).astype(np.float64)
+
+    def followup_notes(self, fit):
+        """Times past the last failure time of the cause in each patient's stratum
+        (module docstring: ``F(t|x)`` is the last plateau there)."""
+        t_fail, s_fail = self._failures(fit)
+        last = last_by_stratum(t_fail, s_fail, fit.data.n_strata)
+        stratified = fit.data.n_strata > 1
+        cause = fit.cause.item() if isinstance(fit.cause, np.generic) else fit.cause
+        return followup_notes(self.times, last, self._codes(fit), self._X(fit)[1],
+                              quantity="F(t|x)", events=f"cause-{cause} failure",
+                              stratum_labels=list(fit.strata_labels) if stratified
+                              else None)
 
     def _parts(self, fit, theta, presence):
         """``lin`` (B, P) ``x'theta - log_scale``, ``cum`` (B, P, T) the baseline's jumps of

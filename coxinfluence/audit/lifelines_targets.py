@@ -27,6 +27,13 @@ Offered (``target_names``) for lifelines' parametric models in both paths:
 (``integrations/lifelines_parametric.py``) and lifelines' survreg AFT fits read in
 ``params_`` (``integrations/lifelines_aft.py``); the fit the target reads has ``columns``
 (``params_.index``), ``coef`` in that order and ``source_model`` (the lifelines model).
+
+Past the last event time of the training data ``S`` is the parametric model's
+extrapolation beyond the data: :meth:`LifelinesSurvival.followup_notes` says so (a
+:class:`~coxinfluence.audit.targets.TargetBeyondFollowUpWarning` from ``influence()``).
+The event times are read from the fitter: ``durations`` where ``event_observed``
+(right censoring), every ``durations`` (left censoring: each event happened by then),
+the finite ``upper_bound`` values (interval censoring).
 """
 from __future__ import annotations
 
@@ -34,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.audit.new_patients import positive_times
-from coxinfluence.audit.targets import Target
+from coxinfluence.audit.targets import Target, followup_notes
 from coxinfluence.integrations.lifelines_parametric import prediction_fitter
 
 __all__ = ["LifelinesSurvival"]
@@ -54,6 +61,29 @@ def _fitter(fit):
         raise ValueError(f"the fit's parameters {list(columns)} are not the lifelines "
                          f"model's params_ {list(fitter.params_.index)}")
     return fitter
+
+
+def _last_event_time(fitter):
+    """The last event time of a fitted lifelines regression's training data (module
+    docstring; ``-inf`` without events), or None when it does not keep them."""
+    kind = getattr(getattr(fitter, "_censoring_type", None), "value", "right")
+    if kind == "interval":
+        upper = getattr(fitter, "upper_bound", None)
+        if upper is None:
+            return None
+        upper = np.asarray(upper, dtype=np.float64)
+        upper = upper[np.isfinite(upper)]
+        return float(upper.max()) if upper.size else -np.inf
+    durations = getattr(fitter, "durations", None)
+    if durations is None:
+        return None
+    durations = np.asarray(durations, dtype=np.float64)
+    if kind == "right":
+        event = getattr(fitter, "event_observed", None)
+        if event is None:
+            return None
+        durations = durations[np.asarray(event, dtype=bool)]
+    return float(durations.max()) if durations.size else -np.inf
 
 
 def _blocks(fit):
@@ -88,6 +118,19 @@ class LifelinesSurvival(Target):
 
     def columns(self, fit):
         return [f"S({t:g}|{lab})" for lab in self.df_new.index for t in self.times]
+
+    def followup_notes(self, fit):
+        """Times past the last event time of the training data (module docstring); none
+        when the fitter does not keep its data."""
+        last = _last_event_time(_fitter(fit))
+        if last is None:
+            return ()
+        kind = type(fit.source_model).__name__
+        return followup_notes(
+            self.times, np.array([last]), np.zeros(len(self.df_new), dtype=np.intp),
+            [str(v) for v in self.df_new.index], quantity="S(t|x)",
+            consequence=(f"S(t|x) there is extrapolated by the parametric model ({kind}) "
+                         "beyond the data, not estimated from events"))
 
     def _design(self, fitter):
         """lifelines' ``DataframeSlicer`` of the new patients' design (the fitter's own

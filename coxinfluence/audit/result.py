@@ -27,7 +27,9 @@ class InfluenceResult:
     elsewhere. ``theta_change``: the coefficient changes behind it (same index).
     ``flags``: why a number cannot be trusted (module docstring); ``fit_ok``: whether the
     full fit converged to a maximum (else every number is measured against a maximum
-    that does not exist).
+    that does not exist). ``target_notes``: the warnings ``influence()`` issued about the
+    target (:class:`~coxinfluence.audit.targets.TargetBeyondFollowUpWarning`: target
+    times past the last event time of the data), one sentence each; empty otherwise.
     """
 
     loo_change: pd.DataFrame
@@ -51,6 +53,9 @@ class InfluenceResult:
     approx: "InfluenceResult" = field(default=None, repr=False)     # auto: the VIF result
     fit_ok: bool = True
     _flags: pd.DataFrame = field(default=None, repr=False)
+    # what influence() warned about the target (TargetBeyondFollowUpWarning): one sentence
+    # each, for the report
+    target_notes: tuple = ()
 
     def __repr__(self):
         n, m = self.loo_change.shape
@@ -198,6 +203,18 @@ class InfluenceResult:
         return pd.Series(lmax_from_scores(self.model.unit_scores(), self.model.information),
                          index=self.loo_change.index, name="lmax")
 
+    @property
+    def target_influence(self) -> pd.Series:
+        """The magnitude of each unit's change of the target, ``max_j |loo_change_j| /
+        target_se_j`` over the target's columns (the largest ``|dfbetas|``; columns whose
+        SE is zero or not finite left out, all columns unscaled if every one is): what
+        ``top(by="target")`` ranks by, and whose top 10 ``method="auto"`` verifies for
+        every target but the coefficients (:mod:`coxinfluence.audit.verification`). With
+        one target column, the order of ``|loo_change|``. NaN where the change is."""
+        return pd.Series(target_magnitude(self.loo_change.to_numpy(),
+                                          self.target_se.to_numpy()),
+                         index=self.loo_change.index, name="target_influence")
+
     def summary_frame(self) -> pd.DataFrame:
         """One table per unit (as statsmodels' ``summary_frame``): the changes
         (``change <col>``), ``dfbetas <col>``, ``likelihood_displacement`` (exact where
@@ -209,25 +226,33 @@ class InfluenceResult:
         return pd.concat(parts, axis=1)
 
     def top(self, k=5, by=None) -> pd.DataFrame:
-        """The ``k`` most influential units: by likelihood displacement (default; exact
-        where verified) or by ``|loo_change[by]|``; with their changes, displacement,
+        """The ``k`` most influential units: by likelihood displacement (``by=None``, the
+        default; exact where verified), by the target's change (``by="target"``:
+        :attr:`target_influence`, a column of the table then) or by ``|loo_change[by]|``
+        (a column's name, which wins over "target"); with their changes, displacement,
         ``verified``, ``flagged`` and covariates, time and event (for subjects and
         clusters: rows, follow-up span and events). Undefined units (NaN) come last."""
         if not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be a positive integer; got {k!r}")
         ld = self.likelihood_displacement
+        extra = []
         if by is None:
             score = ld
         elif by in self.loo_change.columns:
             score = self.loo_change[by].abs()
+        elif isinstance(by, str) and by == "target":
+            score = self.target_influence
+            extra = [score]
         else:
-            raise ValueError(f"by must be None or a column of loo_change "
-                             f"{list(self.loo_change.columns)}; got {by!r}")
+            raise ValueError(f"by must be None (likelihood displacement), 'target' or a "
+                             f"column of loo_change {list(self.loo_change.columns)}; "
+                             f"got {by!r}")
         order = _descending(score.to_numpy())[:k]
         idx = self.loo_change.index[order]
         changes = self.loo_change.iloc[order].add_prefix("change ")
-        out = pd.concat([changes, ld.iloc[order].to_frame(),
-                         self.verified.iloc[order], self.flagged.iloc[order]], axis=1)
+        out = pd.concat([changes, ld.iloc[order].to_frame()]
+                        + [e.iloc[order].to_frame() for e in extra]
+                        + [self.verified.iloc[order], self.flagged.iloc[order]], axis=1)
         rest = self.frame.iloc[order]
         rest.index = idx
         out = pd.concat([out, rest], axis=1)
@@ -299,6 +324,18 @@ def lmax_from_scores(U, information):
         return np.zeros(U.shape[0])
     v = Li.T @ vecs[:, -1] / np.sqrt(vals[-1])
     return np.abs(matmul_rows(U, v[:, None], np.empty((U.shape[0], 1)))[:, 0])
+
+
+def target_magnitude(change, se):
+    """(k,) ``max_j |change_j| / se_j`` of target changes (k, m) (:attr:`InfluenceResult.
+    target_influence`): columns whose ``se`` is zero or not finite left out, all columns
+    unscaled if every one is; NaN where a change is."""
+    change = np.abs(np.asarray(change, dtype=np.float64))
+    se = np.asarray(se, dtype=np.float64)
+    use = np.isfinite(se) & (se > 0)
+    if not use.any():
+        return change.max(axis=1)
+    return (change[:, use] / se[use]).max(axis=1)
 
 
 def _descending(score):

@@ -9,7 +9,9 @@ with one of the methods (docs/conventions.md)
 
     "auto"   VIF for every unit, exact refits of the units the audit is read for: the
              top ones by displacement until the top 10 cannot change, and every flagged
-             unit (:mod:`coxinfluence.audit.verification`); ``verified`` says which are exact
+             unit; with a target other than the coefficients also the top ones by the
+             target's change until its top 10 cannot change
+             (:mod:`coxinfluence.audit.verification`); ``verified`` says which are exact
     "vif"    Delta_i = -VIF_n(i) / n           closed-form VIF (deletion of row i)
     "reid"   Delta_i = -IF_n(i) / n            Reid's IF; equals -R's resid(fit, "dfbeta")
     "newton" Delta_i = -H_{-i}^{-1} grad L_{-i}(theta_hat)   one-step Newton
@@ -30,6 +32,10 @@ exist
 (``undefined``), where the first-order estimate is predicted to be off (``unstable``),
 whose refit failed (``refit_failed``), or that may belong in the top 10 but were not
 refitted (``unverified_top``).
+
+Target times past the last event time of the data (of the patient's stratum) are warned
+about (:class:`~coxinfluence.audit.targets.TargetBeyondFollowUpWarning`, the target's
+``followup_notes``) and kept on the result (``InfluenceResult.target_notes``).
 """
 from __future__ import annotations
 
@@ -40,13 +46,15 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from coxinfluence.audit.result import InfluenceResult
+from coxinfluence.audit.result import InfluenceResult, target_magnitude
 from coxinfluence.audit.targets import (
+    TargetBeyondFollowUpWarning,
+    describe_targets,
     resolve_target,
     target_change,
     target_exact,
 )
-from coxinfluence.audit.verification import verify
+from coxinfluence.audit.verification import verify, verify_target
 from coxinfluence.influence_functions.aft_audit import AFTAudit
 from coxinfluence.influence_functions.cox_audit import CoxAudit
 from coxinfluence.influence_functions.decomposable_audit import DecomposableAudit, DecomposableFit
@@ -59,7 +67,8 @@ from coxinfluence.integrations.sksurv import is_sksurv_cox, resolve_sksurv
 from coxinfluence.models.aft import AFTFit
 from coxinfluence.models.fine_gray import FineGrayFit
 
-__all__ = ["influence", "InfluenceResult", "METHODS", "FLAGS", "TopNotVerifiedWarning"]
+__all__ = ["influence", "InfluenceResult", "METHODS", "FLAGS", "TopNotVerifiedWarning",
+           "TargetBeyondFollowUpWarning"]
 
 METHODS = ("auto", "vif", "reid", "newton", "exact")
 FLAGS = ("undefined", "unstable", "refit_failed", "unverified_top")
@@ -81,14 +90,16 @@ def theta_change(fit, method, *, groups=None, progress=None, executor=None):
 
 
 def compute(model, resolved, method, target, *, progress=None, executor=None,
-            include_data_effect=True):
+            include_data_effect=True, target_notes=()):
     """The audit of ``model`` (a seam, :mod:`coxinfluence.influence_functions.seam`) by
     ``method``: an :class:`InfluenceResult`. ``resolved`` carries the training frame,
-    the source library, the units' ``groups`` and whether SEs are robust."""
+    the source library, the units' ``groups`` and whether SEs are robust;
+    ``target_notes`` what ``influence()`` warned about the target (kept on the result)."""
     frame = model.unit_frame(resolved.frame)
     if method == "auto":
         return _compute_auto(model, resolved, target, frame, progress=progress,
-                             executor=executor, include_data_effect=include_data_effect)
+                             executor=executor, include_data_effect=include_data_effect,
+                             target_notes=target_notes)
     fit, units = model.fit, getattr(model, "units", None)
     if method == "exact":
         refits = model.refit(progress=progress, executor=executor)
@@ -109,7 +120,7 @@ def compute(model, resolved, method, target, *, progress=None, executor=None,
     return _result(model, resolved, method, target, frame, change, dtheta,
                    objective_loo=objective_loo, objective_at_fit=objective_at_fit,
                    refits=refits, fit_ok=model.converged,
-                   include_data_effect=include_data_effect)
+                   include_data_effect=include_data_effect, target_notes=target_notes)
 
 
 def _warn_undefined(model, codes, what, failed=()):
@@ -128,48 +139,84 @@ class _LabelledUnits:
         return list(self.labels[np.asarray(codes, dtype=int)])
 
 
-def _result(model, resolved, method, target, frame, change, dtheta, **kw):
+def _result(model, resolved, method, target, frame, change, dtheta, *, target_notes=(),
+            **kw):
     fit = model.fit
+    notes = tuple(target_notes)
     return InfluenceResult(
         loo_change=pd.DataFrame(change, index=frame.index, columns=target.columns(fit)),
         theta_change=pd.DataFrame(dtheta, index=frame.index, columns=model.columns),
         method=method, target=target, fit=fit, frame=frame, source=resolved.source,
         _resolved=resolved, units=getattr(model, "units", None), model=model,
         _rerun=lambda other, progress=None: compute(model, resolved, other, target,
-                                                    progress=progress), **kw)
+                                                    progress=progress,
+                                                    target_notes=notes),
+        target_notes=notes, **kw)
 
 
 def _compute_auto(model, resolved, target, frame, *, progress, executor,
-                  include_data_effect):
+                  include_data_effect, target_notes=()):
     """``method="auto"``: the VIF result, with exact refits (:func:`verify`) replacing
-    it where the audit is read."""
-    approx = compute(model, resolved, "vif", target, include_data_effect=include_data_effect)
+    it where the audit is read; for a target other than the coefficients also where its
+    top is read (:func:`verify_target`)."""
+    approx = compute(model, resolved, "vif", target, include_data_effect=include_data_effect,
+                     target_notes=target_notes)
     if not model.converged:
         # no maximum to refit against: the VIF numbers, flagged by fit_ok (check_fit has
         # warned with the diverging covariates)
         return dataclasses.replace(approx, method="auto", approx=approx, fit_ok=False)
     flags = approx.flags
+
+    def refit(codes):
+        return model.refit(codes, progress=progress, executor=executor)
+
     ver = verify(model, approx.ld_approx.to_numpy(), flags.to_numpy().any(axis=1),
-                 refit=lambda codes: model.refit(codes, progress=progress, executor=executor))
+                 refit=refit)
+    unit_name = resolved_unit_name(resolved)
     if not ver.rule_met:
-        warnings.warn(f"method='auto': {ver.describe(resolved_unit_name(resolved))}",
+        warnings.warn(f"method='auto': {ver.describe(unit_name)}",
                       TopNotVerifiedWarning, stacklevel=4)
-    refits = ver.refits
-    codes = refits.codes
+    units = getattr(model, "units", None)
     dtheta = approx.theta_change.to_numpy().copy()
     change = approx.loo_change.to_numpy().copy()
+    if ranks_by_target(target):
+        se = approx.target_se.to_numpy()
+
+        def exact_change(refits):
+            loo = np.full_like(dtheta, np.nan)
+            loo[refits.codes] = refits.theta
+            return target_exact(model.fit, loo, target, units)[refits.codes]
+
+        ver = verify_target(model, ver, target_magnitude(change, se), exact_change,
+                            lambda values: target_magnitude(values, se), refit=refit)
+        if not ver.target.rule_met:
+            warnings.warn(f"method='auto': {ver.target.describe(unit_name)}",
+                          TopNotVerifiedWarning, stacklevel=4)
+        codes = ver.refits.codes
+        change[codes] = ver.target.change_exact[codes]
+    refits = ver.refits
+    codes = refits.codes
     loo = np.full_like(dtheta, np.nan)
     loo[codes] = refits.theta
     dtheta[codes] = refits.theta - model.coef
-    if codes.size:
-        exact_change = target_exact(model.fit, loo, target, getattr(model, "units", None))
+    if codes.size and not ranks_by_target(target):
+        exact_change = target_exact(model.fit, loo, target, units)
         change[codes] = exact_change[codes]
     # the full-data objective at the refits, from the displacements verify() computed
     objective_loo = ver.ld_exact / 2.0 + ver.objective_at_fit
     return _result(model, resolved, "auto", target, frame, change, dtheta,
                    objective_loo=objective_loo, objective_at_fit=ver.objective_at_fit,
                    refits=refits, verification=ver,
-                   approx=approx, include_data_effect=include_data_effect)
+                   approx=approx, include_data_effect=include_data_effect,
+                   target_notes=target_notes)
+
+
+def ranks_by_target(target):
+    """Whether ``auto`` also verifies the top by ``target``'s own change
+    (:func:`~coxinfluence.audit.verification.verify_target`): for every target but the
+    coefficients, whose top is the displacement's (hazard and time ratios included:
+    their order, by the largest standardised change, need not be the displacement's)."""
+    return target.name != "coef"
 
 
 def resolved_unit_name(resolved):
@@ -202,9 +249,11 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
     data : the training DataFrame (required for lifelines; optional extra columns for
         the ``top`` table otherwise).
     method : "auto" (default): VIF for every unit and exact refits where the audit is
-        read (the top units until the top 10 cannot change, and every flagged unit;
-        :mod:`coxinfluence.audit.verification`), ``verified`` saying which numbers are exact;
-        or "vif", "reid", "newton", "exact" for one method throughout.
+        read (the top units by likelihood displacement until the top 10 cannot change,
+        every flagged unit, and, for a target other than the coefficients, the top units
+        by the target's change until its top 10 cannot change either, ``top(k,
+        by="target")``; :mod:`coxinfluence.audit.verification`), ``verified`` saying which
+        numbers are exact; or "vif", "reid", "newton", "exact" for one method throughout.
     target : None / "coef" (coefficients), "hr" (hazard ratios; Cox), "tr" (time ratios
         ``exp(coef)`` of an AFT model's covariates), or a
         :class:`coxinfluence.audit.targets.Target` (``RelativeRisk(X_new)``,
@@ -233,22 +282,43 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
     Returns
     -------
     InfluenceResult
+
+    Warns
+    -----
+    TargetBeyondFollowUpWarning
+        for each stratum where a target time is past the last event time of the data
+        (``S(t|x)``, ``F(t|x)``: the last plateau; a parametric model's ``S(t|x)``: its
+        extrapolation); the sentences are kept in ``InfluenceResult.target_notes``.
+    TopNotVerifiedWarning
+        ``method="auto"`` could not make its top 10 certain within its refit limit.
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
     audit_model, resolved = _seam(model, data, groups, robust, y, alpha)
-    target = copy.copy(resolve_target(target))
-    allowed = getattr(audit_model, "target_names", ("coef",))
+    allowed = tuple(getattr(audit_model, "target_names", ("coef",)))
+    target = copy.copy(resolve_target(target, allowed, audit_model.model_name))
     if target.name not in allowed:
         raise ValueError(f"target {target.name!r} is not available for this model "
-                         f"({audit_model.model_name}); its targets: {', '.join(allowed)}")
+                         f"({audit_model.model_name}); its targets are "
+                         f"{describe_targets(allowed)} (ci = coxinfluence)")
     if target.transform is None and resolved.transform is not None:
         target.transform = resolved.transform
     adapt = getattr(audit_model, "adapt_target", None)   # a seam in another parametrisation
     if adapt is not None:
         target = adapt(target)
+    notes = _followup_notes(target, audit_model.fit)
+    for note in notes:
+        warnings.warn(note, TargetBeyondFollowUpWarning, stacklevel=2)
     return compute(audit_model, resolved, method, target, progress=progress,
-                   executor=executor, include_data_effect=include_data_effect)
+                   executor=executor, include_data_effect=include_data_effect,
+                   target_notes=notes)
+
+
+def _followup_notes(target, fit):
+    """The target's notes on times past the follow-up (``Target.followup_notes``; none
+    for a target object without them)."""
+    notes = getattr(target, "followup_notes", None)
+    return () if notes is None else tuple(notes(fit))
 
 
 def _seam(model, data, groups, robust, y=None, alpha=None):

@@ -47,6 +47,12 @@ Stratified models: each stratum s has its own baseline hazard, the sum above ove
 terms of stratum s only, and a new patient's curve uses the baseline of the stratum given
 for it (``Survival(X_new, times, strata=[...])``, labels as in the training data), as R's
 ``survfit(fit, newdata)`` does when ``newdata`` carries the strata variable.
+
+Times beyond follow-up: past the last event time of the data (of the patient's stratum)
+the baseline hazard has no more jumps, so ``S(t|x)`` is the last plateau carried forward,
+not an estimate from events. A target's :meth:`Target.followup_notes` says so, one note
+per stratum, and ``influence()`` issues each as a :class:`TargetBeyondFollowUpWarning`
+and keeps them on the result (``InfluenceResult.target_notes``).
 """
 from __future__ import annotations
 
@@ -65,7 +71,56 @@ from coxinfluence.likelihood.baseline_hazard import (
 
 __all__ = ["Target", "Coefficients", "HazardRatios", "TimeRatios", "LinearPredictor",
            "RelativeRisk", "Survival", "resolve_target", "target_change", "target_exact",
-           "baseline_cumhaz", "baseline_ctype"]
+           "baseline_cumhaz", "baseline_ctype", "TargetBeyondFollowUpWarning",
+           "followup_notes", "describe_targets"]
+
+
+class TargetBeyondFollowUpWarning(UserWarning):
+    """A target time is past the last event time of the data (of the patient's stratum):
+    the value there is not estimated from events (for Cox and Fine-Gray the last plateau
+    carried forward; for a parametric model its extrapolation). The same text is kept on
+    the result, ``InfluenceResult.target_notes``."""
+
+
+def followup_notes(times, last, codes, patients, *, quantity, events="event",
+                   stratum_labels=None, consequence=None):
+    """One note per stratum whose new patients have target ``times`` past the stratum's
+    last event time (module docstring). ``last`` (S,): the last event time of each
+    stratum code (``-inf``: none); ``codes`` (P,): each patient's stratum code;
+    ``patients``: their labels; ``stratum_labels``: the strata's labels in code order when
+    the model is stratified (None: one stratum); ``quantity``: what is read at the times
+    (e.g. "S(t|x)"); ``consequence``: what the value beyond is (default: the plateau)."""
+    if consequence is None:
+        consequence = ("the baseline does not change after it, so the value there is the "
+                       "last plateau carried forward, not an estimate from events")
+    times = np.asarray(times, dtype=np.float64)
+    codes = np.asarray(codes, dtype=np.intp)
+    notes = []
+    for s in dict.fromkeys(codes.tolist()):
+        late = times[times > last[s]]
+        if late.size == 0:
+            continue
+        when = ", ".join(f"{t:g}" for t in late)
+        where = "the data"
+        if stratum_labels is not None:
+            who = [str(patients[k]) for k in np.flatnonzero(codes == s)]
+            where = (f"stratum {show_labels([stratum_labels[s]])} (patients "
+                     f"{show_labels(who)})")
+        if np.isfinite(last[s]):
+            past = f"past the last {events} time of {where}, {last[s]:g}"
+        else:
+            past = f"past the follow-up of {where}, which has no {events}"
+        notes.append(f"{quantity} at time{'s' if late.size > 1 else ''} {when}: {past}; "
+                     f"{consequence}")
+    return tuple(notes)
+
+
+def last_by_stratum(times, strata, n_strata):
+    """(S,) the largest of ``times`` in each stratum code (``-inf`` where none)."""
+    out = np.full(int(n_strata), -np.inf)
+    if np.size(times):
+        np.maximum.at(out, np.asarray(strata, dtype=np.intp), np.asarray(times, dtype=float))
+    return out
 
 
 def _new_patients(X_new, fit, transform=None):
@@ -137,6 +192,11 @@ class Target:
         """(m,) a variance term beside ``J V J'`` (the baseline hazard's own, for
         survival targets), or None for targets of ``theta`` alone."""
         return None
+
+    def followup_notes(self, fit):
+        """Notes on target times past the last event time of the data (module
+        docstring): a tuple of sentences, empty for targets without times."""
+        return ()
 
 
 class Coefficients(Target):
@@ -324,6 +384,19 @@ class Survival(Target):
         S = self._surv(fit, fit.coef)[0].reshape(cum.shape)
         return (S ** 2 * risk2[:, None] * cum).reshape(-1)
 
+    def followup_notes(self, fit):
+        """Times past the last event time of each patient's stratum (module docstring:
+        ``S(t|x)`` is the last plateau there)."""
+        X, labels = self._X(fit)
+        codes = self._codes(fit, X)
+        data = fit.data
+        ev = data.event_rows
+        last = last_by_stratum(data.time[ev], data.strata[ev], int(data.strata.max()) + 1)
+        strata = data.strata_labels
+        return followup_notes(self.times, last, codes, labels, quantity="S(t|x)",
+                              stratum_labels=(None if strata is None or len(strata) < 2
+                                              else list(strata)))
+
     def jacobian(self, fit):
         X = self._X(fit)[0]
         mask = cumulative_mask(fit, self.times)[self._codes(fit, X)]       # (P, T, K)
@@ -336,16 +409,15 @@ class Survival(Target):
         return (-np.exp(-H)[:, :, None] * dH).reshape(-1, fit.data.d)
 
     def _batched(self, fit, thetas, units, batch):
-        """(U, m) survival at coefficients ``thetas`` (U, d), unit g's rows deleted."""
+        """(U, m) survival at coefficients ``thetas`` (U, d), unit g's rows deleted; NaN
+        (not evaluated) where ``thetas`` is not finite (units not refitted)."""
         U = units.n_units
         out = np.full((U, len(self.columns(fit))), np.nan)
         th = np.asarray(thetas, dtype=np.float64)
-        ok = np.isfinite(th).all(axis=1)
-        th = np.where(ok[:, None], th, fit.coef[None, :])
-        for start in range(0, U, batch):
-            codes = np.arange(start, min(start + batch, U))
+        ok = np.flatnonzero(np.isfinite(th).all(axis=1))
+        for start in range(0, ok.size, batch):
+            codes = ok[start:start + batch]
             out[codes] = self._surv(fit, th[codes], units.deletion(codes))
-        out[~ok] = np.nan
         return out
 
     def data_effect(self, fit, units=None, batch=128):
@@ -391,18 +463,49 @@ _ALIASES = {"coef": Coefficients, "coefficients": Coefficients, "hr": HazardRati
             "hazard_ratio": HazardRatios, "hazard_ratios": HazardRatios,
             "tr": TimeRatios, "time_ratio": TimeRatios, "time_ratios": TimeRatios}
 
+#: how a user asks for each target (by its ``name``, a seam's ``target_names``): a string,
+#: or the object of ``ci.targets`` / ``ci`` that needs new patients
+_HOW_TO_ASK = {
+    "coef": "'coef'", "hazard_ratio": "'hr'", "time_ratio": "'tr'",
+    "linear_predictor": "ci.targets.LinearPredictor(X_new)",
+    "relative_risk": "ci.targets.RelativeRisk(X_new)",
+    "survival": "ci.targets.Survival(X_new, times)",
+    "aft_survival": "ci.AFTSurvival(X_new, times)",
+    "survival_quantile": "ci.SurvivalQuantile(X_new, p)",
+    "cumulative_incidence": "ci.CumulativeIncidence(X_new, times)",
+    "lifelines_survival": "ci.LifelinesSurvival(df_new, times)",
+    "risk_score": "ci.RiskScore(X_new)",
+}
 
-def resolve_target(target):
-    """``None``/"coef" -> :class:`Coefficients`; "hr" -> :class:`HazardRatios`; a
-    :class:`Target` as is. Targets of new patients must be objects (they need ``X_new``)."""
+
+def describe_targets(names):
+    """The targets ``names`` (a seam's ``target_names``) as a user asks for them: the
+    strings first ('coef', 'hr', 'tr'), then the target objects of new patients."""
+    asks = [_HOW_TO_ASK.get(n, repr(n)) for n in dict.fromkeys(names)]
+    strings = [a for a in asks if a.startswith("'")]
+    objects = [a for a in asks if not a.startswith("'")]
+    text = ", ".join(strings)
+    if objects:
+        text += (", or " if text else "") + ", ".join(objects)
+    return text
+
+
+def resolve_target(target, names=None, model_name=None):
+    """``None``/"coef" -> :class:`Coefficients`; "hr" -> :class:`HazardRatios`; "tr" ->
+    :class:`TimeRatios`; a :class:`Target` as is. Targets of new patients must be objects
+    (they need ``X_new``). ``names``: the targets the model offers (its seam's
+    ``target_names``), listed by the message for an unknown name (with ``model_name``)."""
     if target is None:
         return Coefficients()
     if isinstance(target, Target):
         return target
     if isinstance(target, str) and target.lower() in _ALIASES:
         return _ALIASES[target.lower()]()
-    raise ValueError(f"unknown target {target!r}: use 'coef', 'hr', or a Target such as "
-                     "coxinfluence.targets.RelativeRisk(X_new) / Survival(X_new, times)")
+    if names is None:
+        names = ("coef", "hazard_ratio", "relative_risk", "survival")
+    model = f" for this model ({model_name})" if model_name else ""
+    raise ValueError(f"unknown target {target!r}{model}: its targets are "
+                     f"{describe_targets(names)} (ci = coxinfluence)")
 
 
 def target_change(fit, theta_change, target, units=None, *, include_data_effect=True):

@@ -170,6 +170,9 @@ class TargetIn:
     def baseline_variance(self, fit):
         return self.target.baseline_variance(self.base)
 
+    def followup_notes(self, fit):
+        return self.target.followup_notes(self.base)
+
 
 class Reparametrised(FitSeam):
     """The seam ``inner`` (parameters ``phi``) in ``theta = A phi``, the parameters named
