@@ -130,34 +130,8 @@ def _target_wording(result):
 _MEANS = re.compile(r"[|\[]mean(, stratum [^)\]]*)?[)\]]")
 
 
-def top_vif_error(result, k=10):
-    """How far VIF is off where the ranking is decided: among the top ``k`` units by
-    :attr:`~coxinfluence.audit.result.InfluenceResult.likelihood_displacement` (fewer
-    when fewer are defined) that were verified, the one whose VIF displacement is furthest
-    from its exact one, in absolute terms. Returns ``(label, ld_vif, ld_exact, scale,
-    k_used)`` with ``scale`` the ``k_used``-th largest displacement (the scale on which the
-    top ``k`` is decided), or None when no result has both (not ``auto``, or none of the
-    top verified)."""
-    if result.approx is None or result.refits is None:
-        return None
-    ld = result.likelihood_displacement.to_numpy()
-    finite = np.flatnonzero(np.isfinite(ld))
-    if finite.size == 0:
-        return None
-    order = finite[np.argsort(-ld[finite], kind="stable")][:k]
-    scale = float(ld[order[-1]])
-    exact, approx = result.ld_exact.to_numpy(), result.ld_approx.to_numpy()
-    ok = order[result.verified.to_numpy()[order] & np.isfinite(exact[order])
-               & np.isfinite(approx[order])]
-    if ok.size == 0:
-        return None
-    j = ok[int(np.argmax(np.abs(approx[ok] - exact[ok])))]
-    return (result.loo_change.index[j], float(approx[j]), float(exact[j]), scale,
-            int(order.size))
-
-
 def _vif_error_sentence(result, k=10):
-    err = top_vif_error(result, k)
+    err = result.top_vif_error(k)
     if err is None:
         return None
     label, a, e, scale, used = err
@@ -392,7 +366,7 @@ def _model_section(result):
 def _notes_box(result):
     """The target's warnings (``result.target_notes``: a target time past the last event
     time, ...) in a box near the top, or ""."""
-    notes = tuple(getattr(result, "target_notes", ()) or ())
+    notes = result.target_notes
     if not notes:
         return ""
     items = "".join(f"<li>{html.escape(str(n))}</li>" for n in notes)

@@ -272,6 +272,32 @@ class InfluenceResult:
         j = int(np.argmax(np.abs(a - e) / np.maximum(np.abs(e), 1e-300)))
         return self.loo_change.index[ok][j], float(a[j]), float(e[j])
 
+    def top_vif_error(self, k=10):
+        """How far VIF is off where the ranking is decided: among the top ``k`` units by
+        :attr:`likelihood_displacement` (fewer when fewer are defined) that were verified,
+        the one whose VIF displacement is furthest from its exact one, in absolute terms.
+        Returns ``(label, ld_vif, ld_exact, scale, k_used)`` with ``scale`` the
+        ``k_used``-th largest displacement (the scale on which the top ``k`` is decided),
+        or None when no result has both (not ``auto``, or none of the top verified).
+        Unlike :meth:`largest_error` (relative, over every verified unit) it never picks a
+        negligible unit whose displacements are both near zero."""
+        if self.approx is None or self.refits is None:
+            return None
+        ld = self.likelihood_displacement.to_numpy()
+        finite = np.flatnonzero(np.isfinite(ld))
+        if finite.size == 0:
+            return None
+        order = finite[np.argsort(-ld[finite], kind="stable")][:k]
+        scale = float(ld[order[-1]])
+        exact, approx = self.ld_exact.to_numpy(), self.ld_approx.to_numpy()
+        ok = order[self.verified.to_numpy()[order] & np.isfinite(exact[order])
+                   & np.isfinite(approx[order])]
+        if ok.size == 0:
+            return None
+        j = ok[int(np.argmax(np.abs(approx[ok] - exact[ok])))]
+        return (self.loo_change.index[j], float(approx[j]), float(exact[j]), scale,
+                int(order.size))
+
     def correlation(self, other: "InfluenceResult") -> pd.Series:
         """Pearson correlation, per column, of this result's changes with ``other``'s."""
         a, b = self.loo_change, other.loo_change

@@ -227,6 +227,8 @@ def _audit_run(args: argparse.Namespace) -> int:
         res = ci.influence(fit, data.frame, method=args.method, progress=show, **common)
         steps.update()
         steps.set_postfix_str("Reid")
+        # the target's notes (a time past follow-up) were warned once, and are on res
+        warnings.simplefilter("ignore", ci.TargetBeyondFollowUpWarning)
         reid_res = (res if args.method == "reid"
                     else ci.influence(fit, data.frame, method="reid", **common))
     steps.update()
@@ -281,10 +283,12 @@ def print_summary(res, reid_res, exact_res, target, *, columns=None):
                       zip(top.index, top["likelihood_displacement"], top["verified"])))
     if res.verification is not None:
         print(res.verification.describe(res.unit_name))
-        err = res.largest_error()
+        err = res.top_vif_error()
         if err is not None:
-            print(f"Largest VIF error among the verified: {err[0]} "
-                  f"(displacement {err[1]:.4g} by VIF, {err[2]:.4g} exact)")
+            label, a, e, scale, used = err
+            print(f"Largest VIF error in the top {used}: {label} (displacement {a:.4g} by "
+                  f"VIF, {e:.4g} exact; off by {abs(a - e) / scale:.3g} x the displacement "
+                  f"ranked {used}, {scale:.4g})")
     counts = res.flags.sum()
     if counts.any():
         print("Flagged: " + ", ".join(f"{int(v)} {k}" for k, v in counts.items() if v))
