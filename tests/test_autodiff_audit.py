@@ -33,6 +33,7 @@ def _statsmodels_change(X, y, i):
     return drop - full
 
 
+@pytest.mark.slow
 def test_exact_changes_equal_statsmodels_refits(logistic):
     X, y, model = logistic
     res = ci.influence(model, method="exact")

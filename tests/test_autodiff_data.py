@@ -143,6 +143,7 @@ def test_synthetic_delicious_shape_labels_and_seed():
         datasets.synthetic_delicious(n_train=5, n_test=1, mean_labels=0.5)
 
 
+@pytest.mark.slow
 def test_synthetic_delicious_default_shape():
     """The default call is the real set's shape: 12920 / 3185 points, 983 labels."""
     D = datasets.synthetic_delicious(seed=0)

@@ -33,6 +33,7 @@ def test_writes_the_library_table_and_a_png(tmp_path, capsys):
     assert f"{slope:.3f}" in out and "theory: -1" in out
 
 
+@pytest.mark.slow
 def test_worker_processes_give_the_serial_table(tmp_path):
     assert _run(tmp_path / "serial") == 0
     assert _run(tmp_path / "par", "--workers", "2") == 0

@@ -463,6 +463,7 @@ def test_bad_combinations_are_refused(tmp_path, capsys, extra, message):
     assert not (tmp_path / "r.html").exists()
 
 
+@pytest.mark.slow
 def test_python_dash_m_coxinfluence_runs_the_aft_audit(rossi, tmp_path):
     """``python -m coxinfluence`` is the command (exit 0, the report written)."""
     path = _write(rossi, tmp_path / "rossi.csv")

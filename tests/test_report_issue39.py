@@ -244,6 +244,7 @@ def test_fine_gray_subdistribution_hazard_ratios_and_status_codes(competing, tmp
     assert "Hazard ratios with" not in html
 
 
+@pytest.mark.slow
 def test_no_hazard_ratio_for_a_loss_that_has_none(tmp_path):
     """An autodiff logistic regression: exp(theta) is no hazard ratio, so no ratio
     table; its Wald table still gets intervals."""
