@@ -204,7 +204,7 @@ def _trust_section(result, header):
             labels = list(flags.index[flags[col].to_numpy()])
             shown = ", ".join(map(str, labels[:20])) + (", ..." if len(labels) > 20 else "")
             out.append(f"<li class='{'bad' if col != 'unstable' else 'warn'}'>"
-                       f"{int(counts[col])} {result.unit_name} "
+                       f"{int(counts[col])} {_units(result.unit_name, counts[col])} "
                        f"{html.escape(text.get(col, col.replace('_', ' ')))}: "
                        f"{html.escape(shown)}</li>")
     if not counts.any():
@@ -242,6 +242,36 @@ def _top_tables(result, top_k):
             f"<h3>dfbetas (change / {'robust ' if result.robust else ''}SE; minus R's "
             "sign)</h3>", _wrap(_table(dfbetas, 3)),
             "<h3>Their data</h3>", _wrap(_table(covs, 4))]
+
+
+def _units(name, count):
+    """``name`` ("patients", "clusters") in the singular for a count of one."""
+    return name[:-1] if count == 1 and name.endswith("s") else name
+
+
+def _target_top_table(result, top_k):
+    """With a target other than the coefficients, the top ``top_k`` units by the target's
+    own change (``result.top(k, by="target")``: the largest |change| / SE over the
+    target's columns), which ``auto`` verifies as it does the top by displacement."""
+    if result.target.name == "coef":
+        return []
+    top = result.top(top_k, by="target")
+    idx = top.index
+    verified = result.verified.loc[idx]
+    flags = result.flags.loc[idx]
+    reasons = [", ".join(_flag_cell(c, bool(verified.loc[i]))
+                         for c in flags.columns if flags.loc[i, c]) for i in idx]
+    table = pd.concat([pd.DataFrame({"rank": top["rank"],
+                                     "largest |change| / SE": top["target_influence"],
+                                     "verified": np.where(verified, "\u2713", ""),
+                                     "flags": reasons}, index=idx),
+                       result.loo_change.loc[idx]], axis=1)
+    return [f"<h3>Top {top_k} by the change of the target "
+            f"{html.escape(result.target.name)}</h3><p>Ranked by each "
+            f"{html.escape(_units(result.unit_name, 1))}"
+            "'s largest standardised change over the target's columns (|change| / SE, "
+            "the largest |dfbetas|): exact where verified (&#10003;).</p>",
+            _wrap(_table(table, 4))]
 
 
 def _flag_cell(flag, verified):
@@ -435,6 +465,7 @@ def build_report(result, *, reid=None, exact=None, title=None, description="",
                  "(&#10003;), else its quadratic-form estimate from "
                  f"{html.escape(approx.method.upper())}. {_target_wording(result)}</p>")
     parts.extend(_top_tables(result, top_k))
+    parts.extend(_target_top_table(result, top_k))
     parts.append("<h2>Index plots</h2>" + _index_caption(result)
                  + _img(figure_to_data_uri(result.plot_index()), "index plots"))
     for other, name in ((reid, "Reid's influence function"), (exact, "exact leave-one-out refits")):
