@@ -68,3 +68,16 @@ def test_other_errors_are_not_reworded(rossi):
         ci.influence(model, rossi.drop(columns=["week"]), method="vif")
     res = ci.influence(model, rossi, method="vif")
     assert res.theta_change.shape == (len(rossi), 7)
+
+
+def test_new_patients_without_a_covariate_are_named():
+    """``LifelinesSurvival`` of new patients lacking a covariate of a piecewise-exponential
+    model (the generic parametric path): an input error naming the column, before any
+    audit work."""
+    rossi = load_rossi()
+    model = CASES["piecewise"][0](rossi)
+    new = rossi.drop(columns=["week", "arrest", "prio"]).iloc[:2]
+    with pytest.raises(ci.CoxInputError, match=re.escape("lack the model's covariate "
+                                                         "column(s) ['prio']")):
+        ci.influence(model, rossi, method="vif",
+                     target=ci.LifelinesSurvival(new, [20.0]))

@@ -42,6 +42,7 @@ import pandas as pd
 
 from coxinfluence.audit.new_patients import positive_times
 from coxinfluence.audit.targets import Target, followup_notes
+from coxinfluence.data.inputs import CoxInputError
 from coxinfluence.integrations.lifelines_parametric import prediction_fitter
 
 __all__ = ["LifelinesSurvival"]
@@ -137,11 +138,17 @@ class LifelinesSurvival(Target):
         ``regressors.transform_df`` of a copy), checked to be finite, each patient's row
         repeated once per time."""
         from lifelines.utils import DataframeSlicer
+
+        from coxinfluence.integrations import lifelines_covariates
         try:
             Xs = fitter.regressors.transform_df(self.df_new.copy())
-        except Exception as exc:       # patsy, KeyError: the columns the model needs
-            raise ValueError(f"the new patients do not have the columns the lifelines model "
-                             f"needs: {type(exc).__name__}: {exc}") from exc
+        except Exception as exc:       # formulaic, pandas' KeyError: the columns it needs
+            needed = lifelines_covariates(fitter)
+            missing = [c for c in needed if c not in self.df_new.columns]
+            why = (f"lack the model's covariate column(s) {missing} (its covariates: "
+                   f"{needed})" if missing else
+                   f"do not fit the lifelines model's design: {type(exc).__name__}: {exc}")
+            raise CoxInputError(f"the new patients {why}") from exc
         Xs = Xs.astype(np.float64)
         bad = ~np.isfinite(Xs.to_numpy()).all(axis=1)
         if bad.any():
