@@ -145,10 +145,10 @@ class LifelinesSurvival(Target):
         except Exception as exc:       # formulaic, pandas' KeyError: the columns it needs
             needed = lifelines_covariates(fitter)
             missing = [c for c in needed if c not in self.df_new.columns]
-            why = (f"lack the model's covariate column(s) {missing} (its covariates: "
-                   f"{needed})" if missing else
-                   f"do not fit the lifelines model's design: {type(exc).__name__}: {exc}")
-            raise CoxInputError(f"the new patients {why}") from exc
+            why = (f"they lack the model's covariate column(s) {missing} (its covariates: "
+                   f"{needed})" if missing else f"{type(exc).__name__}: {exc}")
+            raise CoxInputError("the new patients do not have the columns the lifelines "
+                                f"model needs: {why}") from exc
         Xs = Xs.astype(np.float64)
         bad = ~np.isfinite(Xs.to_numpy()).all(axis=1)
         if bad.any():
