@@ -3,8 +3,8 @@
 
 ``WeibullAFTFitter``, ``LogNormalAFTFitter`` and ``LogLogisticAFTFitter`` (without
 ``ancillary``: one scale for every row) maximise the likelihood of
-:mod:`coxinfluence.likelihood.aft`; their parameters map to R's (DESIGN.md, "Model
-families beyond Cox PH"):
+:mod:`coxinfluence.likelihood.aft`; their parameters map to R's (``docs/conventions.md``,
+"Parametric AFT models"):
 
 - Weibull: ``lambda_`` = R's coefficients, ``rho_`` Intercept = ``-log(sigma)``;
 - log-normal: ``mu_`` = coefficients, ``sigma_`` Intercept = ``log(sigma)``;

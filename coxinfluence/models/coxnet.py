@@ -1,9 +1,9 @@
 """scikit-survival's Cox objectives: ``CoxPHSurvivalAnalysis`` (ridge) and
 ``CoxnetSurvivalAnalysis`` (elastic net), their fits and their deletion refits.
 
-Both are written on our scale (``../shared/DESIGN.md``, "Conventions"): the negative log
-partial likelihood ``L`` summed over events, plus a penalty; a deletion refit keeps the
-estimator's hyperparameters.
+Both are written on our scale (``docs/conventions.md``, "The loss and the information"):
+the negative log partial likelihood ``L`` summed over events, plus a penalty; a deletion
+refit keeps the estimator's hyperparameters.
 
 ``CoxPHSurvivalAnalysis(alpha, ties)`` minimises (``sksurv/linear_model/coxph.py``,
 ``CoxPHOptimizer.nlog_likelihood``: ``(L + sum_j alpha_j beta_j^2 / 2) / n``)
