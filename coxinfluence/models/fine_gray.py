@@ -38,13 +38,14 @@ from coxinfluence.likelihood.fine_gray import (
     build_fine_gray_data,
     crr_scores,
 )
+from coxinfluence.models.cox import ConvergenceWarning
 from coxinfluence.numerics.newton import newton
 
 __all__ = ["fit_fine_gray", "FineGrayFit", "FineGrayConvergenceWarning",
            "fine_gray_gradient_tolerance"]
 
 
-class FineGrayConvergenceWarning(UserWarning):
+class FineGrayConvergenceWarning(ConvergenceWarning):
     """Newton-Raphson stopped before the Fine-Gray fit converged."""
 
 
