@@ -41,7 +41,7 @@ from coxinfluence.likelihood.aft import (
     AFTData,
     AFTLikelihood,
 )
-from coxinfluence.models.cox import ConvergenceWarning, standard_errors, wald_z
+from coxinfluence.models.cox import ConvergenceWarning, NotConvergedError, standard_errors, wald_z
 from coxinfluence.numerics.newton import newton
 from coxinfluence.numerics.rows import matmul_reduce_rows
 
@@ -548,5 +548,5 @@ def fit_aft(X, time, event=None, dist="weibull", *, upper=None, entry=None, weig
     return fit
 
 
-class AFTNotConvergedError(ValueError):
+class AFTNotConvergedError(NotConvergedError):
     """The AFT fit did not converge: its refits have no reference point."""
