@@ -17,7 +17,7 @@ from coxinfluence.audit.run import influence
 from coxinfluence.audit.sksurv_targets import RiskScore
 from coxinfluence.audit.targets import TargetBeyondFollowUpWarning
 from coxinfluence.data.cox_data import CoxData
-from coxinfluence.data.inputs import CoxInputError
+from coxinfluence.data.inputs import CoxInputError, InputError
 from coxinfluence.influence_functions.refits import LeaveOneOutWarning, exact_loo, newton_loo
 from coxinfluence.influence_functions.reid import reid_influence, score_residuals
 from coxinfluence.influence_functions.vif import vif
@@ -39,7 +39,8 @@ from .audit import targets
 __version__ = "0.1.0"
 
 __all__ = [
-    "CoxData", "CoxFit", "CoxInputError", "ConvergenceWarning", "LeaveOneOutWarning",
+    "CoxData", "CoxFit", "InputError", "CoxInputError", "ConvergenceWarning",
+    "LeaveOneOutWarning",
     "NotConvergedError",
     "fit_cox", "cox_loss", "cox_gradient", "cox_hessian", "fit_aft", "AFTFit",
     "fit_fine_gray", "FineGrayFit",

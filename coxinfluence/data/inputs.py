@@ -1,5 +1,5 @@
 """Checks and conversions of caller input: float64 matrices and vectors, labels, strata,
-and the errors that name the problem (``CoxInputError``)."""
+and the error that names the problem (:class:`InputError`, ``ci.InputError``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +8,15 @@ import pandas as pd
 from coxinfluence.numerics.rows import all_finite
 
 
-class CoxInputError(ValueError):
-    """Invalid input to a Cox model (a ``ValueError`` naming the problem)."""
+class InputError(ValueError):
+    """Invalid input to any model or function of the package (a ``ValueError`` naming the
+    problem): the data of ``fit_cox``, ``fit_aft``, ``fit_fine_gray``, and a lifelines,
+    statsmodels or scikit-survival model with data that are not its training data.
+    ``except ci.InputError`` catches them all."""
+
+
+#: the former name (Cox inputs), the same class
+CoxInputError = InputError
 
 
 def as_float_matrix(X, name="X", copy=True):

@@ -3,7 +3,7 @@
 :func:`resolve` accepts a ``CoxFit``, a fitted lifelines ``CoxPHFitter`` (with its training
 DataFrame) or a statsmodels ``PHRegResults`` and returns a :class:`Resolved`: our fit of the
 same model (refitted to a gradient of 1e-10, started at the library's coefficients, which
-must agree with ours: otherwise the data do not match the model and a ``ValueError`` says
+must agree with ours: otherwise the data do not match the model and an ``InputError`` says
 so), the training frame (covariates, time, event; caller's row order and index) and, where
 the library builds the design from raw columns (formulas, dummies), a function mapping raw
 new-patient frames to the design. A ``coxinfluence.AFTFit`` (R's ``survreg`` model) and
@@ -22,7 +22,7 @@ from typing import Callable, Optional
 import numpy as np
 import pandas as pd
 
-from coxinfluence.data.inputs import CoxInputError, show_labels
+from coxinfluence.data.inputs import InputError, show_labels
 from coxinfluence.models.aft import AFTFit
 from coxinfluence.models.cox import CoxFit
 
@@ -51,12 +51,12 @@ def check_lifelines_inputs(fitted, data, name):
     """Raise unless the lifelines model ``name`` is ``fitted`` and ``data`` is a DataFrame
     (lifelines does not keep its training data, so the caller passes it)."""
     if not fitted:
-        raise ValueError(f"the {name} is not fitted: call model.fit(df, ...) first")
+        raise InputError(f"the {name} is not fitted: call model.fit(df, ...) first")
     if data is None:
-        raise ValueError(f"lifelines does not keep its training data: pass the DataFrame the "
+        raise InputError(f"lifelines does not keep its training data: pass the DataFrame the "
                          f"{name} was fitted on, ci.influence(model, df)")
     if not isinstance(data, pd.DataFrame):
-        raise ValueError(f"data must be the training pandas DataFrame; got {type(data).__name__}")
+        raise InputError(f"data must be the training pandas DataFrame; got {type(data).__name__}")
 
 
 def covariate_frame(data, special, n_fitted, what):
@@ -65,9 +65,9 @@ def covariate_frame(data, special, n_fitted, what):
     the lifelines model ``what`` was fitted on."""
     missing = [c for c in special if c not in data.columns]
     if missing:
-        raise ValueError(f"data lacks the model's column(s) {missing}")
+        raise InputError(f"data lacks the model's column(s) {missing}")
     if len(data) != n_fitted:
-        raise ValueError(f"data has {len(data)} rows but the {what} was fitted on "
+        raise InputError(f"data has {len(data)} rows but the {what} was fitted on "
                          f"{n_fitted}")
     return data.drop(columns=special)
 
@@ -91,7 +91,7 @@ def lifelines_covariates(model):
 
 def lifelines_design(model, frame, name):
     """``model.regressors.transform_df(frame)``: lifelines' design of ``frame`` (all its
-    parameters), raising :class:`~coxinfluence.CoxInputError` naming the covariate columns
+    parameters), raising :class:`~coxinfluence.InputError` naming the covariate columns
     ``frame`` lacks where lifelines fails on them (pandas' ``KeyError``, formulaic's
     ``FactorEvaluationError``)."""
     try:
@@ -100,7 +100,7 @@ def lifelines_design(model, frame, name):
         missing = [c for c in lifelines_covariates(model) if c not in frame.columns]
         if not missing:
             raise
-        raise CoxInputError(f"data lacks the {name}'s covariate column(s) {missing}: pass "
+        raise InputError(f"data lacks the {name}'s covariate column(s) {missing}: pass "
                             f"the DataFrame the {name} was fitted on (its covariates: "
                             f"{lifelines_covariates(model)})") from err
 
@@ -128,7 +128,7 @@ def check_agreement(fit, params, source, diagnose=None, *, tol=None, owner=None,
             why = (diagnose() if diagnose is not None else
                    "the DataFrame passed is not the one the model was fitted on (pass the "
                    "exact training DataFrame), or the model's fit had not converged")
-        raise ValueError(
+        raise InputError(
             f"the {owner or source + ' model'}'s {noun}s do not match our refit of {where} "
             f"({noun} {fit.columns[worst]!r}: {params[worst]:.6g} vs {fit.coef[worst]:.6g}"
             f"{'' if fit.converged else '; our refit did not converge'}): {why}")
@@ -136,18 +136,18 @@ def check_agreement(fit, params, source, diagnose=None, *, tol=None, owner=None,
 
 def attach_columns(frame: pd.DataFrame, data, n) -> pd.DataFrame:
     """``frame`` with ``data``'s other columns matched on the index (never by position):
-    ``data`` must have the model's ``n`` rows and the same index labels (any order), or a
-    ``ValueError`` says what differs."""
+    ``data`` must have the model's ``n`` rows and the same index labels (any order), or an
+    ``InputError`` (a ``ValueError``) says what differs."""
     if not isinstance(data, pd.DataFrame):
-        raise ValueError(f"data must be a pandas DataFrame; got {type(data).__name__}")
+        raise InputError(f"data must be a pandas DataFrame; got {type(data).__name__}")
     if len(data) != n:
-        raise ValueError(f"data has {len(data)} rows but the model was fitted on {n}")
+        raise InputError(f"data has {len(data)} rows but the model was fitted on {n}")
     if data.index.has_duplicates:
-        raise ValueError("data has duplicate index labels; results are keyed by the index")
+        raise InputError("data has duplicate index labels; results are keyed by the index")
     if not data.index.equals(frame.index):
         if not (data.index.isin(frame.index).all() and frame.index.isin(data.index).all()):
             missing = show_labels(frame.index[~frame.index.isin(data.index)], limit=5)
-            raise ValueError(f"data's index does not match the model's rows (labels missing "
+            raise InputError(f"data's index does not match the model's rows (labels missing "
                              f"from data: {missing}); pandas inputs are matched on the index")
         data = data.reindex(frame.index)
     extra = data.drop(columns=[c for c in data.columns if c in frame.columns])

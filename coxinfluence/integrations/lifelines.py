@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from coxinfluence.data.inputs import InputError
 from coxinfluence.models.cox import fit_cox
 
 from . import Resolved, check_agreement, covariate_frame, lifelines_design
@@ -57,12 +58,12 @@ def resolve_lifelines(cph, data) -> Resolved:
                         "PiecewiseExponentialRegressionFitter, GeneralizedGammaRegressionFitter, "
                         "...)")
     if not hasattr(cph, "params_"):
-        raise ValueError("the CoxPHFitter is not fitted: call cph.fit(df, ...) first")
+        raise InputError("the CoxPHFitter is not fitted: call cph.fit(df, ...) first")
     if data is None:
-        raise ValueError("lifelines does not keep its training data: pass the DataFrame the "
+        raise InputError("lifelines does not keep its training data: pass the DataFrame the "
                          "CoxPHFitter was fitted on, ci.influence(cph, df)")
     if not isinstance(data, pd.DataFrame):
-        raise ValueError(f"data must be the training pandas DataFrame; got {type(data).__name__}")
+        raise InputError(f"data must be the training pandas DataFrame; got {type(data).__name__}")
     if getattr(cph, "baseline_estimation_method", "breslow") != "breslow":
         raise ValueError("baseline_estimation_method must be 'breslow' (semi-parametric), "
                          "'spline' or 'piecewise' (coxinfluence.integrations."
@@ -121,9 +122,9 @@ def resolve_lifelines_time_varying(ctv, data) -> Resolved:
     """A fitted ``CoxTimeVaryingFitter`` and its long-format training DataFrame: rows are
     ``(start_col, stop_col]`` intervals of the subjects named by ``id_col`` (the units)."""
     if not hasattr(ctv, "params_"):
-        raise ValueError("the CoxTimeVaryingFitter is not fitted: call ctv.fit(df, ...) first")
+        raise InputError("the CoxTimeVaryingFitter is not fitted: call ctv.fit(df, ...) first")
     if not isinstance(data, pd.DataFrame):
-        raise ValueError("lifelines does not keep its training data: pass the long-format "
+        raise InputError("lifelines does not keep its training data: pass the long-format "
                          "DataFrame the CoxTimeVaryingFitter was fitted on, "
                          "ci.influence(ctv, df)")
     if np.any(np.asarray(ctv.penalizer) != 0):
@@ -134,11 +135,11 @@ def resolve_lifelines_time_varying(ctv, data) -> Resolved:
                + _as_list(weights))
     missing = [c for c in special if c not in data.columns]
     if missing:
-        raise ValueError(f"data lacks the model's column(s) {missing}")
+        raise InputError(f"data lacks the model's column(s) {missing}")
     cols = list(ctv.params_.index)
     absent = [c for c in cols if c not in data.columns]
     if absent:
-        raise ValueError(f"data lacks the model's covariate column(s) {absent}")
+        raise InputError(f"data lacks the model's covariate column(s) {absent}")
     X = data[cols].astype(np.float64)
     start = data[ctv.start_col].astype(np.float64)
     stop = data[ctv.stop_col].astype(np.float64)

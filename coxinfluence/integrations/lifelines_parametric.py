@@ -56,7 +56,9 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from coxinfluence.data.inputs import InputError
 from coxinfluence.influence_functions.decomposable_audit import DecomposableFit, minimise
+from coxinfluence.models.cox import ConvergenceWarning
 
 from . import Resolved, check_lifelines_inputs, covariate_frame, lifelines_design
 
@@ -194,7 +196,7 @@ class LifelinesLikelihood:
 def _check_model(model, inner, name, data):
     check_lifelines_inputs(inner is not None and hasattr(inner, "params_"), data, name)
     if data.index.has_duplicates:
-        raise ValueError("data has duplicate index labels; results are keyed by the index")
+        raise InputError("data has duplicate index labels; results are keyed by the index")
     if np.any(np.asarray(getattr(inner, "penalizer", 0.0)) != 0):
         raise ValueError(f"{name}(penalizer > 0) is not supported: lifelines' penalty is on its "
                          "internal standardised scale; fit without a penalizer")
@@ -214,14 +216,14 @@ def _outcome(inner, data, censoring):
             special.append(event_col)
         missing = [c for c in special if c not in data.columns]
         if missing:
-            raise ValueError(f"data lacks the model's column(s) {missing}")
+            raise InputError(f"data lacks the model's column(s) {missing}")
         lower = data[lower_col].to_numpy(dtype=np.float64)
         upper = data[upper_col].to_numpy(dtype=np.float64)
         return special, (lower, np.clip(upper, 0, 1e25)), lower == upper
     special = [inner.duration_col] + ([event_col] if event_col is not None else [])
     missing = [c for c in special if c not in data.columns]
     if missing:
-        raise ValueError(f"data lacks the model's column(s) {missing}")
+        raise InputError(f"data lacks the model's column(s) {missing}")
     T = data[inner.duration_col].to_numpy(dtype=np.float64)
     E = (data[event_col].to_numpy().astype(bool) if event_col is not None
          else np.ones(len(data), dtype=bool))
@@ -240,7 +242,7 @@ def _check_finite(data, special, Xs, name):
         cols = Xs.columns[~np.isfinite(design).all(axis=0)]
         bad += sorted({c[1] if isinstance(c, tuple) else c for c in cols})
     if bad:
-        raise ValueError(f"data has missing or infinite values in column(s) "
+        raise InputError(f"data has missing or infinite values in column(s) "
                          f"{sorted(set(map(str, bad)))}: the {name} was not fitted on this "
                          "DataFrame (lifelines refuses them)")
 
@@ -260,7 +262,7 @@ def lifelines_likelihood(model, data):
     _check_finite(data, special, Xs, name)
     index = inner.params_.index
     if not Xs.columns.equals(index):
-        raise ValueError(f"the {name}'s design built from data has columns "
+        raise InputError(f"the {name}'s design built from data has columns "
                          f"{list(Xs.columns)}, not those of params_ {list(index)}")
     W = (data[weights].to_numpy(dtype=np.float64) if weights
          else np.ones(len(data)))
@@ -323,7 +325,7 @@ def check_parametric_agreement(fit, params, name, ok):
     :data:`WARN_SE` of its standard errors away (lifelines' optimiser stopped early: the
     audit is of the maximum)."""
     if not ok or not fit.converged:
-        raise ValueError(f"the {name}'s parameters do not match our refit of the data given "
+        raise InputError(f"the {name}'s parameters do not match our refit of the data given "
                          f"(our refit from params_ reached no maximum: max |gradient| "
                          f"{np.abs(fit.gradient).max():.3g}): the DataFrame passed is not the "
                          "one the model was fitted on, or the model has no maximum")
@@ -334,7 +336,7 @@ def check_parametric_agreement(fit, params, name, ok):
     where = (f"parameter {fit.columns[worst]!r}: {params[worst]:.6g} vs "
              f"{fit.coef[worst]:.6g}")
     if distance > AGREEMENT_SE:
-        raise ValueError(
+        raise InputError(
             f"the {name}'s parameters do not match our refit of the data given "
             f"({distance:.3g} standard errors apart; {where}): the DataFrame passed is not "
             "the one the model was fitted on (pass the exact training DataFrame), or the "
@@ -347,5 +349,6 @@ def check_parametric_agreement(fit, params, name, ok):
             LifelinesNotConvergedWarning, stacklevel=4)
 
 
-class LifelinesNotConvergedWarning(UserWarning):
-    """lifelines' ``params_`` are not at the maximum of the model's likelihood."""
+class LifelinesNotConvergedWarning(ConvergenceWarning):
+    """lifelines' ``params_`` are not at the maximum of the model's likelihood (a
+    ``ci.ConvergenceWarning``)."""

@@ -95,6 +95,7 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.cox_data import make_cox_data
+from coxinfluence.data.inputs import InputError
 from coxinfluence.integrations import Resolved
 from coxinfluence.likelihood.objective import cox_objective
 from coxinfluence.likelihood.risk_sets import RiskSets
@@ -184,13 +185,13 @@ def coxnet_alpha(estimator, alpha):
     alphas = np.asarray(estimator.alphas_, dtype=np.float64)
     if alpha is None:
         if alphas.size != 1:
-            raise ValueError(f"this CoxnetSurvivalAnalysis was fitted at {alphas.size} alphas; "
+            raise InputError(f"this CoxnetSurvivalAnalysis was fitted at {alphas.size} alphas; "
                              "pass alpha= naming one of its alphas_ (a deletion refit keeps "
                              "that alpha)")
         return float(alphas[0]), 0
     close = np.flatnonzero(np.isclose(float(alpha), alphas))
     if close.size == 0:
-        raise ValueError(f"alpha={alpha!r} is not one of the estimator's alphas_ (from "
+        raise InputError(f"alpha={alpha!r} is not one of the estimator's alphas_ (from "
                          f"{alphas.min():.4g} to {alphas.max():.4g}); coefficients between "
                          "them are interpolated by scikit-survival, not fitted")
     return float(alphas[close[0]]), int(close[0])
@@ -200,15 +201,18 @@ def _inputs(estimator, X, y):
     """``(X as float64 (n, d), time, event, index, columns)`` after the checks."""
     from sksurv.util import check_array_survival
     if not hasattr(estimator, "coef_"):
-        raise ValueError(f"the {type(estimator).__name__} is not fitted")
+        raise InputError(f"the {type(estimator).__name__} is not fitted")
     if X is None or y is None:
-        raise ValueError(f"a {type(estimator).__name__} keeps no training data: pass them, "
+        raise InputError(f"a {type(estimator).__name__} keeps no training data: pass them, "
                          "ci.influence(estimator, X, y=y)")
-    event, time = check_array_survival(X, y)
+    try:
+        event, time = check_array_survival(X, y)
+    except ValueError as err:        # y not a survival array, or not of X's length
+        raise InputError(f"X, y are not training data of a survival model: {err}") from err
     if isinstance(X, pd.DataFrame):
         names = getattr(estimator, "feature_names_in_", None)
         if names is not None and list(X.columns) != list(names):
-            raise ValueError("X's columns are not the estimator's feature_names_in_ "
+            raise InputError("X's columns are not the estimator's feature_names_in_ "
                              f"({list(names)[:5]}...), in that order")
         index, columns = X.index, [str(c) for c in X.columns]
         Xa = X.to_numpy(dtype=np.float64, copy=True)
@@ -216,10 +220,10 @@ def _inputs(estimator, X, y):
         Xa = np.array(X, dtype=np.float64)
         index, columns = pd.RangeIndex(Xa.shape[0]), [f"x{j}" for j in range(Xa.shape[1])]
     if Xa.ndim != 2 or Xa.shape[1] != estimator.n_features_in_:
-        raise ValueError(f"X must have the estimator's {estimator.n_features_in_} features; "
+        raise InputError(f"X must have the estimator's {estimator.n_features_in_} features; "
                          f"got shape {Xa.shape}")
     if index.has_duplicates:
-        raise ValueError("X has duplicate index labels; results are keyed by the index")
+        raise InputError("X has duplicate index labels; results are keyed by the index")
     return Xa, np.asarray(time, dtype=np.float64), np.asarray(event, dtype=np.float64), \
         index, columns
 
@@ -232,8 +236,8 @@ def _frame(Xa, time, event, index, columns):
 
 def resolve_sksurv(estimator, X, y, alpha=None):
     """A :class:`Resolved` for a fitted ``CoxPHSurvivalAnalysis`` or
-    ``CoxnetSurvivalAnalysis`` on its training data ``X``, ``y`` (module docstring: a
-    ``ValueError`` unless its coefficients are a stationary point of its objective on
+    ``CoxnetSurvivalAnalysis`` on its training data ``X``, ``y`` (module docstring: an
+    ``InputError`` unless its coefficients are a stationary point of its objective on
     them and, where it stored a baseline model, they reproduce its unique times and
     cumulative baseline hazard). Its ``fit`` is a
     :class:`~coxinfluence.models.coxnet.SksurvCoxFit` (``ctype=1``: scikit-survival's
@@ -311,7 +315,7 @@ def _check(estimator, data, coef, ridge, l1):
     what = "gradient" if coxph else "KKT violation"
     rule = f"tol={estimator.tol:g}" + (f", n_iter={estimator.n_iter}" if coxph else
                                       f", max_iter={estimator.max_iter}")
-    raise ValueError(
+    raise InputError(
         f"the {name}'s coefficients are not a stationary point of its objective on the X, "
         f"y given: the largest {what} is {v[j]:.3g} standard errors, on covariate "
         f"{data.columns[j]!r} (the step of that coefficient alone to its optimum; tolerance "
@@ -448,6 +452,6 @@ def _check_baseline(estimator, Xa, time, event, alpha):
             what += (f"; y has events at time {t!r}, where its training data have none"
                      if agreement["events_in_y"] else
                      f"; y has no event at time {t!r}, where its training data have some")
-    raise ValueError(
+    raise InputError(
         f"{what}. The estimator and these data do not match: pass exactly the X and y it "
         "was fitted on, in the same rows")
