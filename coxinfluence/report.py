@@ -297,11 +297,14 @@ def model_tables(result):
                    if c in table.columns), None)
     notes = []
     own = any("lower" in str(c).lower() for c in table.columns)
-    if se_col is not None and not own:
-        coef = table[coef_col].to_numpy(dtype=np.float64)
-        se = table[se_col].to_numpy(dtype=np.float64)
-        table["lower 95%"] = coef - Z95 * se
-        table["upper 95%"] = coef + Z95 * se
+    # a fit's summary() has them already (models/base.py: coef -/+ z se of the SE shown)
+    fits_own = own and {"lower 95%", "upper 95%"} <= set(table.columns)
+    if se_col is not None and (fits_own or not own):
+        if not own:
+            coef = table[coef_col].to_numpy(dtype=np.float64)
+            se = table[se_col].to_numpy(dtype=np.float64)
+            table["lower 95%"] = coef - Z95 * se
+            table["upper 95%"] = coef + Z95 * se
         notes.append(f"95% confidence intervals: {html.escape(str(coef_col))} &plusmn; 1.96 "
                      f"&times; {html.escape(str(se_col))}.")
     ratios = _ratios(result, table, coef_col, se_col)

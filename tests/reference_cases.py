@@ -206,16 +206,23 @@ def error_of(fn):
     return "no error"
 
 
+#: the columns of a fit's summary() at the reference commit (issue 35 added the confidence
+#: limits after them; tests/test_fit_interface.py checks those against R)
+SUMMARY_COLUMNS = 5
+
+
 def fit_outputs(fit, robust_groups=None):
     out = {"coef": fit.coef, "loglik": fit.loglik, "information": fit.information,
            "gradient": fit.gradient, "converged": fit.converged, "n_iter": fit.n_iter,
            "n": fit.n, "columns": list(fit.columns), "ties": fit.ties, "var": fit.var,
-           "se": fit.se, "hazard_ratios": fit.hazard_ratios, "summary": fit.summary(),
+           "se": fit.se, "hazard_ratios": fit.hazard_ratios,
+           "summary": fit.summary().iloc[:, :SUMMARY_COLUMNS],
            "repr": repr(fit), "objective": fit.objective(np.vstack([fit.coef, 0.5 * fit.coef])),
            "diverging_columns": list(fit.diverging_columns())}
     if fit.converged:
         out["robust_covariance"] = fit.robust_covariance(robust_groups)
-        out["summary_robust"] = fit.summary(robust=True, groups=robust_groups)
+        out["summary_robust"] = fit.summary(robust=True,
+                                            groups=robust_groups).iloc[:, :SUMMARY_COLUMNS]
     return out
 
 

@@ -65,6 +65,7 @@ from coxinfluence.influence_functions.sksurv_audit import CoxnetAudit, SksurvCox
 from coxinfluence.integrations import Resolved, attach_columns, resolve
 from coxinfluence.integrations.sksurv import is_sksurv_cox, resolve_sksurv
 from coxinfluence.models.aft import AFTFit
+from coxinfluence.models.base import register_audit
 from coxinfluence.models.fine_gray import FineGrayFit
 
 __all__ = ["influence", "InfluenceResult", "METHODS", "FLAGS", "TopNotVerifiedWarning",
@@ -365,3 +366,6 @@ def sksurv_seam(estimator, X, y, alpha, groups, robust):
         survival = bool(estimator.fit_baseline_model) and not estimator.normalize
         return CoxnetAudit(resolved.fit, survival=survival), resolved
     return SksurvCoxAudit(resolved.fit), resolved
+
+
+register_audit(influence)      # fit.influence(...) is ci.influence(fit, ...) (models/base.py)

@@ -41,7 +41,8 @@ from coxinfluence.likelihood.aft import (
     AFTData,
     AFTLikelihood,
 )
-from coxinfluence.models.cox import ConvergenceWarning, NotConvergedError, standard_errors, wald_z
+from coxinfluence.models.base import FitInterface, standard_errors
+from coxinfluence.models.cox import ConvergenceWarning, NotConvergedError
 from coxinfluence.numerics.newton import newton
 from coxinfluence.numerics.rows import matmul_reduce_rows
 
@@ -61,8 +62,17 @@ def aft_gradient_tolerance(data, tol):
 
 
 @dataclass(eq=False)
-class AFTFit:
+class AFTFit(FitInterface):
     """A fitted AFT model (``ci.fit_aft``), R's ``survreg`` fit.
+
+    The interface every fit shares (:class:`~coxinfluence.models.base.FitInterface`):
+    ``params``, ``se``, ``cov_params(robust=False)``, ``conf_int(alpha=0.05,
+    robust=False)`` (of every parameter, ``Log(scale)`` included; R's ``confint`` gives
+    those of the coefficients), ``summary(robust=False)`` (with ``exp(Value)`` and its
+    limits: the time ratios of the covariates, the scale ``sigma`` on the ``Log(scale)``
+    rows, ``exp(intercept)`` the time scale at ``x = 0``), ``loglik``, ``nobs``,
+    ``n_units``, ``n_events``, ``aic`` (R's ``AIC(survreg)``: ``-2 loglik + 2 k``, ``k``
+    the coefficients and the log scales), ``influence(...)``.
 
     ``coef`` is the full parameter vector in R's order (intercept, covariates, then
     ``log(scale)`` per stratum; none for the exponential), named by ``columns``;
@@ -72,6 +82,10 @@ class AFTFit:
     ``data`` the validated :class:`coxinfluence.likelihood.aft.AFTData` in the caller's
     row order; ``ids``/``id_labels`` the subjects (``id=``): the audit's default units
     and the default clusters of :meth:`robust_covariance`."""
+
+    #: the parameters are named as R names them (``params``' index: "parameter")
+    _params_index_name = "parameter"
+    _ratio_name = "exp(Value)"
 
     coef: np.ndarray
     loglik: float
@@ -110,12 +124,6 @@ class AFTFit:
     def covariates(self):
         """The covariates' names (without the intercept and the scales)."""
         return list(self.columns[1:self.data.p])
-
-    @property
-    def params(self) -> pd.Series:
-        """The parameters named as R names them."""
-        return pd.Series(self.coef, index=pd.Index(self.columns, name="parameter"),
-                         name="coef")
 
     @property
     def scale(self):
@@ -188,15 +196,21 @@ class AFTFit:
                           for j in range(D.shape[1])], axis=1)
         return D.T @ D
 
-    def summary(self, robust=False, groups=None):
-        """R's coefficient table: Value, Std. Error (``robust se`` with ``robust=True``,
-        ``groups`` as :meth:`robust_covariance`), z, p."""
-        from scipy import stats
-        se = (np.sqrt(np.diag(self.robust_covariance(groups))) if robust else self.se)
-        z = wald_z(self.coef, se)
-        return pd.DataFrame({"Value": self.coef,
-                             "robust se" if robust else "Std. Error": se, "z": z,
-                             "p": 2 * stats.norm.sf(np.abs(z))}, index=self.columns)
+    def _summary_head(self, se, robust):
+        """summary(): R's Value, then ``Std. Error`` or ``robust se`` (``robust=True``,
+        ``groups`` as :meth:`robust_covariance`) (:meth:`FitInterface.summary`)."""
+        return {"Value": self.coef, "robust se" if robust else "Std. Error": se}
+
+    @property
+    def n_units(self) -> int:
+        """The units of deletion: the subjects (``id=``), else the rows."""
+        return len(self.id_labels) if self.ids is not None else self.n
+
+    @property
+    def n_events(self) -> int:
+        """The rows with an exact (uncensored) time; left-, right- and
+        interval-censored rows are not counted."""
+        return int(np.count_nonzero(self.data.kind == EXACT))
 
     def training_frame(self) -> pd.DataFrame:
         """The covariates and outcome as given (caller's order and index)."""
@@ -207,11 +221,11 @@ class AFTFit:
                 frame[key] = values
         return frame
 
-    def _repr_html_(self):
-        head = (f"<p><b>{self.model_name}</b>: n = {self.n}, log-likelihood = "
-                f"{self.loglik:.6g}, {'converged' if self.converged else '<b>not converged</b>'}"
-                "</p>")
-        return head + self.summary().to_html(float_format=lambda v: f"{v:.4g}")
+    def _html_head(self):
+        import html
+        return (f"<p><b>{html.escape(self.model_name)}</b>: n = {self.n}, log-likelihood = "
+                f"{self.loglik:.6g}, "
+                f"{'converged' if self.converged else '<b>not converged</b>'}</p>")
 
     def __repr__(self):
         coefs = ", ".join(f"{c}={v:.4g}" for c, v in zip(self.columns, self.coef))

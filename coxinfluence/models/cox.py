@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-import pandas as pd
 
 from coxinfluence.data.cox_data import CoxData, make_cox_data
 from coxinfluence.data.inputs import CoxInputError
@@ -22,6 +21,7 @@ from coxinfluence.likelihood.deletion_gradients import DeletionGradients
 from coxinfluence.likelihood.objective import cox_objective, gradient_tolerance
 from coxinfluence.likelihood.risk_sets import RiskSets
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
+from coxinfluence.models.base import FitInterface, standard_errors, wald_z  # noqa: F401 (re-exported)
 from coxinfluence.numerics.newton import newton
 from coxinfluence.numerics.rows import SINGLE_THREAD_MADDS
 
@@ -65,8 +65,14 @@ def cox_hessian(theta, X, time, event, *, start=None, weights=None, strata=None,
 # -------------------------------------------------------------------------- fit
 
 @dataclass(eq=False)
-class CoxFit:
+class CoxFit(FitInterface):
     """A fitted Cox model (``ci.fit_cox``).
+
+    The interface every fit shares (:class:`~coxinfluence.models.base.FitInterface`):
+    ``params``, ``se``, ``cov_params(robust=False)``, ``conf_int(alpha=0.05,
+    robust=False)``, ``summary(robust=False)``, ``loglik``, ``nobs``, ``n_units``,
+    ``n_events``, ``aic`` (R's ``AIC(coxph)``: ``-2 loglik + 2 d``; none for a penalised
+    fit), ``influence(...)`` (``ci.influence(fit, ...)``).
 
     ``coef`` minimises the objective: the negative log partial likelihood ``L``, plus
     ``penalty`` when there is one (lifelines' ridge, built by the lifelines
@@ -209,31 +215,36 @@ class CoxFit:
     def hazard_ratios(self):
         return np.exp(self.coef)
 
-    def summary(self, robust=False, groups=None):
-        """Coefficient table: coef, exp(coef), se, z, p (Wald), as a DataFrame; with
-        ``robust=True`` the SE is from :meth:`robust_covariance` (``groups`` as there), as
-        R's ``robust se`` column."""
-        from scipy import stats
-        se = np.sqrt(np.diag(self.robust_covariance(groups))) if robust else self.se
-        z = wald_z(self.coef, se)
-        return pd.DataFrame({"coef": self.coef, "exp(coef)": self.hazard_ratios,
-                             "robust se" if robust else "se(coef)": se, "z": z,
-                             "p": 2 * stats.norm.sf(np.abs(z))}, index=self.columns)
+    def _summary_head(self, se, robust):
+        """summary(): coef, exp(coef), then ``se(coef)`` or R's ``robust se``, as R's
+        ``summary.coxph`` (:meth:`FitInterface.summary`; with ``robust=True`` the SE is
+        from :meth:`robust_covariance`, ``groups`` as there)."""
+        return {"coef": self.coef, "exp(coef)": self.hazard_ratios,
+                "robust se" if robust else "se(coef)": se}
 
     @property
-    def params(self) -> pd.Series:
-        """The coefficients named by their covariates (``coef`` is the bare array), as
-        lifelines' ``params_`` and statsmodels' ``params``."""
-        return pd.Series(self.coef, index=pd.Index(self.columns, name="covariate"),
-                         name="coef")
+    def n_units(self) -> int:
+        """The units of deletion: the subjects (``id=``), else the rows."""
+        return len(self.data.id_labels) if self.data.ids is not None else self.n
 
-    def _repr_html_(self):
-        """Jupyter: the fit's line and its coefficient table (:meth:`summary`)."""
+    @property
+    def n_events(self) -> int:
+        """The rows with an event (R's ``fit$nevent``; not weighted)."""
+        return int(np.count_nonzero(self.data.event))
+
+    @property
+    def _aic_parameters(self):
+        if self.penalty is not None:
+            # R's AIC of a penalised coxph counts effective degrees of freedom
+            raise AttributeError("aic: a penalised Cox fit has no AIC here (R's counts the "
+                                 "penalty's effective degrees of freedom)")
+        return len(self.coef)
+
+    def _html_head(self):
         import html
-        head = (f"<p><b>Cox model</b>: n = {self.n}, events = {int(self.data.event.sum())}, "
+        return (f"<p><b>Cox model</b>: n = {self.n}, events = {int(self.data.event.sum())}, "
                 f"ties = {html.escape(self.ties)}, log-likelihood = {self.loglik:.6g}, "
                 f"{'converged' if self.converged else '<b>not converged</b>'}</p>")
-        return head + self.summary().to_html(float_format=lambda v: f"{v:.4g}")
 
     def __repr__(self):
         coefs = ", ".join(f"{c}={v:.4g}" for c, v in zip(self.columns, self.coef))
@@ -254,24 +265,6 @@ def _weighted_variances(X, w, block=8192):
         Z *= Z
         acc += w[b0:b0 + block] @ Z
     return acc / sw
-
-
-def standard_errors(variances):
-    """``sqrt(variances)``, and NaN, on purpose and without a RuntimeWarning, where a
-    variance is negative: the information is then not positive definite, the fit has no
-    maximum (``converged`` is False; :func:`check_fit` warns, the report says so in red)."""
-    v = np.asarray(variances, dtype=np.float64)
-    return np.sqrt(np.where(v >= 0, v, np.nan))
-
-
-def wald_z(coef, se):
-    """Wald statistics ``coef / se``; NaN, on purpose and without a RuntimeWarning, where
-    ``se`` is not positive (a zero or NaN standard error: the information is not positive
-    definite, see :func:`standard_errors`), not an infinite z with p = 0."""
-    coef = np.asarray(coef, dtype=np.float64)
-    se = np.asarray(se, dtype=np.float64)
-    return np.divide(coef, se, out=np.full(np.broadcast(coef, se).shape, np.nan),
-                     where=se > 0)
 
 
 WARM_START_ROWS = 1 << 20     # fits of at least this many rows start from a subsample's fit
@@ -303,8 +296,8 @@ def subsample_start(data, min_rows=None, sample=None):
     return res.theta[0] if ok else start
 
 
-def fit_cox(X, time, event, *, start=None, id=None, weights=None, strata=None, ties="efron",
-            tol=1e-10, max_iter=50, init=None, at_risk_at_entry=False) -> CoxFit:
+def fit_cox(X, time, event, *, start=None, entry=None, id=None, weights=None, strata=None,
+            ties="efron", tol=1e-10, max_iter=50, init=None, at_risk_at_entry=False) -> CoxFit:
     """Fit a Cox proportional hazards model by Newton-Raphson with step halving.
 
     Parameters
@@ -315,6 +308,10 @@ def fit_cox(X, time, event, *, start=None, id=None, weights=None, strata=None, t
     start : (n,) optional entry times: row i is at risk on ``(start_i, time_i]``, as R's
         ``Surv(start, stop, event)`` (delayed entry, time-varying covariates); None means
         from the origin.
+    entry : (n,) optional delayed-entry (left-truncation) times, one row per subject: the
+        row is at risk on ``(entry_i, time_i]``. The name every fitter uses
+        (``fit_aft(entry=)``); here it is ``start`` under another name, so give one of
+        the two (``start`` for several rows per subject, (start, stop] data).
     at_risk_at_entry : with ``start``, a row is also at risk at its entry time, on
         ``[start, time]`` (statsmodels' ``PHReg(entry=...)``, Stata's convention; the
         statsmodels integration sets it). Default False: R's and lifelines' ``(start, time]``.
@@ -338,8 +335,19 @@ def fit_cox(X, time, event, *, start=None, id=None, weights=None, strata=None, t
     -------
     CoxFit
     """
-    data = make_cox_data(X, time, event, start=start, id=id, weights=weights, strata=strata,
-                         ties=ties, at_risk_at_entry=at_risk_at_entry)
+    if entry is not None:
+        if start is not None:
+            raise CoxInputError("give entry= (delayed entry, one row per subject) or start= "
+                                "((start, stop] rows), not both: they are the same argument")
+        start = entry
+    try:
+        data = make_cox_data(X, time, event, start=start, id=id, weights=weights,
+                             strata=strata, ties=ties, at_risk_at_entry=at_risk_at_entry)
+    except CoxInputError as exc:
+        if entry is None or not str(exc).startswith("start"):
+            raise
+        raise CoxInputError(f"entry (the start of each row's at-risk interval): {exc}") \
+            from None
     theta0 = subsample_start(data) if init is None else np.asarray(init, dtype=np.float64)
     if theta0.shape != (data.d,):
         raise CoxInputError(f"init must have {data.d} entries; got shape {theta0.shape}")

@@ -6,6 +6,15 @@ pseudo-likelihood), minimised by Newton-Raphson with step halving from 0
 data. ``var`` is crr's sandwich, which includes the censoring distribution's term
 (:func:`coxinfluence.likelihood.fine_gray.crr_scores`); ``naive_var`` the model-based
 ``I^{-1}`` (crr's ``invinf``).
+
+The fit has the interface every fit shares (:class:`~coxinfluence.models.base.
+FitInterface`). Its variance, the one ``se``, ``cov_params()``, ``conf_int()`` and
+``summary()`` use, is crr's sandwich ``var`` whatever ``robust``: the model-based
+``I^{-1}`` (``naive_var``) treats the censoring weights as known and is not a valid
+variance of the estimate, so crr reports the sandwich; ``robust=True`` gives the same
+sandwich with the scores summed per cluster (``groups=``; without groups, one subject
+per cluster: ``var`` itself). crr defines no AIC (its log pseudo-likelihood is not a
+likelihood): ``aic`` raises ``AttributeError``.
 """
 from __future__ import annotations
 
@@ -38,6 +47,7 @@ from coxinfluence.likelihood.fine_gray import (
     build_fine_gray_data,
     crr_scores,
 )
+from coxinfluence.models.base import FitInterface
 from coxinfluence.models.cox import ConvergenceWarning
 from coxinfluence.numerics.newton import newton
 
@@ -59,8 +69,14 @@ def fine_gray_gradient_tolerance(data, tol):
 
 
 @dataclass(eq=False)
-class FineGrayFit:
-    """A fitted Fine-Gray model for one cause (``ci.fit_fine_gray``), R's ``crr`` fit."""
+class FineGrayFit(FitInterface):
+    """A fitted Fine-Gray model for one cause (``ci.fit_fine_gray``), R's ``crr`` fit.
+
+    The interface every fit shares (:class:`~coxinfluence.models.base.FitInterface`):
+    ``params``, ``se``, ``cov_params(robust=False)``, ``conf_int(alpha=0.05,
+    robust=False)``, ``summary(robust=False)``, ``loglik``, ``nobs``, ``n_units`` (the
+    subjects: one row each), ``n_events`` (failures of the cause), ``influence(...)``.
+    Every variance is crr's sandwich (module docstring); no ``aic`` (crr has none)."""
 
     coef: np.ndarray
     loglik: float               # crr's log pseudo-likelihood at coef (fit$loglik)
@@ -91,10 +107,9 @@ class FineGrayFit:
         return FineGrayLikelihood(self.data)
 
     @property
-    def params(self) -> pd.Series:
-        """The coefficients named by their covariates."""
-        return pd.Series(self.coef, index=pd.Index(self.columns, name="covariate"),
-                         name="coef")
+    def n_units(self) -> int:
+        """The subjects, one row each: the units of deletion."""
+        return self.n
 
     @property
     def n_events(self):
@@ -130,7 +145,29 @@ class FineGrayFit:
 
     @property
     def se(self):
+        """crr's standard errors, ``sqrt(diag(var))`` (the sandwich)."""
         return np.sqrt(np.diag(self.var))
+
+    def robust_covariance(self, groups=None):
+        """crr's sandwich with the scores summed per cluster: ``I^{-1} (sum_g S_g S_g')
+        I^{-1}``, ``S_g`` the sum of :attr:`scores` over the subjects of cluster ``g``
+        (``groups``: one label per subject, caller's order); without ``groups`` each
+        subject is its own cluster and this is ``var``, crr's own."""
+        if groups is None:
+            return self.var
+        codes, labels = encode_labels(groups, self.n, "groups", self.index)
+        S = self.scores
+        G = np.stack([np.bincount(codes, weights=S[:, j], minlength=len(labels))
+                      for j in range(S.shape[1])], axis=1)
+        return self.naive_var @ (G.T @ G) @ self.naive_var
+
+    @property
+    def aic(self):
+        """Not defined: crr has no AIC (its log pseudo-likelihood, with the censoring
+        weights estimated, is no likelihood), so this raises ``AttributeError``
+        (``hasattr(fit, "aic")`` is False)."""
+        raise AttributeError("aic: the Fine-Gray model has no AIC (R's crr defines none: "
+                             "its log pseudo-likelihood is not a likelihood)")
 
     def objective(self, thetas, deleted=None):
         """(m,) the loss at each row of ``thetas`` (m, d) (``deleted``: see
@@ -138,16 +175,13 @@ class FineGrayFit:
         thetas = np.atleast_2d(np.asarray(thetas, dtype=np.float64))
         return self.likelihood.evaluate(thetas, deleted, hessian=False)[0]
 
-    def summary(self):
-        """crr's table: coef, exp(coef) (subdistribution hazard ratio), se(coef) (the
-        sandwich), z, p (Wald)."""
-        from scipy import stats
-        se = self.se
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = self.coef / se
-        return pd.DataFrame({"coef": self.coef, "exp(coef)": np.exp(self.coef),
-                             "se(coef)": se, "z": z, "p": 2 * stats.norm.sf(np.abs(z))},
-                            index=self.columns)
+    def _summary_head(self, se, robust):
+        """summary(): crr's coef, exp(coef) (the subdistribution hazard ratio), then
+        ``se(coef)`` (crr's sandwich) or, with ``robust=True``, ``robust se`` (the
+        sandwich per cluster ``groups``: :meth:`robust_covariance`)
+        (:meth:`FitInterface.summary`)."""
+        return {"coef": self.coef, "exp(coef)": np.exp(self.coef),
+                "robust se" if robust else "se(coef)": se}
 
     def training_frame(self) -> pd.DataFrame:
         """Covariates, time and status of each subject, caller's order and index."""
@@ -167,13 +201,12 @@ class FineGrayFit:
             frame["weight"] = data.to_caller_order(data.weight)
         return frame
 
-    def _repr_html_(self):
+    def _html_head(self):
         import html
-        head = (f"<p><b>{html.escape(self.model_name)}</b>: n = {self.n}, failures = "
+        return (f"<p><b>{html.escape(self.model_name)}</b>: n = {self.n}, failures = "
                 f"{self.n_events}, competing = {self.n_competing}, log pseudo-likelihood = "
                 f"{self.loglik:.6g}, "
                 f"{'converged' if self.converged else '<b>not converged</b>'}</p>")
-        return head + self.summary().to_html(float_format=lambda v: f"{v:.4g}")
 
     def __repr__(self):
         return (f"FineGrayFit({self.model_name}: n={self.n}, failures={self.n_events}, "
@@ -253,7 +286,8 @@ def make_fine_gray_data(X, time, status, cause=1, *, cengroup=None, weights=None
 
 
 def fit_fine_gray(X, time, status, cause=1, *, cengroup=None, weights=None, strata=None,
-                  ties="breslow", tol=1e-10, max_iter=50, init=None) -> FineGrayFit:
+                  ties="breslow", tol=1e-10, max_iter=50, init=None, entry=None,
+                  id=None) -> FineGrayFit:
     """Fit the Fine-Gray model for ``cause``, as R's ``cmprsk::crr(time, status, X,
     failcode = cause, cencode = 0, cengroup = cengroup)``.
 
@@ -282,7 +316,19 @@ def fit_fine_gray(X, time, status, cause=1, *, cengroup=None, weights=None, stra
         (:func:`coxinfluence.numerics.newton.converged`).
     max_iter : Newton iterations before a :class:`FineGrayConvergenceWarning`.
     init : starting coefficients (default zeros, as crr).
+    entry, id : not supported, refused with an error (they are accepted so that every
+        fitter has the same names): crr has no delayed entry (its censoring Kaplan-Meier
+        and risk sets start at 0), and the model has one row per subject (the subjects
+        are the rows, labelled by X's index).
     """
+    if entry is not None:
+        raise CoxInputError("entry= (delayed entry, left truncation) is not supported by the "
+                            "Fine-Gray model here: crr's risk sets and censoring Kaplan-Meier "
+                            "start at time 0; fit_cox and fit_aft take entry=")
+    if id is not None:
+        raise CoxInputError("id= is not supported by the Fine-Gray model: it has one row per "
+                            "subject (the subjects are the rows, labelled by X's index); "
+                            "several rows per subject are not")
     if ties not in ("breslow", "efron"):
         raise CoxInputError(f"ties must be 'breslow' (crr's) or 'efron'; got {ties!r}")
     data, columns, index, labels, codes, strata_labels = make_fine_gray_data(
