@@ -9,12 +9,16 @@ Conventions (docs/conventions.md): ``reid_influence`` and ``vif`` are on the pap
 approximating ``n (theta_hat - theta_hat_{-i})``; the leave-one-out change is
 ``theta_hat_{-i} - theta_hat``; R's ``resid(fit, "dfbeta") = IF_n / n``.
 """
-from coxinfluence.audit.aft_targets import AFTSurvival, SurvivalQuantile
+# the old names of targets (ci.targets has every target now): deprecated aliases
+from coxinfluence.audit.deprecated_targets import (
+    AFTSurvival,
+    LifelinesSurvival,
+    RiskScore,
+    SurvivalQuantile,
+)
 from coxinfluence.audit.fine_gray_targets import CumulativeIncidence
-from coxinfluence.audit.lifelines_targets import LifelinesSurvival
 from coxinfluence.audit.result import InfluenceResult
 from coxinfluence.audit.run import influence
-from coxinfluence.audit.sksurv_targets import RiskScore
 from coxinfluence.audit.targets import TargetBeyondFollowUpWarning
 from coxinfluence.data.cox_data import CoxData
 from coxinfluence.data.inputs import CoxInputError, InputError
@@ -33,8 +37,7 @@ from coxinfluence.models.cox import (
 )
 from coxinfluence.models.fine_gray import FineGrayFit, fit_fine_gray
 
-from . import datasets, metrics
-from .audit import targets
+from . import datasets, metrics, targets
 
 __version__ = "0.1.0"
 

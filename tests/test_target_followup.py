@@ -182,9 +182,9 @@ def test_unknown_target_lists_the_models_targets(gbsg):
     msg = str(err.value)
     assert msg.startswith("unknown target 'tr2' for this model (Weibull AFT")
     assert "'coef', 'tr'" in msg
-    assert "ci.AFTSurvival(X_new, times)" in msg and "ci.SurvivalQuantile(X_new, p)" in msg
-    assert "'hr'" not in msg and "Survival(X_new, times)" not in msg.replace(
-        "ci.AFTSurvival(X_new, times)", "")
+    # the targets of ci.targets (issue 35: one per quantity, dispatched on the model)
+    assert "ci.targets.Survival(X_new, times)" in msg and "ci.targets.Quantile(X_new, p)" in msg
+    assert "'hr'" not in msg and "CumulativeIncidence" not in msg and "AFTSurvival" not in msg
     # a target of another model: the same list
     with pytest.raises(ValueError, match=r"target 'hazard_ratio' is not available for this "
                                          r"model \(Weibull AFT.*'coef', 'tr'"):

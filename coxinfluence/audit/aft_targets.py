@@ -37,69 +37,56 @@ interval-censored one (the event is known to have happened by then).
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logit, ndtri
 
 from coxinfluence.audit.new_patients import covariate_view, positive_times
 from coxinfluence.audit.targets import (
     Target,
     _new_patients,
-    _stratum_codes,
     followup_notes,
     last_by_stratum,
+    register_target,
 )
-from coxinfluence.likelihood.aft import DISTRIBUTIONS, EXACT, INTERVAL, LEFT
+from coxinfluence.data.new_patients import probabilities
+from coxinfluence.likelihood.aft import EXACT, INTERVAL, LEFT
+from coxinfluence.models.aft import AFTFit
+from coxinfluence.models.predictions import (
+    aft_design,
+    aft_quantiles,
+    aft_stratum_labels,
+    aft_survival,
+    aft_z,
+    standard_quantile,
+)
 
 __all__ = ["AFTSurvival", "SurvivalQuantile", "standard_quantile"]
 
-
-def standard_quantile(dist, p):
-    """``w_p`` with ``F0(w_p) = p`` for the ``W`` of ``dist`` (R's
-    ``survreg.distributions[[.]]$quantile``; module docstring)."""
-    p = np.asarray(p, dtype=np.float64)
-    family = DISTRIBUTIONS[dist]
-    if family == "extreme":
-        return np.log(-np.log1p(-p))
-    if family == "gaussian":
-        return ndtri(p)
-    return logit(p)
-
-
-def _stratum_labels(fit):
-    """The fit's stratum labels in code order (None without strata), from the labels of
-    its rows: scalars, or tuples for several stratum columns (as
-    :func:`coxinfluence.data.inputs.encode_strata`)."""
-    labels = fit.raw.get("strata")
-    if labels is None:
-        return None
-    rows = np.asarray(labels, dtype=object)
-    codes = fit.data.strata
-    first = [int(np.flatnonzero(codes == k)[0]) for k in range(fit.data.n_strata)]
-    return tuple(tuple(_plain(v) for v in lab) if isinstance(lab, np.ndarray) else _plain(lab)
-                 for lab in rows[first])
-
-
-def _plain(value):
-    return value.item() if isinstance(value, np.generic) else value
+#: the fit's stratum labels in code order (None without strata):
+#: :func:`coxinfluence.models.predictions.aft_stratum_labels`
+_stratum_labels = aft_stratum_labels
 
 
 class _AFTNewPatients(Target):
     """New patients ``X_new`` (rows; a DataFrame with the fit's covariate columns, or an
     array in their order) of an AFT fit, with their strata."""
 
+    options = ("strata",)
+
     def __init__(self, X_new, strata=None):
         self.X_new = X_new
         self.strata = strata
+
+    @classmethod
+    def evaluates(cls, fit):
+        return isinstance(fit, AFTFit)
 
     def _X(self, fit):
         return _new_patients(self.X_new, covariate_view(fit.covariates), self.transform)
 
     def _design(self, fit):
         """(P, p) the new patients' design with the intercept, (P,) their stratum codes
-        and their labels."""
-        X, labels = self._X(fit)
-        codes = _stratum_codes(covariate_view(fit.covariates, _stratum_labels(fit)),
-                               self.strata, X.shape[0])
-        return np.column_stack([np.ones(X.shape[0]), X]), codes, labels
+        and their labels (:func:`coxinfluence.models.predictions.aft_design`)."""
+        design, codes, index = aft_design(fit, self.X_new, self.strata, self.transform)
+        return design, codes, [str(v) for v in index]
 
     def refit_values(self, fit, theta_loo, units=None):
         """(U, m) the target at each unit's refitted parameters (no data effect: module
@@ -112,16 +99,6 @@ class _AFTNewPatients(Target):
         return out
 
     @staticmethod
-    def _location_scale(fit, theta, design, codes):
-        """(B, P) ``x'beta`` and ``log sigma`` of each patient at each row of ``theta``."""
-        theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
-        p = fit.data.p
-        lp = theta[:, :p] @ design.T
-        if fit.data.fixed_scale:
-            return lp, np.zeros_like(lp)
-        return lp, theta[:, p:][:, codes]
-
-    @staticmethod
     def _scale_jacobian(fit, codes, factor):
         """(P, k, d) ``J`` of the scales: ``factor`` (P, k) in the column of each patient's
         ``log sigma`` (none for the exponential)."""
@@ -132,6 +109,7 @@ class _AFTNewPatients(Target):
         return J
 
 
+@register_target
 class AFTSurvival(_AFTNewPatients):
     """``S(t | x) = S0((log t - x'beta) / sigma)`` of new patients at ``times`` (> 0) under
     an AFT fit: R's ``1 - psurvreg(t, predict(fit, newdata, type = "lp"), fit$scale,
@@ -139,6 +117,7 @@ class AFTSurvival(_AFTNewPatients):
     strata for a stratified fit (module docstring)."""
 
     name = "aft_survival"
+    quantity = "survival"
 
     def __init__(self, X_new, times, strata=None):
         super().__init__(X_new, strata)
@@ -163,13 +142,13 @@ class AFTSurvival(_AFTNewPatients):
 
     def _z(self, fit, theta):
         design, codes, _ = self._design(fit)
-        lp, s = self._location_scale(fit, theta, design, codes)
-        z = (np.log(self.times)[None, None, :] - lp[:, :, None]) * np.exp(-s)[:, :, None]
+        z, s = aft_z(fit, theta, design, codes, self.times)
         return z, design, codes, s
 
     def value(self, fit, theta):
-        z = self._z(fit, theta)[0]
-        return np.exp(fit.likelihood.family.log_S(z)).reshape(z.shape[0], -1)
+        design, codes, _ = self._design(fit)
+        S = aft_survival(fit, theta, design, codes, self.times)
+        return S.reshape(S.shape[0], -1)
 
     def jacobian(self, fit):
         z, design, codes, s = self._z(fit, fit.coef)
@@ -180,6 +159,7 @@ class AFTSurvival(_AFTNewPatients):
         return J.reshape(-1, len(fit.coef))
 
 
+@register_target
 class SurvivalQuantile(_AFTNewPatients):
     """The ``p``-quantiles ``Q_p(x) = exp(x'beta + sigma w_p)`` of new patients' survival
     times under an AFT fit (``p = 0.5``, the default: the median survival time): R's
@@ -188,22 +168,18 @@ class SurvivalQuantile(_AFTNewPatients):
     :class:`AFTSurvival`."""
 
     name = "survival_quantile"
+    quantity = "survival_quantile"
 
     def __init__(self, X_new, p=0.5, strata=None):
         super().__init__(X_new, strata)
-        q = np.array(p, dtype=np.float64, ndmin=1)
-        if q.ndim != 1 or q.size == 0 or not ((q > 0) & (q < 1)).all():
-            raise ValueError(f"p must be probabilities strictly between 0 and 1; got {p!r}")
-        self.p = q
+        self.p = probabilities(p)
 
     def columns(self, fit):
         return [f"Q({q:g}|{lab})" for lab in self._X(fit)[1] for q in self.p]
 
     def _quantiles(self, fit, theta):
         design, codes, _ = self._design(fit)
-        lp, s = self._location_scale(fit, theta, design, codes)
-        w = standard_quantile(fit.dist, self.p)
-        Q = np.exp(lp[:, :, None] + np.exp(s)[:, :, None] * w[None, None, :])
+        Q, s, w = aft_quantiles(fit, theta, design, codes, self.p)
         return Q, design, codes, s, w
 
     def value(self, fit, theta):

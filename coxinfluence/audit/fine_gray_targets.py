@@ -37,16 +37,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from coxinfluence.audit.new_patients import covariate_view, positive_times
+from coxinfluence.audit.new_patients import positive_times
 from coxinfluence.audit.targets import (
     Target,
-    _new_patients,
-    _stratum_codes,
     followup_notes,
     last_by_stratum,
+    register_target,
 )
-from coxinfluence.likelihood.fine_gray import baseline_jumps
 from coxinfluence.likelihood.fine_gray_deletion import DeletionState, deleted_baseline_jumps
+from coxinfluence.models.fine_gray import FineGrayFit
+from coxinfluence.models.predictions import (
+    cumulative_incidence,
+    fine_gray_failures,
+    fine_gray_mask,
+    fine_gray_new_patients,
+    fine_gray_parts,
+    fine_gray_strata,
+)
 
 __all__ = ["CumulativeIncidence"]
 
@@ -56,6 +63,7 @@ _BATCH = 128
 _BLOCK_FLOATS = 4_000_000
 
 
+@register_target
 class CumulativeIncidence(Target):
     """``F_k(t | x) = 1 - exp(-Lambda_10(t) exp(x'theta))`` of new patients ``X_new`` (rows;
     a DataFrame with the fit's covariate columns, or an array in their order) at
@@ -69,42 +77,38 @@ class CumulativeIncidence(Target):
     over that stratum's failure times."""
 
     name = "cumulative_incidence"
+    quantity = "cumulative_incidence"
+    options = ("strata",)
 
     def __init__(self, X_new, times, strata=None):
         self.X_new = X_new
         self.times = positive_times(times)
         self.strata = strata
 
+    @classmethod
+    def evaluates(cls, fit):
+        return isinstance(fit, FineGrayFit)
+
     def _X(self, fit):
-        X, labels = _new_patients(self.X_new, covariate_view(fit.columns), self.transform)
-        # C order: the products do not depend on the order of the caller's columns
-        return np.ascontiguousarray(X), labels
+        X, index = fine_gray_new_patients(fit, self.X_new, self.transform)
+        return X, [str(v) for v in index]
 
     def columns(self, fit):
         return [f"F({t:g}|{lab})" for lab in self._X(fit)[1] for t in self.times]
 
     def _codes(self, fit):
         """(P,) each patient's stratum code."""
-        stratified = fit.data.n_strata > 1
-        labels = tuple(fit.strata_labels) if stratified else None
-        P = self._X(fit)[0].shape[0]
-        return _stratum_codes(covariate_view(fit.columns, labels), self.strata, P)
+        return fine_gray_strata(fit, self.strata, self._X(fit)[0].shape[0])
 
     @staticmethod
     def _failures(fit):
         """The distinct failure times of the cause and their stratum codes."""
-        data = fit.data
-        first = data.starts[data.fail]
-        return data.time[first], data.stratum[first]
+        return fine_gray_failures(fit)
 
     def _mask(self, fit):
         """(P, T, K) ``t_k <= t`` for the failure times of the cause in each patient's
         stratum."""
-        codes = self._codes(fit)
-        t_fail, s_fail = self._failures(fit)
-        upto = t_fail[None, :] <= self.times[:, None]                     # (T, K)
-        return (upto[None, :, :] & (s_fail[None, None, :] == codes[:, None, None])
-                ).astype(np.float64)
+        return fine_gray_mask(fit, self._codes(fit), self.times)
 
     def followup_notes(self, fit):
         """Times past the last failure time of the cause in each patient's stratum
@@ -119,18 +123,15 @@ class CumulativeIncidence(Target):
                               else None)
 
     def _parts(self, fit, theta, presence):
-        """``lin`` (B, P) ``x'theta - log_scale``, ``cum`` (B, P, T) the baseline's jumps of
-        each patient's stratum summed up to each time (``exp(lin) cum = exp(x'theta)
-        Lambda_10(t)``), and the jumps and risk-set means (:func:`baseline_jumps`)."""
-        jumps, log_scale, xbar = baseline_jumps(fit.data, theta, presence)
-        lin = theta @ self._X(fit)[0].T - log_scale[:, None]
-        return lin, np.einsum("bk,ptk->bpt", jumps, self._mask(fit)), jumps, xbar
+        """``lin`` (B, P), ``cum`` (B, P, T), the jumps and risk-set means
+        (:func:`coxinfluence.models.predictions.fine_gray_parts`)."""
+        return fine_gray_parts(fit, theta, self._X(fit)[0], self._mask(fit), presence)
 
     @staticmethod
     def _incidence(lin, cum):
-        """(B, P T) ``F = 1 - exp(-exp(lin) cum)``, patient-major (``cum`` (B, P, T))."""
-        H = np.exp(lin)[:, :, None] * cum
-        return -np.expm1(-H).reshape(lin.shape[0], -1)
+        """(B, P T) ``F = 1 - exp(-exp(lin) cum)``, patient-major
+        (:func:`coxinfluence.models.predictions.cumulative_incidence`)."""
+        return cumulative_incidence(lin, cum)
 
     def _cif(self, fit, theta, presence):
         return self._incidence(*self._parts(fit, theta, presence)[:2])

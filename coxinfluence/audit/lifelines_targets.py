@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.audit.new_patients import positive_times
-from coxinfluence.audit.targets import Target, followup_notes
+from coxinfluence.audit.targets import Target, followup_notes, register_target
 from coxinfluence.data.inputs import CoxInputError
 from coxinfluence.integrations.lifelines_parametric import prediction_fitter
 
@@ -98,6 +98,7 @@ def _blocks(fit):
     return out
 
 
+@register_target
 class LifelinesSurvival(Target):
     """``model.predict_survival_function(df_new, times)`` of a lifelines parametric
     regression at parameters ``theta`` (module docstring): one column per (patient, time),
@@ -107,6 +108,7 @@ class LifelinesSurvival(Target):
     positive."""
 
     name = "lifelines_survival"
+    quantity = "survival"
 
     def __init__(self, df_new, times):
         if isinstance(df_new, pd.Series):
@@ -116,6 +118,10 @@ class LifelinesSurvival(Target):
                              "(the columns the lifelines model was fitted with)")
         self.df_new = df_new
         self.times = positive_times(times)
+
+    @classmethod
+    def evaluates(cls, fit):
+        return prediction_fitter(getattr(fit, "source_model", None)) is not None
 
     def columns(self, fit):
         return [f"S({t:g}|{lab})" for lab in self.df_new.index for t in self.times]

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from coxinfluence.audit.targets import LinearPredictor
+from coxinfluence.audit.targets import CoxLinearPredictor, register_target
+from coxinfluence.models.coxnet import SksurvCoxFit
 
 __all__ = ["RiskScore"]
 
@@ -32,11 +33,18 @@ def _training_rows(fit):
     return data.to_caller_order(data.X) + data.X_center
 
 
-class RiskScore(LinearPredictor):
-    """scikit-survival's ``predict(X_new)`` of new patients (module docstring)."""
+@register_target
+class RiskScore(CoxLinearPredictor):
+    """scikit-survival's ``predict(X_new)`` of new patients (module docstring):
+    ``ci.targets.LinearPredictor`` on a scikit-survival model."""
 
     name = "risk_score"
+    quantity = "linear_predictor"
     prefix = "risk"
+
+    @classmethod
+    def evaluates(cls, fit):
+        return isinstance(fit, SksurvCoxFit)
 
     def value(self, fit, theta):
         return np.asarray(theta, dtype=np.float64) @ (self._X(fit)[0] - _centre(fit)).T

@@ -56,23 +56,29 @@ and keeps them on the result (``InfluenceResult.target_notes``).
 """
 from __future__ import annotations
 
-from collections.abc import Hashable
-
 import numpy as np
-import pandas as pd
 
 from coxinfluence.data.inputs import show_labels
+from coxinfluence.data.new_patients import (
+    new_patient_matrix,
+    nonnegative_times,
+    probabilities,
+    stratum_codes,
+)
 from coxinfluence.data.units import row_units
 from coxinfluence.likelihood.baseline_hazard import (
     baseline_ctype,
     cumulative_mask,
     hazard_increments,
 )
+from coxinfluence.models.cox import CoxFit
+from coxinfluence.models.predictions import cox_cumulative_hazard, cox_strata, linear_predictor
 
 __all__ = ["Target", "Coefficients", "HazardRatios", "TimeRatios", "LinearPredictor",
-           "RelativeRisk", "Survival", "resolve_target", "target_change", "target_exact",
-           "baseline_cumhaz", "baseline_ctype", "TargetBeyondFollowUpWarning",
-           "followup_notes", "describe_targets"]
+           "RelativeRisk", "Survival", "Quantile", "Dispatched", "CoxLinearPredictor",
+           "CoxSurvival", "register_target", "implementation_of", "resolve_target",
+           "target_change", "target_exact", "baseline_cumhaz", "baseline_ctype",
+           "TargetBeyondFollowUpWarning", "followup_notes", "describe_targets"]
 
 
 class TargetBeyondFollowUpWarning(UserWarning):
@@ -124,38 +130,10 @@ def last_by_stratum(times, strata, n_strata):
 
 
 def _new_patients(X_new, fit, transform=None):
-    """New patients as an (m, d) float64 array in the fit's column order, and row labels."""
-    cols = list(fit.data.columns)
-    if isinstance(X_new, pd.Series):
-        X_new = X_new.to_frame().T
-    if isinstance(X_new, pd.DataFrame):
-        labels = [str(v) for v in X_new.index]
-        have = [str(c) for c in X_new.columns]
-        if set(cols) <= set(have):
-            frame = X_new.copy()
-            frame.columns = have
-            frame = frame[cols]
-        elif transform is not None:
-            frame = transform(X_new)
-        else:
-            missing = sorted(set(cols) - set(have))
-            raise ValueError(f"new patients lack the model's covariate column(s) {missing}")
-        non_num = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])
-                   and not pd.api.types.is_bool_dtype(frame[c])]
-        if non_num:
-            raise ValueError(f"new patients have non-numeric column(s) {non_num}")
-        arr = frame.to_numpy(dtype=np.float64)
-    else:
-        arr = np.atleast_2d(np.asarray(X_new, dtype=np.float64))
-        labels = [str(k) for k in range(arr.shape[0])]
-    if arr.ndim != 2 or arr.shape[1] != len(cols):
-        raise ValueError(f"new patients must have {len(cols)} covariates {cols}; "
-                         f"got shape {arr.shape}")
-    bad = ~np.isfinite(arr).all(axis=1)
-    if bad.any():
-        raise ValueError(f"new patients contain NaN or infinite values in {int(bad.sum())} "
-                         f"row(s): {show_labels([labels[k] for k in np.flatnonzero(bad)])}")
-    return arr, labels
+    """New patients as an (m, d) float64 array in the fit's column order, and their labels
+    as text (:func:`coxinfluence.data.new_patients.new_patient_matrix`)."""
+    arr, index = new_patient_matrix(X_new, fit.data.columns, transform)
+    return arr, [str(v) for v in index]
 
 
 class Target:
@@ -163,11 +141,25 @@ class Target:
 
     Subclasses define ``columns(fit)``, ``value(fit, theta)`` ((B, d) -> (B, m)) and
     ``jacobian(fit)`` ((m, d) at ``fit.coef``); data-dependent targets also override
-    ``data_effect`` and ``refit_values``.
+    ``data_effect`` and ``refit_values``. A family's implementation of a quantity of
+    ``ci.targets`` (:class:`Dispatched`) sets ``quantity`` (the quantity's name),
+    ``options`` (the keyword arguments it takes beside the patients and the times or
+    probabilities) and :meth:`evaluates`, and is registered (:func:`register_target`).
     """
 
     name = "target"
     transform = None   # set by integrations: raw new-patient frame -> design matrix
+    #: the quantity this target computes (the name of a :class:`Dispatched` target of
+    #: ``ci.targets``), None for a target that is not a family's implementation of one
+    quantity = None
+    #: the keyword arguments of a :class:`Dispatched` target this implementation takes
+    options = ()
+
+    @classmethod
+    def evaluates(cls, fit):
+        """Whether this implementation evaluates on ``fit`` (a dispatched target used
+        directly, ``Survival(...).value(fit, theta)``, picks the implementation by it)."""
+        return False
 
     def columns(self, fit):
         raise NotImplementedError
@@ -229,6 +221,165 @@ class HazardRatios(Target):
         return np.diag(np.exp(fit.coef))
 
 
+# ------------------------------------------------ one target per quantity, by family
+
+#: implementation name (``Target.name``, what a seam lists in ``target_names``) -> the
+#: family's implementation class, in registration order
+_IMPLEMENTATIONS = {}
+
+
+def register_target(cls):
+    """Register a family's implementation of a quantity of ``ci.targets`` (a class
+    decorator): ``cls.name`` is what the family's seam lists in its ``target_names``,
+    ``cls.quantity`` the quantity (:class:`Dispatched`), ``cls.options`` the keyword
+    arguments it takes, :meth:`Target.evaluates` the fits it evaluates on. A new family
+    registers its implementations and touches no generic code."""
+    if not cls.quantity or not isinstance(cls.name, str):
+        raise ValueError(f"{cls.__name__} needs a name and a quantity to be registered")
+    _IMPLEMENTATIONS[cls.name] = cls
+    return cls
+
+
+def implementation_of(quantity, names=None, fit=None):
+    """The registered implementation of ``quantity`` for a model: the first of the
+    model's target names ``names`` (its seam's ``target_names``, in the seam's order of
+    preference) that implements it; without ``names``, the latest registered
+    implementation that evaluates on ``fit`` (:meth:`Target.evaluates`). None if there is
+    none. The one place where a quantity of ``ci.targets`` meets a family."""
+    if names is not None:
+        for name in names:
+            cls = _IMPLEMENTATIONS.get(name)
+            if cls is not None and cls.quantity == quantity:
+                return cls
+        return None
+    for cls in reversed(list(_IMPLEMENTATIONS.values())):
+        if cls.quantity == quantity and cls.evaluates(fit):
+            return cls
+    return None
+
+
+class Dispatched(Target):
+    """A quantity of new patients whose formula is the model family's own (``Survival``,
+    ``LinearPredictor``, ``Quantile``): ``ci.influence`` replaces it by the family's
+    registered implementation that the model offers (:func:`resolve_target`), and used
+    directly (``value(fit, theta)``, ``jacobian(fit)``, ...) it evaluates as the
+    implementation for ``fit`` (:func:`implementation_of`). Subclasses set ``name`` (the
+    quantity), :attr:`first` (the attribute of the times or probabilities, if any) and
+    store the arguments as attributes of the same names as the implementations'."""
+
+    #: the new patients' attribute and the keyword options, in the implementations' order
+    first = None
+
+    def __init__(self, X_new, options):
+        self.X_new = X_new
+        self._options = dict(options)
+        for key, value in self._options.items():
+            setattr(self, key, value)
+        self._bound = None
+
+    @property
+    def quantity(self):
+        return self.name
+
+    def implementation(self, names=None, fit=None, model_name=None):
+        """The family's implementation of this quantity for the model offering the
+        targets ``names`` (or evaluating on ``fit``), built from this target's arguments;
+        a ``ValueError`` when the model has none, or an argument is not the family's."""
+        cls = implementation_of(self.name, names, fit)
+        model = model_name or (type(fit).__name__ if fit is not None else "this model")
+        if cls is None:
+            names = names if names is not None else ()
+            raise ValueError(f"target {self.name!r} is not available for this model "
+                             f"({model}); its targets are "
+                             f"{describe_targets(names) or 'not known'} (ci = coxinfluence)")
+        unused = [k for k, v in self._options.items() if v is not None and k not in cls.options]
+        if unused:
+            raise ValueError(f"{', '.join(f'{k}=' for k in unused)} is not an option of "
+                             f"{type(self).__name__} for this model ({model})")
+        args = (self.X_new,) if self.first is None else (self.X_new, getattr(self, self.first))
+        impl = cls(*args, **{k: v for k, v in self._options.items()
+                             if k in cls.options and v is not None})
+        if self.transform is not None:
+            impl.transform = self.transform
+        return impl
+
+    def _for(self, fit):
+        if self._bound is None or self._bound[0] is not fit:
+            self._bound = (fit, self.implementation(fit=fit))
+        return self._bound[1]
+
+    def columns(self, fit):
+        return self._for(fit).columns(fit)
+
+    def value(self, fit, theta):
+        return self._for(fit).value(fit, theta)
+
+    def jacobian(self, fit):
+        return self._for(fit).jacobian(fit)
+
+    def data_effect(self, fit, units=None):
+        return self._for(fit).data_effect(fit, units)
+
+    def refit_values(self, fit, theta_loo, units=None):
+        return self._for(fit).refit_values(fit, theta_loo, units)
+
+    def baseline_variance(self, fit):
+        return self._for(fit).baseline_variance(fit)
+
+    def followup_notes(self, fit):
+        return self._for(fit).followup_notes(fit)
+
+
+class LinearPredictor(Dispatched):
+    """The linear predictor of new patients ``X_new`` (rows), each family's own: a Cox
+    model's ``x'theta`` (not centred; :class:`CoxLinearPredictor`, the value of
+    ``predict_lp``), a scikit-survival estimator's ``predict(X_new)`` (centred for
+    ``CoxnetSurvivalAnalysis``: :class:`~coxinfluence.audit.sksurv_targets.RiskScore`),
+    an AFT model's ``x'beta`` with the intercept, where the model offers it."""
+
+    name = "linear_predictor"
+
+    def __init__(self, X_new):
+        super().__init__(X_new, {})
+
+
+class Survival(Dispatched):
+    """The survival probability ``S(t | x)`` of new patients ``X_new`` at ``times``, each
+    model's own survival function: a Cox model's (``CoxFit``, lifelines ``CoxPHFitter``,
+    statsmodels, scikit-survival: :class:`CoxSurvival`, the baseline hazard ``ctype``
+    theirs or chosen), an AFT model's (``AFTFit`` and lifelines' AFT fitters:
+    :class:`~coxinfluence.audit.aft_targets.AFTSurvival`), a lifelines parametric
+    regression's ``predict_survival_function`` (:class:`~coxinfluence.audit.
+    lifelines_targets.LifelinesSurvival`; ``X_new`` then the raw frame lifelines takes).
+    One column per (patient, time), ``S(t|label)``. ``strata``: each patient's stratum
+    in a stratified model (Cox: read from ``X_new``'s stratum columns by default);
+    ``ctype``: a Cox model's baseline (1 or 2, R's ``survfit(ctype=)``)."""
+
+    name = "survival"
+    first = "times"
+
+    def __init__(self, X_new, times, strata=None, ctype=None):
+        if ctype not in (None, 1, 2):
+            raise ValueError(f"ctype must be None (the model's), 1 or 2; got {ctype!r}")
+        self.times = nonnegative_times(times)
+        super().__init__(X_new, {"strata": strata, "ctype": ctype})
+
+
+class Quantile(Dispatched):
+    """The ``p``-quantiles of new patients' survival times (``p = 0.5``: the median), the
+    model's own: an AFT model's ``exp(x'beta + sigma w_p)``, R's ``predict(fit,
+    newdata, type = "quantile", p = p)`` (:class:`~coxinfluence.audit.aft_targets.
+    SurvivalQuantile`). One column per (patient, p), ``Q(p|label)``; ``strata`` as
+    :class:`Survival`."""
+
+    name = "survival_quantile"
+    first = "p"
+
+    def __init__(self, X_new, p=0.5, strata=None):
+        self.p = probabilities(p)
+        super().__init__(X_new, {"strata": strata})
+
+
 class _NewPatientTarget(Target):
     prefix = "?"
 
@@ -241,29 +392,39 @@ class _NewPatientTarget(Target):
     def columns(self, fit):
         return [f"{self.prefix}[{lab}]" for lab in self._X(fit)[1]]
 
+    @classmethod
+    def evaluates(cls, fit):
+        return isinstance(fit, CoxFit)
 
-class LinearPredictor(_NewPatientTarget):
-    """``g(theta) = X_new theta`` for new patients (rows of ``X_new``); ``J = X_new``."""
+
+@register_target
+class CoxLinearPredictor(_NewPatientTarget):
+    """A Cox model's ``g(theta) = X_new theta`` for new patients (rows of ``X_new``), not
+    centred (``predict_lp``; R's ``predict(fit, newdata, type = "lp", reference =
+    "zero")``); ``J = X_new``. ``ci.targets.LinearPredictor`` on a Cox model."""
 
     name = "linear_predictor"
+    quantity = "linear_predictor"
     prefix = "lp"
 
     def value(self, fit, theta):
-        return np.asarray(theta, dtype=np.float64) @ self._X(fit)[0].T
+        return linear_predictor(theta, self._X(fit)[0])
 
     def jacobian(self, fit):
         return self._X(fit)[0].copy()
 
 
+@register_target
 class RelativeRisk(_NewPatientTarget):
-    """The paper's target ``g(theta) = exp(theta' x)`` for new patients x;
-    ``J = diag(exp(X_new theta_hat)) X_new``."""
+    """The paper's target ``g(theta) = exp(theta' x)`` for new patients x of a Cox model
+    (``predict_risk``); ``J = diag(exp(X_new theta_hat)) X_new``."""
 
     name = "relative_risk"
+    quantity = "relative_risk"
     prefix = "rr"
 
     def value(self, fit, theta):
-        return np.exp(np.asarray(theta, dtype=np.float64) @ self._X(fit)[0].T)
+        return np.exp(linear_predictor(theta, self._X(fit)[0]))
 
     def jacobian(self, fit):
         X = self._X(fit)[0]
@@ -273,31 +434,9 @@ class RelativeRisk(_NewPatientTarget):
 # ------------------------------------------------------------------------ survival
 
 def _stratum_codes(fit, strata, m, what="new patients"):
-    """Stratum code of each of ``m`` new patients from their labels (module docstring)."""
-    labels = fit.data.strata_labels
-    if labels is None or (len(labels) == 1 and strata is None):
-        if strata is not None:
-            raise ValueError(f"strata given for {what}, but the model has no strata")
-        return np.zeros(m, dtype=np.intp)
-    if strata is None:
-        raise ValueError(f"the model is stratified: give the stratum of the {what} "
-                         f"(strata=..., one of {list(labels)})")
-    lookup = {lab: code for code, lab in enumerate(labels)}
-    if isinstance(strata, tuple) and strata in lookup:       # one label of several columns
-        given = [strata]
-    elif isinstance(strata, (list, tuple, np.ndarray, pd.Series, pd.Index)):
-        given = list(strata)
-    else:
-        given = [strata]
-    if len(given) == 1 and m > 1:
-        given = given * m
-    if len(given) != m:
-        raise ValueError(f"strata has {len(given)} entries for {m} {what}")
-    unknown = [g for g in given if not isinstance(g, Hashable) or g not in lookup]
-    if unknown:
-        raise ValueError(f"unknown strata {unknown[:5]} for {what}; the model's strata are "
-                         f"{list(labels)}")
-    return np.array([lookup[g] for g in given], dtype=np.intp)
+    """Stratum code of each of ``m`` new patients from their labels (module docstring;
+    :func:`coxinfluence.data.new_patients.stratum_codes`)."""
+    return stratum_codes(fit.data.strata_labels, strata, m, what)
 
 
 def baseline_cumhaz(fit, times, theta=None, stratum=None, ctype=None):
@@ -311,9 +450,13 @@ def baseline_cumhaz(fit, times, theta=None, stratum=None, ctype=None):
     return (cumulative_mask(fit, times)[codes[0]] @ inc[0]) * np.exp(-shift[0, 0])
 
 
-class Survival(Target):
-    """``S(t | x) = exp(-Lambda_0(t) exp(theta' x))`` for new patients x at ``times``
-    (module docstring); one column per (patient, time).  ``strata``: for a stratified
+@register_target
+class CoxSurvival(Target):
+    """A Cox model's ``S(t | x) = exp(-Lambda_0(t) exp(theta' x))`` for new patients x at
+    ``times`` (module docstring; the formula is
+    :func:`coxinfluence.models.predictions.cox_cumulative_hazard`, the value of
+    ``predict_survival``); one column per (patient, time). ``ci.targets.Survival`` on a
+    Cox model.  ``strata``: for a stratified
     model, each new patient's stratum label (one label for all, or one per patient;
     tuples for several stratum columns), choosing its baseline hazard; by default read
     from the stratum column(s) of ``X_new`` when it is a DataFrame that has them (the
@@ -323,6 +466,8 @@ class Survival(Target):
     and statsmodels models 1, a ``fit_cox`` fit R's default for its ties)."""
 
     name = "survival"
+    quantity = "survival"
+    options = ("strata", "ctype")
     ctype = None
 
     def __init__(self, X_new, times, strata=None, ctype=None):
@@ -331,10 +476,11 @@ class Survival(Target):
         if ctype not in (None, 1, 2):
             raise ValueError(f"ctype must be None (the model's), 1 or 2; got {ctype!r}")
         self.ctype = ctype
-        t = np.atleast_1d(np.asarray(times, dtype=np.float64))
-        if t.ndim != 1 or t.size == 0 or not np.isfinite(t).all() or (t < 0).any():
-            raise ValueError(f"times must be finite non-negative numbers; got {times!r}")
-        self.times = t
+        self.times = nonnegative_times(times)
+
+    @classmethod
+    def evaluates(cls, fit):
+        return isinstance(fit, CoxFit)
 
     def _X(self, fit):
         return _new_patients(self.X_new, fit, self.transform)
@@ -344,25 +490,15 @@ class Survival(Target):
         return [f"S({t:g}|{lab})" for lab in labels for t in self.times]
 
     def _codes(self, fit, X):
-        strata, names = self.strata, fit.data.strata_names
-        if strata is None and names and isinstance(self.X_new, pd.DataFrame) \
-                and set(names) <= {str(c) for c in self.X_new.columns}:
-            # the new patients' frame carries the stratum column(s) of the training data
-            frame = self.X_new.rename(columns=str)[list(names)]
-            rows = frame.itertuples(index=False, name=None)
-            strata = [r[0] if len(names) == 1 else tuple(r) for r in rows]
-        return _stratum_codes(fit, strata, X.shape[0])
+        return cox_strata(fit, self.X_new, self.strata, X.shape[0])
 
     def _surv(self, fit, theta, deleted=None):
         """(B, m) survival for coefficient rows theta (B, d), optionally without the rows
         ``deleted`` (a :class:`~coxinfluence.data.deletion.Deletion` of sorted rows) removes."""
         X = self._X(fit)[0]
-        codes = self._codes(fit, X)
         theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
-        inc, shift, _ = hazard_increments(fit, theta, deleted, self.ctype)
-        cum = np.einsum("bk,stk->bst", inc, cumulative_mask(fit, self.times))[:, codes]  # (B, P, T)
-        lin = theta @ X.T - shift                                     # (B, P), shifted
-        H = np.exp(lin)[:, :, None] * cum
+        H = cox_cumulative_hazard(fit, theta, X, self._codes(fit, X), self.times, deleted,
+                                  self.ctype)
         return np.exp(-H).reshape(theta.shape[0], -1)
 
     def value(self, fit, theta):
@@ -464,24 +600,33 @@ _ALIASES = {"coef": Coefficients, "coefficients": Coefficients, "hr": HazardRati
             "tr": TimeRatios, "time_ratio": TimeRatios, "time_ratios": TimeRatios}
 
 #: how a user asks for each target (by its ``name``, a seam's ``target_names``): a string,
-#: or the object of ``ci.targets`` / ``ci`` that needs new patients
+#: or the object of ``ci.targets`` that needs new patients
 _HOW_TO_ASK = {
     "coef": "'coef'", "hazard_ratio": "'hr'", "time_ratio": "'tr'",
     "linear_predictor": "ci.targets.LinearPredictor(X_new)",
+    "risk_score": "ci.targets.LinearPredictor(X_new)",
     "relative_risk": "ci.targets.RelativeRisk(X_new)",
     "survival": "ci.targets.Survival(X_new, times)",
-    "aft_survival": "ci.AFTSurvival(X_new, times)",
-    "survival_quantile": "ci.SurvivalQuantile(X_new, p)",
-    "cumulative_incidence": "ci.CumulativeIncidence(X_new, times)",
-    "lifelines_survival": "ci.LifelinesSurvival(df_new, times)",
-    "risk_score": "ci.RiskScore(X_new)",
+    "aft_survival": "ci.targets.Survival(X_new, times)",
+    "lifelines_survival": "ci.targets.Survival(df_new, times)",
+    "survival_quantile": "ci.targets.Quantile(X_new, p)",
+    "cumulative_incidence": "ci.targets.CumulativeIncidence(X_new, times)",
 }
 
 
 def describe_targets(names):
     """The targets ``names`` (a seam's ``target_names``) as a user asks for them: the
-    strings first ('coef', 'hr', 'tr'), then the target objects of new patients."""
-    asks = [_HOW_TO_ASK.get(n, repr(n)) for n in dict.fromkeys(names)]
+    strings first ('coef', 'hr', 'tr'), then the targets of new patients, one per
+    quantity (the implementation :func:`resolve_target` would pick)."""
+    seen, asks = set(), []
+    for name in dict.fromkeys(names):
+        cls = _IMPLEMENTATIONS.get(name)
+        quantity = cls.quantity if cls is not None else name
+        if quantity in seen:
+            continue
+        seen.add(quantity)
+        asks.append(_HOW_TO_ASK.get(name, repr(name)))
+    asks = list(dict.fromkeys(asks))
     strings = [a for a in asks if a.startswith("'")]
     objects = [a for a in asks if not a.startswith("'")]
     text = ", ".join(strings)
@@ -492,11 +637,18 @@ def describe_targets(names):
 
 def resolve_target(target, names=None, model_name=None):
     """``None``/"coef" -> :class:`Coefficients`; "hr" -> :class:`HazardRatios`; "tr" ->
-    :class:`TimeRatios`; a :class:`Target` as is. Targets of new patients must be objects
-    (they need ``X_new``). ``names``: the targets the model offers (its seam's
-    ``target_names``), listed by the message for an unknown name (with ``model_name``)."""
+    :class:`TimeRatios`; a quantity of ``ci.targets`` (:class:`Dispatched`: ``Survival``,
+    ``LinearPredictor``, ``Quantile``) -> the family's implementation among the model's
+    targets ``names`` (its seam's ``target_names``; :func:`implementation_of`), or a
+    ``ValueError`` saying the model has none; any other :class:`Target` as is. Targets
+    of new patients must be objects (they need ``X_new``). ``names`` also lists the
+    targets for an unknown name (with ``model_name``)."""
     if target is None:
         return Coefficients()
+    if isinstance(target, Dispatched):
+        if names is None:
+            return target
+        return target.implementation(names, model_name=model_name)
     if isinstance(target, Target):
         return target
     if isinstance(target, str) and target.lower() in _ALIASES:

@@ -1,0 +1,51 @@
+"""Every target of ``ci.influence``, one per quantity: ``ci.targets`` (``import
+coxinfluence.targets`` works as well). The definitions live in
+:mod:`coxinfluence.audit.targets` and the families' modules beside it; this module
+re-exports them.
+
+- ``"coef"``, ``"hr"``, ``"tr"`` (strings, or :class:`Coefficients`, :class:`HazardRatios`,
+  :class:`TimeRatios`): the parameters, the hazard ratios, an AFT model's time ratios;
+- :class:`Survival` ``(X_new, times)``: the survival probability of new patients, each
+  model's own (Cox, AFT, lifelines' parametric models, scikit-survival);
+- :class:`LinearPredictor` ``(X_new)``: the linear predictor (a Cox model's ``x'beta``, not
+  centred; a scikit-survival estimator's ``predict``);
+- :class:`RelativeRisk` ``(X_new)``: ``exp(x'beta)`` of a Cox model (the paper's target);
+- :class:`Quantile` ``(X_new, p=0.5)``: the quantiles of the survival time (AFT);
+- :class:`CumulativeIncidence` ``(X_new, times)``: a Fine-Gray model's cumulative incidence.
+
+A quantity is dispatched on the model (:class:`Dispatched`): ``ci.influence`` evaluates the
+model family's own implementation, which a family registers (:func:`register_target`).
+Each equals the model's prediction (:mod:`coxinfluence.models.predictions`) at the fitted
+parameters.
+"""
+from coxinfluence.audit.fine_gray_targets import CumulativeIncidence
+from coxinfluence.audit.targets import (
+    Coefficients,
+    CoxLinearPredictor,
+    CoxSurvival,
+    Dispatched,
+    HazardRatios,
+    LinearPredictor,
+    Quantile,
+    RelativeRisk,
+    Survival,
+    Target,
+    TargetBeyondFollowUpWarning,
+    TimeRatios,
+    baseline_ctype,
+    baseline_cumhaz,
+    describe_targets,
+    followup_notes,
+    implementation_of,
+    register_target,
+    resolve_target,
+    target_change,
+    target_exact,
+)
+
+__all__ = ["Target", "Coefficients", "HazardRatios", "TimeRatios", "LinearPredictor",
+           "RelativeRisk", "Survival", "Quantile", "CumulativeIncidence", "Dispatched",
+           "CoxLinearPredictor", "CoxSurvival", "register_target", "implementation_of",
+           "resolve_target", "target_change", "target_exact", "baseline_cumhaz",
+           "baseline_ctype", "TargetBeyondFollowUpWarning", "followup_notes",
+           "describe_targets"]
