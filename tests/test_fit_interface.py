@@ -289,10 +289,10 @@ def test_aic_where_r_defines_one(fits):
     assert cox.aic == pytest.approx(-2 * cox.loglik + 2 * 3, rel=1e-15)
     assert aft.aic == pytest.approx(-2 * aft.loglik + 2 * 5, rel=1e-15)   # + Log(scale)
     with pytest.raises(AttributeError, match="crr defines none"):
-        fits["fine_gray"].aic
+        _ = fits["fine_gray"].aic
     penalised = dataclasses.replace(cox, penalty=object())
     with pytest.raises(AttributeError, match="penalised"):
-        penalised.aic
+        _ = penalised.aic
 
 
 @pytest.mark.parametrize("kind", ["cox", "aft", "fine_gray"])
