@@ -45,18 +45,31 @@ def test_readme_example_values(readme_run, gbsg_design):
     X, Xa, t, e = gbsg_design
     fit, change, exact = ns["fit"], ns["change"], ns["exact"]
     n = len(t)
+    assert "ci.influence(fit" in README.read_text().split("## Example")[1].split("```")[1]
     assert list(change.index) == list(X.index) and list(change.columns) == list(X.columns)
+    # dfbeta_R = -(Reid's change) = IF_n / n, Reid's IF by the case-weight derivative
+    rows = [115, 162, 0, 300]
+    pos = [X.index.get_loc(r) for r in rows]
+    ref_dfbeta = reid_rows(fit.coef, Xa, t, e, pos) / n
+    np.testing.assert_allclose(ns["dfbeta_R"].iloc[pos].to_numpy(), ref_dfbeta, rtol=1e-6,
+                               atol=1e-9 * np.abs(ref_dfbeta).max())
+    # the functions' conventions the README states under the example
+    np.testing.assert_allclose(ci.vif(fit).to_numpy(), -n * change.to_numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ci.reid_influence(fit).to_numpy(),
+                               n * ns["dfbeta_R"].to_numpy(), rtol=1e-12)
     # the fit is a stationary point of the partial likelihood
     assert np.abs(ci.cox_gradient(fit.coef, Xa, t, e)).max() < 1e-6
     # change = -VIF/n equals the definition (deletion, gradient difference) on every row
     ref = -vif_rows(fit.coef, Xa, t, e, range(n)) / n
     assert np.abs(change.to_numpy() - ref).max() <= 1e-9 * np.abs(ref).max()
     # exact = theta_{-i} - theta_hat equals refits of the deleted data (the most
-    # influential patients of the demo and a few others)
+    # influential patients of the demo and a few others); exact_loo is the refits
     rows = [115, 162, 41, 497, 144, 0, 300, 685]
     pos = [X.index.get_loc(r) for r in rows]
     refits = refit_rows(Xa, t, e, pos) - fit.coef
     np.testing.assert_allclose(exact.iloc[pos].to_numpy(), refits, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(ci.exact_loo(fit, progress=False).to_numpy(),
+                               fit.coef + exact.to_numpy(), rtol=0, atol=1e-12)
     # what it prints: the largest |change| per coefficient, and the pnodes correlation
     lines = printed.strip().splitlines()
     shown = dict(re.match(r"^(\w+)\s+(\S+)$", line).groups() for line in lines[:-2])
@@ -71,7 +84,7 @@ def test_readme_example_values(readme_run, gbsg_design):
 @pytest.mark.needs_r
 @pytest.mark.skipif(not r_available(), reason=R_SKIP_REASON)
 def test_readme_fit_and_dfbeta_are_r(readme_run, gbsg_design, tmp_path):
-    """The README's claim ``dfbeta_R = ci.reid_influence(fit) / fit.n`` is R's
+    """The README's claim ``dfbeta_R = -ci.influence(fit, method="reid").theta_change`` is R's
     ``resid(fit, "dfbeta")`` on the same GBSG2 design (live R)."""
     ns, _ = readme_run
     X, Xa, t, e = gbsg_design
