@@ -5,9 +5,13 @@ Closed-form Cox partial likelihood (Efron/Breslow ties, strata, case weights), R
 "A Versatile Influence Function for Data Attribution with Non-Decomposable Loss",
 and exact leave-one-out refits as ground truth.
 
-Conventions (docs/conventions.md): ``reid_influence`` and ``vif`` are on the paper's scale,
-approximating ``n (theta_hat - theta_hat_{-i})``; the leave-one-out change is
-``theta_hat_{-i} - theta_hat``; R's ``resid(fit, "dfbeta") = IF_n / n``.
+Conventions (docs/conventions.md): ``influence(fit, method=m).theta_change`` is the
+leave-one-out change ``theta_hat_{-i} - theta_hat``; for any fit (``fit_cox``, ``fit_aft``,
+``fit_fine_gray``) ``reid_influence`` and ``vif`` are ``-n`` times it (the paper's scale,
+approximating ``n (theta_hat - theta_hat_{-i})``, ``n`` the number of units), and
+``exact_loo`` and ``newton_loo`` are ``fit.coef`` plus it (the refitted coefficients);
+R's ``resid(fit, "dfbeta") = IF_n / n``. Errors: ``InputError`` (a ``ValueError``) for
+every bad input, ``ConvergenceWarning`` the base of every convergence warning.
 """
 # the old names of targets (ci.targets has every target now): deprecated aliases
 from coxinfluence.audit.deprecated_targets import (
