@@ -32,7 +32,7 @@ def new_patient_matrix(X_new, columns, transform=None):
     ``ValueError`` naming what is wrong (missing or non-numeric columns, the shape, NaN)."""
     cols = list(columns)
     if isinstance(X_new, pd.Series):
-        X_new = X_new.to_frame().T
+        X_new = X_new.to_frame().T.infer_objects()     # a mixed row: its columns typed
     if isinstance(X_new, pd.DataFrame):
         index = X_new.index
         have = [str(c) for c in X_new.columns]

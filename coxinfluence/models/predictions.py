@@ -283,7 +283,8 @@ def predict_lp(fit, X_new) -> pd.Series:
     the intercept, R's ``predict(survreg, newdata, type = "lp")``."""
     family = _family(fit, "predict_lp", ("cox", "aft", "fine_gray"))
     if family == "aft":
-        design, _, index = aft_design(fit, X_new, strata=None)
+        X, index = new_patient_matrix(X_new, fit.covariates)    # lp: no stratum needed
+        design = np.column_stack([np.ones(X.shape[0]), X])
         lp = linear_predictor(fit.coef[: fit.data.p], design)
     else:
         X, index = new_patient_matrix(X_new, fit.data.columns if family == "cox"
