@@ -184,14 +184,14 @@ def test_lifelines_models_follow_their_own_survival_function(rossi, make):
     ``predict_survival_function`` (rossi has tied event times: the Cox model's baseline is
     lifelines', without Efron's correction)."""
     df, df_new = rossi
-    model = make(df)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore")          # lifelines' ApproximationWarning (piecewise)
+        model = make(df)
         res = ci.influence(model, df, method="vif",
                            target=ci.targets.Survival(df_new, ROSSI_TIMES))
     theta = model.params_.reindex(res.fit.columns).to_numpy()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")          # lifelines' ApproximationWarning (piecewise)
+        warnings.simplefilter("ignore")
         want = model.predict_survival_function(df_new, times=ROSSI_TIMES).T.to_numpy().ravel()
     np.testing.assert_allclose(_value_at(res, theta), want, rtol=1e-10)
 
