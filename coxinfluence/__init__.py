@@ -26,9 +26,9 @@ from coxinfluence.audit.run import influence
 from coxinfluence.audit.targets import TargetBeyondFollowUpWarning
 from coxinfluence.data.cox_data import CoxData
 from coxinfluence.data.inputs import CoxInputError, InputError
-from coxinfluence.influence_functions.refits import LeaveOneOutWarning, exact_loo, newton_loo
-from coxinfluence.influence_functions.reid import reid_influence, score_residuals
-from coxinfluence.influence_functions.vif import vif
+from coxinfluence.influence_functions.any_fit import exact_loo, newton_loo, reid_influence, vif
+from coxinfluence.influence_functions.refits import LeaveOneOutWarning
+from coxinfluence.influence_functions.reid import score_residuals
 from coxinfluence.models.aft import AFTFit, fit_aft
 from coxinfluence.models.cox import (
     ConvergenceWarning,

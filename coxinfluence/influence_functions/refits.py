@@ -30,15 +30,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from coxinfluence.data.deletion import Deletion
-from coxinfluence.data.inputs import CoxInputError, InputError
+from coxinfluence.data.inputs import CoxInputError
 from coxinfluence.data.rank import check_design, identifiable_columns
 from coxinfluence.data.units import resolve_units
-from coxinfluence.influence_functions.vif import family_seam, refuse_penalty, wrap_units
+from coxinfluence.influence_functions.vif import refuse_penalty
 from coxinfluence.likelihood.deletion_gradients import DeletionGradients
 from coxinfluence.likelihood.objective import cox_objective, gradient_tolerance
 from coxinfluence.likelihood.risk_sets import RiskSets, matmul_rows
 from coxinfluence.likelihood.third_derivative import third_derivative
-from coxinfluence.models.cox import CoxFit, check_fit
+from coxinfluence.models.cox import check_fit
 from coxinfluence.numerics.executors import n_workers, on_workers, whole_batch_chunks
 from coxinfluence.numerics.newton import halley_step, newton, solve_batch
 
@@ -422,22 +422,13 @@ def _inverse_batch(M):
 
 def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None, tol=None,
               max_iter=50, n_chunks=None):
-    """Exact leave-one-out coefficients ``theta_hat_{-g}`` for every unit.
+    """Exact leave-one-out coefficients ``theta_hat_{-g}`` for every unit of a ``CoxFit``
+    (``ci.exact_loo``'s Cox path; it takes any fit:
+    :mod:`coxinfluence.influence_functions.any_fit`): ``fit.coef + ci.influence(fit,
+    method="exact").theta_change``.
 
-    **Convention** (every fit): ``ci.exact_loo(fit) = fit.coef + ci.influence(fit,
-    method="exact").theta_change``, the refitted coefficients themselves (not a change):
-    ``ci.exact_loo(fit) - fit.coef`` is the exact leave-one-out change.
-
-    fit : a ``CoxFit``, an ``AFTFit``, a ``FineGrayFit`` (each refit deletes the subject
-        and re-estimates the censoring Kaplan-Meier) or a seam object, as
-        :func:`~coxinfluence.influence_functions.vif.vif` takes them. For the other
-        families than Cox each refit runs the family's own refits (``ci.influence``'s,
-        to ``max |gradient| <= 1e-10``); ``batch_size``, ``tol``, ``max_iter`` and
-        ``n_chunks`` are for a ``CoxFit`` only (an error otherwise).
-
-    For a ``CoxFit``: units are rows by default, the subjects of ``fit_cox(..., id=)``, or
-    the clusters ``groups`` (one label per row, caller's order). Each refit deletes all
-    rows of unit g
+    Units are rows by default, the subjects of ``fit_cox(..., id=)``, or the clusters
+    ``groups`` (one label per row, caller's order). Each refit deletes all rows of unit g
     (for Efron ties this also removes them from their tie groups' event counts) and
     iterates to ``max |grad| <= tol`` (default ``fit.tol``, 1e-10; per unit case weight,
     :func:`coxinfluence.numerics.newton.gradient_tolerance`): from the closed-form Halley
@@ -467,18 +458,6 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
     caller's index for pandas input), subjects and clusters as a DataFrame indexed by
     their sorted labels.
     """
-    if not isinstance(fit, CoxFit):
-        cox_only = {"batch_size": batch_size, "tol": tol, "n_chunks": n_chunks,
-                    "max_iter": None if max_iter == 50 else max_iter}
-        given = [name for name, value in cox_only.items() if value is not None]
-        if given:
-            raise InputError(f"exact_loo: {', '.join(given)} apply to a CoxFit only; this "
-                             f"is a {type(fit).__name__}")
-        model = family_seam(fit, groups, "exact_loo", refuse=True)
-        res = model.refit(progress=progress, executor=executor)
-        warn_undefined(SeamUnits(model), res.codes[~res.ok], "exact leave-one-out",
-                       failed=res.codes[res.status == "refit_failed"])
-        return wrap_units(model, res.theta)
     fit = check_fit(fit, "exact_loo", refuse=True)
     refuse_penalty(fit, "exact_loo")
     units = resolve_units(fit, groups)
@@ -490,20 +469,12 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
 
 
 def newton_loo(fit, *, groups=None, method="auto"):
-    """One-step Newton leave-one-out: ``theta_hat - H_{-g}^{-1} grad L_{-g}(theta_hat)``.
+    """One-step Newton leave-one-out of a ``CoxFit``: ``theta_hat - H_{-g}^{-1} grad
+    L_{-g}(theta_hat)`` (``ci.newton_loo``'s Cox path; it takes any fit:
+    :mod:`coxinfluence.influence_functions.any_fit`): ``fit.coef + ci.influence(fit,
+    method="newton").theta_change``.
 
-    **Convention** (every fit): ``ci.newton_loo(fit) = fit.coef + ci.influence(fit,
-    method="newton").theta_change``, estimates of the refitted coefficients
-    ``theta_hat_{-g}`` laid out as :func:`exact_loo`'s.
-
-    fit : a ``CoxFit``, an ``AFTFit`` (``H_{-g} = H - C_g`` exactly: the loss is a sum
-        over rows), a ``FineGrayFit`` (the deleted gradients and Hessians in closed form,
-        the censoring Kaplan-Meier re-estimated) or a seam object, as
-        :func:`~coxinfluence.influence_functions.vif.vif` takes them; ``method`` chooses
-        the Cox algorithm (other families: one closed form).
-
-    For a ``CoxFit``: both the gradient and the Hessian are those of the data with all
-    rows of unit g
+    Both the gradient and the Hessian are those of the data with all rows of unit g
     deleted (units as in :func:`exact_loo`), evaluated at ``fit.coef``, in closed form
     from the risk-set sums (:mod:`coxinfluence.influence_functions.deleted_hessians`: the VIF's
     gradient
@@ -514,12 +485,6 @@ def newton_loo(fit, *, groups=None, method="auto"):
     ``H_{-g}`` is singular or the deletion leaves the design rank deficient.
     """
     from coxinfluence.influence_functions.deleted_hessians import one_step_newton
-    if not isinstance(fit, CoxFit):
-        model = family_seam(fit, groups, "newton_loo", method=method)
-        theta = np.asarray(model.coef, dtype=np.float64) + model.change("newton")
-        warn_undefined(SeamUnits(model), np.flatnonzero(~np.isfinite(theta).all(axis=1)),
-                       "one-step Newton leave-one-out")
-        return wrap_units(model, theta)
     fit = check_fit(fit, "newton_loo")
     refuse_penalty(fit, "newton_loo")
     units = resolve_units(fit, groups)
@@ -528,18 +493,6 @@ def newton_loo(fit, *, groups=None, method="auto"):
     theta[~ok] = np.nan
     warn_undefined(units, np.flatnonzero(~ok), "one-step Newton leave-one-out")
     return units.wrap(theta)
-
-
-class SeamUnits:
-    """What :func:`warn_undefined` reads of a seam's units (any family): their labels and
-    whether they are rows."""
-
-    def __init__(self, model):
-        self.labels = model.unit_labels
-        self.is_rows = bool(model.units_are_rows)
-
-    def describe(self, codes):
-        return list(self.labels[np.asarray(codes, dtype=int)])
 
 
 def _progress(show, total, desc):

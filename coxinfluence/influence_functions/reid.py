@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from coxinfluence.data.cox_data import wrap_rows
 from coxinfluence.data.units import resolve_units
-from coxinfluence.influence_functions.vif import family_seam, n_units, wrap_units
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
-from coxinfluence.models.cox import CoxFit, check_fit
+from coxinfluence.models.cox import check_fit
 
 
 def score_residuals(fit):
@@ -34,31 +33,20 @@ def score_residuals(fit):
 
 
 def reid_influence(fit, groups=None):
-    """Reid (1985) empirical influence function ``IF_n(g)`` of every unit, paper scale.
+    """Reid (1985) empirical influence function ``IF_n(g)`` of every unit of a ``CoxFit``,
+    paper scale (``ci.reid_influence``'s Cox path; it takes any fit:
+    :mod:`coxinfluence.influence_functions.any_fit`): ``-n * ci.influence(fit,
+    method="reid").theta_change``.
 
-    **Convention** (every fit): ``ci.reid_influence(fit) = -n * ci.influence(fit,
-    method="reid").theta_change``, with ``n`` the number of units, so that it approximates
-    ``n (theta_hat - theta_hat_{-g})``.
-
-    fit : a ``CoxFit``, an ``AFTFit`` (a decomposable loss: the same array as
-        :func:`~coxinfluence.influence_functions.vif.vif`; ``IF_n / n`` is ``w_i`` times R's
-        ``residuals(survreg, "dfbeta")``, which is per unit of case weight), a
-        ``FineGrayFit`` (crr's influence function, censoring term included:
-        ``sum_g (IF_n(g)/n)(IF_n(g)/n)'`` is crr's sandwich variance) or a seam object, as
-        :func:`~coxinfluence.influence_functions.vif.vif` takes them.
-
-    For a ``CoxFit``: ``IF_n(g) = (H/n)^{-1} sum_{i in g} w_i U_i`` (see module docstring)
-    with ``n`` the number of units: rows by default, the subjects of ``fit_cox(...,
-    id=)``, or the clusters ``groups`` (one label per row, caller's order); ``IF_n / n``
-    equals R's ``resid(fit, "dfbeta")`` (``collapse=id`` for units). After sorting: O(n d)
-    for the score residuals, then O(n d^2 + d^3) to apply ``(H/n)^{-1}``. Units and the
-    layout of the result as :func:`~coxinfluence.influence_functions.vif.vif`'s: (n_units,
-    d), rows in the caller's order (a DataFrame with the caller's index for pandas input),
-    subjects and clusters as a DataFrame indexed by their sorted labels.
+    ``IF_n(g) = (H/n)^{-1} sum_{i in g} w_i U_i`` (see module docstring) with ``n`` the
+    number of units: rows by default, the subjects of ``fit_cox(..., id=)``, or the
+    clusters ``groups`` (one label per row, caller's order). Returns (n_units, d): rows in
+    the caller's order (a DataFrame with the caller's index for pandas input), subjects
+    and clusters as a DataFrame indexed by their sorted labels. It approximates
+    ``n (theta_hat - theta_hat_{-g})``; ``IF_n / n`` equals R's ``resid(fit, "dfbeta")``
+    (``collapse=id`` for units). After sorting: O(n d) for the score residuals, then
+    O(n d^2 + d^3) to apply ``(H/n)^{-1}``.
     """
-    if not isinstance(fit, CoxFit):
-        model = family_seam(fit, groups, "reid_influence")
-        return wrap_units(model, -n_units(model) * model.change("reid"))
     fit = check_fit(fit, "reid_influence")
     return reid_of_units(fit, resolve_units(fit, groups))
 

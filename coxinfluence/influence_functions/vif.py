@@ -48,17 +48,13 @@ pairwise reference (O(sum_g d_g^2 d) time and memory) is ``tests/oracles.py``'s
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-import pandas as pd
 
-from coxinfluence.data.inputs import InputError
 from coxinfluence.data.units import resolve_units
 from coxinfluence.influence_functions.vif_entry import part1_entry
 from coxinfluence.influence_functions.vif_series import part1_series
 from coxinfluence.likelihood.efron import efron_fraction_sum
-from coxinfluence.models.cox import ConvergenceWarning, CoxFit, NotConvergedError, check_fit
+from coxinfluence.models.cox import check_fit
 from coxinfluence.numerics.threads import for_row_blocks
 
 
@@ -192,28 +188,18 @@ _METHODS = ("auto", "series", "direct")
 
 
 def vif(fit, *, method="auto", groups=None):
-    """Closed-form VIF of every unit, paper scale: ``-(H/n)^{-1}(grad L - grad L_{-g})``.
+    """Closed-form VIF of every unit of a ``CoxFit``, paper scale: ``-(H/n)^{-1}(grad L -
+    grad L_{-g})`` (``ci.vif``'s Cox path; ``ci.vif`` takes any fit:
+    :mod:`coxinfluence.influence_functions.any_fit`). It is ``-n * ci.influence(fit,
+    method="vif").theta_change``.
 
-    **Convention** (every fit): ``ci.vif(fit) = -n * ci.influence(fit,
-    method="vif").theta_change``, with ``n`` the number of units, so that it approximates
+    Units are rows by default, the subjects of ``fit_cox(..., id=)``, or the clusters
+    ``groups`` (one label per row, caller's order); ``n`` is the number of units and
+    ``L_{-g}`` deletes all rows of unit g. Returns (n_units, d): rows in the caller's
+    order (a DataFrame with the caller's index for pandas input), subjects and clusters
+    as a DataFrame indexed by their sorted labels. It approximates
     ``n (theta_hat - theta_hat_{-g})``; the estimated leave-one-out change is
-    ``-VIF_n(g) / n``.
-
-    fit : any fit ``ci.influence`` audits by itself: a ``CoxFit`` (``ci.fit_cox``), an
-        ``AFTFit`` (``ci.fit_aft``: decomposable loss, so VIF = Reid's IF exactly), a
-        ``FineGrayFit`` (``ci.fit_fine_gray``: a subject's deletion also re-estimates the
-        censoring Kaplan-Meier), or a model behind the audit's seam (an autodiff
-        ``AutodiffModel``). A lifelines, statsmodels or scikit-survival model keeps no
-        training data: ``ci.influence(model, data, method="vif")`` audits it.
-
-    Units are rows by default, the subjects of ``fit_cox(..., id=)`` or ``fit_aft(...,
-    id=)``, or the clusters ``groups`` (one label per row, caller's order); a Fine-Gray
-    fit's units are its subjects (one row each; ``groups`` refused). ``n`` is the number
-    of units and ``L_{-g}`` deletes all rows of unit g. Returns (n_units, d): rows in the
-    caller's order (a DataFrame with the caller's index for pandas input, else an
-    ndarray), subjects and clusters as a DataFrame indexed by their sorted labels.
-
-    For a ``CoxFit``: a unit none of whose risk sets holds two of its rows (a subject's
+    ``-VIF_n(g) / n``. A unit none of whose risk sets holds two of its rows (a subject's
     intervals never overlap) changes each risk-set sum by one row, so its gradient change
     is the sum of its rows' closed-form changes, exactly; a unit with two rows in one risk
     set (a cluster) is computed by deleting its rows (O(n d) per such unit).
@@ -229,79 +215,11 @@ def vif(fit, *, method="auto", groups=None):
         handful of classes C and G tie groups, O((n + K) d + G log G) memory, equally
         exact (10^6 counting-process rows, d = 10: about 2.5 s against a projected 30 min
         for "direct"). "direct" sums over all event terms for every row (O(n K d), the
-        reference). Other families have one closed form (their seam's), whichever name is
-        given.
+        reference).
     """
-    if not isinstance(fit, CoxFit):
-        model = family_seam(fit, groups, "vif", method=method)
-        return wrap_units(model, -n_units(model) * model.change("vif"))
     fit = check_fit(fit, "vif")
     refuse_penalty(fit, "vif")
     return vif_of_units(fit, method, groups)
-
-
-def family_seam(fit, groups, what, method=None, refuse=False):
-    """The audit's seam (:mod:`coxinfluence.influence_functions.seam`) of a fit of another
-    family than Cox, for the public functions :func:`vif`,
-    :func:`~coxinfluence.influence_functions.reid.reid_influence`,
-    :func:`~coxinfluence.influence_functions.refits.newton_loo` and
-    :func:`~coxinfluence.influence_functions.refits.exact_loo`: the one
-    ``ci.influence(fit)`` uses (``AFTFit`` -> ``AFTAudit(fit, groups)``, ``FineGrayFit``
-    -> ``FineGrayAudit``, a ``DecomposableFit`` -> ``DecomposableAudit``, a seam object
-    itself). A fit that did not converge gets a :class:`~coxinfluence.ConvergenceWarning`
-    (its values are measured against a maximum that does not exist), or, with
-    ``refuse=True`` (exact refits), a :class:`~coxinfluence.NotConvergedError`, as
-    :func:`~coxinfluence.models.cox.check_fit` does for a ``CoxFit``. ``what``: the
-    caller's name, for messages; ``method``: the Cox algorithm's name, checked."""
-    from coxinfluence.influence_functions.aft_audit import AFTAudit
-    from coxinfluence.influence_functions.decomposable_audit import (
-        DecomposableAudit,
-        DecomposableFit,
-    )
-    from coxinfluence.influence_functions.fine_gray_audit import FineGrayAudit
-    from coxinfluence.influence_functions.seam import AuditModel
-    from coxinfluence.models.aft import AFTFit
-    from coxinfluence.models.fine_gray import FineGrayFit
-    if method is not None and method not in _METHODS:
-        raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
-    if isinstance(fit, AFTFit):
-        model = AFTAudit(fit, groups)
-    elif isinstance(fit, DecomposableFit):
-        model = DecomposableAudit(fit, groups)
-    elif isinstance(fit, (FineGrayFit, AuditModel)):
-        if groups is not None:
-            raise InputError(f"{what}: groups= is not available for this model: its units "
-                             "are fixed by the model (a Fine-Gray fit's: its subjects)")
-        model = FineGrayAudit(fit) if isinstance(fit, FineGrayFit) else fit
-    else:
-        raise TypeError(f"{what}: expected a fit of coxinfluence (CoxFit from ci.fit_cox, "
-                        "AFTFit from ci.fit_aft, FineGrayFit from ci.fit_fine_gray) or an "
-                        f"audit seam; got {type(fit).__name__}. A lifelines, statsmodels or "
-                        "scikit-survival model keeps no training data: use "
-                        "ci.influence(model, data, method=...)")
-    if not model.converged:
-        msg = (f"{what}: the {model.model_name} fit did not converge: influence is measured "
-               "against a maximum that does not exist")
-        if refuse:
-            raise NotConvergedError(msg)
-        warnings.warn(msg + "; the values returned are not meaningful", ConvergenceWarning,
-                      stacklevel=3)
-    return model
-
-
-def n_units(model):
-    """The seam's number of units: the ``n`` of the paper's scale."""
-    return len(model.unit_labels)
-
-
-def wrap_units(model, values):
-    """Per-unit values (U, d) of a seam as :func:`vif` returns them for a ``CoxFit``: an
-    ndarray for rows given as arrays, else a DataFrame indexed by the unit labels (the
-    caller's index for rows) with the parameters' names as columns."""
-    values = np.asarray(values, dtype=np.float64)
-    if model.units_are_rows and getattr(model.fit, "index", None) is None:
-        return values
-    return pd.DataFrame(values, index=model.unit_labels, columns=list(model.columns))
 
 
 def refuse_penalty(fit, name):
