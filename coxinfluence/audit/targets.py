@@ -9,14 +9,28 @@ follows from the parameter influence by the chain rule,
 for every method's estimate of ``theta_hat_{-i} - theta_hat`` (VIF, Reid, one-step
 Newton); the exact change refits without row i and evaluates ``g`` there.
 
+One target per quantity, dispatched on the model: :class:`Survival`,
+:class:`LinearPredictor` and :class:`Quantile` are :class:`Dispatched` targets, which
+``ci.influence`` replaces by the model family's own implementation
+(:func:`resolve_target`: the first of the model's ``target_names`` registered for the
+quantity, :func:`register_target`, :func:`implementation_of`) and which, used directly
+(``value(fit, theta)``), evaluate as the implementation for the fit: a Cox model's below
+(:class:`CoxSurvival`, :class:`CoxLinearPredictor`), an AFT model's
+(:mod:`coxinfluence.audit.aft_targets`), a lifelines parametric regression's
+(:mod:`coxinfluence.audit.lifelines_targets`), a scikit-survival estimator's
+(:mod:`coxinfluence.audit.sksurv_targets`). The values are the models' predictions
+(:mod:`coxinfluence.models.predictions`, where each formula lives) at ``theta``.
+
 Targets (each a :class:`Target`, one column per entry of g):
 
 - :class:`Coefficients`: ``g = theta``, ``J = I``.
 - :class:`HazardRatios`: ``g = exp(theta)``, ``J = diag(exp(theta))``.
-- :class:`LinearPredictor` of new patients ``x``: ``g = theta' x``, ``J = x'``.
+- :class:`LinearPredictor` of new patients ``x`` (Cox: :class:`CoxLinearPredictor`):
+  ``g = theta' x``, not centred, ``J = x'``.
 - :class:`RelativeRisk` of new patients: ``g = exp(theta' x)`` (the paper's target),
   ``J = exp(theta' x) x'``.
-- :class:`Survival` ``S(t | x) = exp(-Lambda_0(t) exp(theta' x))`` at chosen times, with
+- :class:`Survival` (Cox: :class:`CoxSurvival`)
+  ``S(t | x) = exp(-Lambda_0(t) exp(theta' x))`` at chosen times, with
   the Breslow baseline cumulative hazard, with or without Efron's tie correction as R's
   ``survfit.coxph(ctype=)``: ``ctype = 2`` corrects (R's default for Efron ties),
   ``ctype = 1`` does not (R's default for Breslow ties; lifelines' and statsmodels'
