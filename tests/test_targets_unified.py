@@ -149,8 +149,10 @@ def test_used_directly_a_target_evaluates_as_the_fits_own(aft_data):
 
 
 def test_a_family_registers_its_implementation(monkeypatch):
+    from coxinfluence.audit import target_base
     from coxinfluence.audit import targets as T
-    monkeypatch.setattr(T, "_IMPLEMENTATIONS", dict(T._IMPLEMENTATIONS))
+    # a copy of the registry, so that the toy family does not outlive the test
+    monkeypatch.setattr(target_base, "_IMPLEMENTATIONS", dict(target_base._IMPLEMENTATIONS))
 
     @T.register_target
     class ToySurvival(T.Target):
