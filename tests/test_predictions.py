@@ -284,3 +284,36 @@ def test_fine_gray_prediction_is_the_targets_value(golden):
         _target_value(ci.targets.CumulativeIncidence(new, times), fit))
     np.testing.assert_array_equal(predict_risk(fit, new).to_numpy(),
                                   np.exp(predict_lp(fit, new).to_numpy()))
+
+
+# ---------------------------------------------------------------- against lifelines
+
+def test_cox_and_aft_predictions_are_lifelines_on_untied_data():
+    """On untied data the baseline has no tie correction to choose: a ``fit_cox`` fit's
+    survival is lifelines' ``predict_survival_function``; an AFT fit's survival and median
+    are lifelines' (tightened: lifelines' optimiser stops earlier than ours)."""
+    lifelines = pytest.importorskip("lifelines")
+    rng = np.random.default_rng(35)
+    n = 120
+    df = pd.DataFrame({"a": rng.normal(size=n), "b": rng.binomial(1, 0.4, n).astype(float)})
+    df["T"] = rng.exponential(size=n) * np.exp(-0.5 * df["a"] + 0.4 * df["b"]) + 1e-3
+    df["E"] = rng.binomial(1, 0.8, n)
+    assert df["T"].is_unique
+    new = pd.DataFrame({"a": [-1.0, 0.3, 1.1], "b": [1.0, 0.0, 1.0]}, index=["u", "v", "w"])
+    # lifelines interpolates its step functions linearly between its times: read at them
+    events = np.sort(df.loc[df["E"] == 1, "T"].to_numpy())
+    times = events[[5, 40, 80]]
+    cph = lifelines.CoxPHFitter().fit(df, "T", "E", fit_options={"precision": 1e-12})
+    fit = ci.fit_cox(df[["a", "b"]], df["T"], df["E"])
+    want = cph.predict_survival_function(new, times=times).T
+    got = predict_survival(fit, new, times)
+    np.testing.assert_allclose(got.to_numpy(), want.to_numpy(), rtol=1e-8)
+    assert list(got.index) == list(want.index)
+    tight = {"ftol": 1e-14, "maxiter": 1000}
+    aft = lifelines.WeibullAFTFitter().fit(df, "T", "E", fit_options=tight)
+    afit = ci.fit_aft(df[["a", "b"]], df["T"], df["E"])
+    np.testing.assert_allclose(predict_survival(afit, new, times).to_numpy(),
+                               aft.predict_survival_function(new, times=times).T.to_numpy(),
+                               rtol=1e-6)
+    np.testing.assert_allclose(predict_quantile(afit, new).to_numpy(),
+                               aft.predict_median(new).to_numpy(), rtol=1e-6)
