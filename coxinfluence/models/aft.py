@@ -41,6 +41,7 @@ from coxinfluence.likelihood.aft import (
     AFTData,
     AFTLikelihood,
 )
+from coxinfluence.models import predictions
 from coxinfluence.models.base import FitInterface, standard_errors
 from coxinfluence.models.cox import ConvergenceWarning, NotConvergedError
 from coxinfluence.numerics.newton import newton
@@ -226,6 +227,23 @@ class AFTFit(FitInterface):
         return (f"<p><b>{html.escape(self.model_name)}</b>: n = {self.n}, log-likelihood = "
                 f"{self.loglik:.6g}, "
                 f"{'converged' if self.converged else '<b>not converged</b>'}</p>")
+
+    # predictions for new patients: the formulas are in models/predictions.py (each the
+    # value its influence target measures at coef)
+    def predict_survival(self, X_new, times, strata=None):
+        """``S(t | x)`` of new patients at ``times``: R's ``1 - psurvreg(t, lp, scale,
+        dist)`` (:func:`coxinfluence.models.predictions.predict_survival`)."""
+        return predictions.predict_survival(self, X_new, times, strata=strata)
+
+    def predict_quantile(self, X_new, p=0.5, strata=None):
+        """The ``p``-quantile of new patients' survival times: R's ``predict(fit, newdata,
+        type = "quantile", p = p)`` (:func:`coxinfluence.models.predictions.predict_quantile`)."""
+        return predictions.predict_quantile(self, X_new, p, strata=strata)
+
+    def predict_lp(self, X_new):
+        """``x'beta`` with the intercept: R's ``predict(fit, newdata, type = "lp")``
+        (:func:`coxinfluence.models.predictions.predict_lp`)."""
+        return predictions.predict_lp(self, X_new)
 
     def __repr__(self):
         coefs = ", ".join(f"{c}={v:.4g}" for c, v in zip(self.columns, self.coef))

@@ -21,6 +21,7 @@ from coxinfluence.likelihood.deletion_gradients import DeletionGradients
 from coxinfluence.likelihood.objective import cox_objective, gradient_tolerance
 from coxinfluence.likelihood.risk_sets import RiskSets
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
+from coxinfluence.models import predictions
 from coxinfluence.models.base import FitInterface, standard_errors, wald_z  # noqa: F401 (re-exported)
 from coxinfluence.numerics.newton import newton
 from coxinfluence.numerics.rows import SINGLE_THREAD_MADDS
@@ -245,6 +246,29 @@ class CoxFit(FitInterface):
         return (f"<p><b>Cox model</b>: n = {self.n}, events = {int(self.data.event.sum())}, "
                 f"ties = {html.escape(self.ties)}, log-likelihood = {self.loglik:.6g}, "
                 f"{'converged' if self.converged else '<b>not converged</b>'}</p>")
+
+    # predictions for new patients: the formulas are in models/predictions.py (each the
+    # value its influence target measures at coef)
+    def predict_survival(self, X_new, times, strata=None, ctype=None):
+        """``S(t | x)`` of new patients at ``times``: R's ``survfit(fit, newdata)$surv``
+        (:func:`coxinfluence.models.predictions.predict_survival`)."""
+        return predictions.predict_survival(self, X_new, times, strata=strata, ctype=ctype)
+
+    def predict_cumulative_hazard(self, X_new, times, strata=None, ctype=None):
+        """``Lambda_0(t) exp(x'beta)`` of new patients at ``times``: R's ``survfit(fit,
+        newdata)$cumhaz`` (:func:`coxinfluence.models.predictions.predict_cumulative_hazard`)."""
+        return predictions.predict_cumulative_hazard(self, X_new, times, strata=strata,
+                                                     ctype=ctype)
+
+    def predict_risk(self, X_new):
+        """``exp(x'beta)``, not centred: R's ``predict(fit, newdata, type = "risk",
+        reference = "zero")`` (:func:`coxinfluence.models.predictions.predict_risk`)."""
+        return predictions.predict_risk(self, X_new)
+
+    def predict_lp(self, X_new):
+        """``x'beta``, not centred: R's ``predict(fit, newdata, type = "lp", reference =
+        "zero")`` (:func:`coxinfluence.models.predictions.predict_lp`)."""
+        return predictions.predict_lp(self, X_new)
 
     def __repr__(self):
         coefs = ", ".join(f"{c}={v:.4g}" for c, v in zip(self.columns, self.coef))

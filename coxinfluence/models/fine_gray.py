@@ -47,6 +47,7 @@ from coxinfluence.likelihood.fine_gray import (
     build_fine_gray_data,
     crr_scores,
 )
+from coxinfluence.models import predictions
 from coxinfluence.models.base import FitInterface
 from coxinfluence.models.cox import ConvergenceWarning
 from coxinfluence.numerics.newton import newton
@@ -207,6 +208,23 @@ class FineGrayFit(FitInterface):
                 f"{self.n_events}, competing = {self.n_competing}, log pseudo-likelihood = "
                 f"{self.loglik:.6g}, "
                 f"{'converged' if self.converged else '<b>not converged</b>'}</p>")
+
+    # predictions for new patients: the formulas are in models/predictions.py (each the
+    # value its influence target measures at coef)
+    def predict_cumulative_incidence(self, X_new, times, strata=None):
+        """The cause's cumulative incidence ``F(t | x)`` of new patients at ``times``:
+        ``cmprsk::predict.crr(fit, cov1 = X_new)`` read at ``times``
+        (:func:`coxinfluence.models.predictions.predict_cumulative_incidence`)."""
+        return predictions.predict_cumulative_incidence(self, X_new, times, strata=strata)
+
+    def predict_lp(self, X_new):
+        """``x'beta``, not centred (:func:`coxinfluence.models.predictions.predict_lp`)."""
+        return predictions.predict_lp(self, X_new)
+
+    def predict_risk(self, X_new):
+        """``exp(x'beta)``: the subdistribution hazard ratio to ``x = 0``
+        (:func:`coxinfluence.models.predictions.predict_risk`)."""
+        return predictions.predict_risk(self, X_new)
 
     def __repr__(self):
         return (f"FineGrayFit({self.model_name}: n={self.n}, failures={self.n_events}, "
