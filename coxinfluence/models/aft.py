@@ -84,6 +84,8 @@ class AFTFit(FitInterface):
     row order; ``ids``/``id_labels`` the subjects (``id=``): the audit's default units
     and the default clusters of :meth:`robust_covariance`."""
 
+    prediction_family = "aft"
+
     #: the parameters are named as R names them (``params``' index: "parameter")
     _params_index_name = "parameter"
     _ratio_name = "exp(Value)"

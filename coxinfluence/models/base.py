@@ -89,6 +89,9 @@ class FitInterface:
     ``n_units``, ``n_events``, :meth:`_summary_head` and :meth:`_html_head`; and may set
     :attr:`_ratio_name` and override :attr:`_aic_parameters`."""
 
+    #: the model family, "cox", "aft" or "fine_gray": which predictions of
+    #: :mod:`coxinfluence.models.predictions` apply (set by each fit class)
+    prediction_family = None
     #: the name of the ``params`` index
     _params_index_name = "covariate"
     #: the name of ``exp(coef)`` in the summary (None: no ratio columns)

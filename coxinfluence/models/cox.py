@@ -91,6 +91,8 @@ class CoxFit(FitInterface):
     The integrations set the library's own: lifelines and statsmodels use 1.
     """
 
+    prediction_family = "cox"
+
     coef: np.ndarray
     loglik: float
     information: np.ndarray

@@ -79,6 +79,8 @@ class FineGrayFit(FitInterface):
     subjects: one row each), ``n_events`` (failures of the cause), ``influence(...)``.
     Every variance is crr's sandwich (module docstring); no ``aic`` (crr has none)."""
 
+    prediction_family = "fine_gray"
+
     coef: np.ndarray
     loglik: float               # crr's log pseudo-likelihood at coef (fit$loglik)
     information: np.ndarray     # Hessian of the loss at coef (crr's fit$inf)

@@ -258,16 +258,14 @@ def cumulative_incidence(lin, cum):
 def _family(fit, what, families):
     """The family name of ``fit`` among ``families`` ("cox", "aft", "fine_gray"), or a
     TypeError saying which fits have ``what``."""
-    from coxinfluence.models.aft import AFTFit
-    from coxinfluence.models.cox import CoxFit
-    from coxinfluence.models.fine_gray import FineGrayFit
-    known = {"cox": (CoxFit, "a CoxFit (ci.fit_cox)"),
-             "aft": (AFTFit, "an AFTFit (ci.fit_aft)"),
-             "fine_gray": (FineGrayFit, "a FineGrayFit (ci.fit_fine_gray)")}
-    for name in families:
-        if isinstance(fit, known[name][0]):
-            return name
-    fits = " or ".join(known[name][1] for name in families)
+    known = {"cox": "a CoxFit (ci.fit_cox)", "aft": "an AFTFit (ci.fit_aft)",
+             "fine_gray": "a FineGrayFit (ci.fit_fine_gray)"}
+    # each fit class names its family (FitInterface.prediction_family); a fit module
+    # imports this one, so no isinstance on the fit classes here
+    family = getattr(type(fit), "prediction_family", None)
+    if family in families:
+        return family
+    fits = " or ".join(known[name] for name in families)
     raise TypeError(f"{what} is defined for {fits}; got {type(fit).__name__}")
 
 
