@@ -24,7 +24,10 @@ from test_aft import DATA, fit_case, load, reference
 from test_aft import GOLDEN as AFT_GOLDEN
 
 import coxinfluence as ci
-from coxinfluence.audit.aft_targets import standard_quantile
+
+# the family's implementation itself (ci.targets.Survival / Quantile dispatch to it;
+# the ci.* names of these classes are deprecated aliases)
+from coxinfluence.audit.aft_targets import AFTSurvival, SurvivalQuantile, standard_quantile
 from coxinfluence.influence_functions.aft_audit import AFTAudit
 
 HERE = Path(__file__).parent
@@ -47,8 +50,8 @@ def targets_of(ref, case):
     rows = reference(ref, case, "new_rows")[0].astype(int)
     X_new = d.iloc[rows][covariates(case)]
     strata = list(d[row["strata"]].iloc[rows]) if row["strata"] else None
-    surv = ci.AFTSurvival(X_new, reference(ref, case, "times")[0], strata=strata)
-    quant = ci.SurvivalQuantile(X_new, reference(ref, case, "p")[0], strata=strata)
+    surv = AFTSurvival(X_new, reference(ref, case, "times")[0], strata=strata)
+    quant = SurvivalQuantile(X_new, reference(ref, case, "p")[0], strata=strata)
     return fit, surv, quant
 
 
@@ -165,13 +168,13 @@ def test_columns_and_a_lifelines_style_frame():
     fit, surv, quant = targets_of(REF, "lung_weibull___")
     X_new = pd.DataFrame({"ph.ecog": [1, 0], "age": [60, 70], "sex": [2, 1]},
                          index=["ann", "bob"])
-    s = ci.AFTSurvival(X_new, [100, 365.25])
-    q = ci.SurvivalQuantile(X_new)
+    s = AFTSurvival(X_new, [100, 365.25])
+    q = SurvivalQuantile(X_new)
     assert s.columns(fit) == ["S(100|ann)", "S(365.25|ann)", "S(100|bob)", "S(365.25|bob)"]
     assert q.columns(fit) == ["Q(0.5|ann)", "Q(0.5|bob)"]
     # the median is where the survival probability is one half
     med = q.value(fit, fit.coef[None, :])[0]
-    at = ci.AFTSurvival(X_new.iloc[:1], [med[0]]).value(fit, fit.coef[None, :])[0, 0]
+    at = AFTSurvival(X_new.iloc[:1], [med[0]]).value(fit, fit.coef[None, :])[0, 0]
     assert abs(at - 0.5) < 1e-12
     res = ci.influence(fit, method="vif", target=q)
     assert list(res.loo_change.columns) == ["Q(0.5|ann)", "Q(0.5|bob)"]
@@ -184,29 +187,29 @@ def test_inputs_are_checked_and_not_modified():
     X_new = np.array([[60.0, 1.0, 0.0], [70.0, 2.0, 2.0]])
     times, strata = np.array([100.0, 300.0]), np.array([1, 2])
     keep = X_new.copy(), times.copy(), strata.copy()
-    s = ci.AFTSurvival(X_new, times, strata=strata)
+    s = AFTSurvival(X_new, times, strata=strata)
     s.jacobian(fit)
     s.value(fit, fit.coef[None, :])
     assert all(np.array_equal(a, b) for a, b in zip((X_new, times, strata), keep))
     for bad in ([0.0], [-5.0], [np.inf], []):
         with pytest.raises(ValueError, match="times must be finite positive"):
-            ci.AFTSurvival(X_new, bad)
+            AFTSurvival(X_new, bad)
     for bad in (0.0, 1.0, [0.5, 1.2], np.nan, []):
         with pytest.raises(ValueError, match="p must be probabilities"):
-            ci.SurvivalQuantile(X_new, bad)
+            SurvivalQuantile(X_new, bad)
     with pytest.raises(ValueError, match="the model is stratified"):
-        ci.AFTSurvival(X_new, times).value(fit, fit.coef[None, :])
+        AFTSurvival(X_new, times).value(fit, fit.coef[None, :])
     with pytest.raises(ValueError, match="unknown strata"):
-        ci.SurvivalQuantile(X_new, strata=[1, 3]).value(fit, fit.coef[None, :])
+        SurvivalQuantile(X_new, strata=[1, 3]).value(fit, fit.coef[None, :])
     with pytest.raises(ValueError, match="must have 3 covariates"):
-        ci.SurvivalQuantile(X_new[:, :2], strata=1).value(fit, fit.coef[None, :])
+        SurvivalQuantile(X_new[:, :2], strata=1).value(fit, fit.coef[None, :])
     unstratified, _, _ = targets_of(REF, "lung_exponential___")
     with pytest.raises(ValueError, match="the model has no strata"):
-        ci.SurvivalQuantile(X_new, strata=1).value(unstratified,
+        SurvivalQuantile(X_new, strata=1).value(unstratified,
                                                   unstratified.coef[None, :])
     # one label for every patient
-    one = ci.SurvivalQuantile(X_new, strata=2).value(fit, fit.coef[None, :])
-    each = ci.SurvivalQuantile(X_new, strata=[2, 2]).value(fit, fit.coef[None, :])
+    one = SurvivalQuantile(X_new, strata=2).value(fit, fit.coef[None, :])
+    each = SurvivalQuantile(X_new, strata=[2, 2]).value(fit, fit.coef[None, :])
     assert np.array_equal(one, each)
 
 
@@ -244,7 +247,7 @@ def test_lifelines_models_follow_their_own_predictions(fitter, names):
     model = getattr(lifelines, fitter)().fit(df, "week", "arrest")
     new = df.drop(columns=["week", "arrest"]).iloc[[0, 5, 9]]
     times = [20.0, 52.0]
-    surv, quant = ci.AFTSurvival(new, times), ci.SurvivalQuantile(new, [0.25, 0.5])
+    surv, quant = AFTSurvival(new, times), SurvivalQuantile(new, [0.25, 0.5])
     res = ci.influence(model, df, method="vif", target=quant)
     fit = res.fit.base                       # R's parametrisation, which the targets read
     loc, anc, sign = names
@@ -272,11 +275,11 @@ def test_several_stratum_columns_take_tuple_labels():
     assert np.abs(two.coef - one.coef).max() < 1e-10
     new = X.iloc[[0, 3, 7]]
     labels = [(2, 1), (1, 0), (1, 1)]
-    for make in (lambda s: ci.SurvivalQuantile(new, [0.5, 0.9], strata=s),
-                 lambda s: ci.AFTSurvival(new, [100.0, 300.0], strata=s)):
+    for make in (lambda s: SurvivalQuantile(new, [0.5, 0.9], strata=s),
+                 lambda s: AFTSurvival(new, [100.0, 300.0], strata=s)):
         a, b = make(labels), make([10 * s + g for s, g in labels])
         assert np.abs(a.value(two, two.coef[None, :]) - b.value(one, one.coef[None, :])).max() \
             < 1e-8
         assert np.abs(a.jacobian(two) - b.jacobian(one)).max() < 1e-6
     with pytest.raises(ValueError, match="unknown strata"):
-        ci.SurvivalQuantile(new, strata=[(3, 1)] * 3).value(two, two.coef[None, :])
+        SurvivalQuantile(new, strata=[(3, 1)] * 3).value(two, two.coef[None, :])

@@ -194,7 +194,7 @@ def test_aft_quantile_of_the_average_patient_per_stratum(rossi, tmp_path, capsys
     fit = ci.fit_aft(X, rossi.week, rossi.arrest, "weibull", strata=rossi[["race"]])
     mean = pd.concat([X.mean().to_frame().T] * 2, ignore_index=True)
     mean.index = ["mean, stratum 0", "mean, stratum 1"]
-    res = ci.influence(fit, method="vif", target=ci.SurvivalQuantile(mean, [0.5], strata=[0, 1]))
+    res = ci.influence(fit, method="vif", target=ci.targets.Quantile(mean, [0.5], strata=[0, 1]))
     assert list(res.loo_change.columns) == ["Q(0.5|mean, stratum 0)", "Q(0.5|mean, stratum 1)"]
     assert_top_table_is(report_tables(out), res)
 
@@ -215,7 +215,7 @@ def test_aft_quantile_with_two_stratum_columns(rossi, tmp_path, capsys):
     cells = [(0, 0), (0, 1), (1, 0), (1, 1)]
     mean = pd.concat([X.mean().to_frame().T] * 4, ignore_index=True)
     mean.index = [f"mean, stratum {c}" for c in cells]
-    res = ci.influence(fit, method="vif", target=ci.SurvivalQuantile(mean, [0.5], strata=cells))
+    res = ci.influence(fit, method="vif", target=ci.targets.Quantile(mean, [0.5], strata=cells))
     assert_top_table_is(report_tables(out), res)
 
 
@@ -235,7 +235,7 @@ def test_aft_survival_of_new_patients(rossi, tmp_path, capsys):
     fit = ci.fit_aft(rossi[covs].astype(float), rossi.week, rossi.arrest, "lognormal",
                      strata=rossi[["race"]])
     X_new = new.set_axis([f"new {k}" for k in range(1, 4)])
-    res = ci.influence(fit, rossi, target=ci.AFTSurvival(X_new, [20, 40],
+    res = ci.influence(fit, rossi, target=ci.targets.Survival(X_new, [20, 40],
                                                          strata=list(X_new.race)))
     assert_top_table_is(report_tables(out), res)
 

@@ -25,6 +25,10 @@ import pytest
 
 import coxinfluence as ci
 
+# the family's implementation itself (ci.targets.Survival / Quantile dispatch to it;
+# the ci.* names of these classes are deprecated aliases)
+from coxinfluence.audit.lifelines_targets import LifelinesSurvival
+
 lifelines = pytest.importorskip("lifelines")
 anp = pytest.importorskip("autograd.numpy")
 from lifelines.datasets import load_rossi  # noqa: E402
@@ -85,7 +89,7 @@ def _audit(name, methods=("vif",)):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = make(df)
-        target = ci.LifelinesSurvival(_new_patients(df), TIMES)
+        target = LifelinesSurvival(_new_patients(df), TIMES)
         results = {m: ci.influence(model, df, method=m, target=target) for m in methods}
     return df, make, model, target, results
 
@@ -194,22 +198,22 @@ def test_refusals_and_inputs_not_modified():
     model = lifelines.WeibullAFTFitter().fit(df, "week", "arrest")
     new = _new_patients(df)
     keep = new.copy()
-    target = ci.LifelinesSurvival(new, TIMES)
+    target = LifelinesSurvival(new, TIMES)
     res = ci.influence(model, df, method="vif", target=target)
     pd.testing.assert_frame_equal(new, keep)
     for bad in ([0.0], [-1.0], [np.inf], []):
         with pytest.raises(ValueError, match="times must be finite positive"):
-            ci.LifelinesSurvival(new, bad)
+            LifelinesSurvival(new, bad)
     with pytest.raises(ValueError, match="non-empty pandas DataFrame"):
-        ci.LifelinesSurvival(new.to_numpy(), TIMES)
+        LifelinesSurvival(new.to_numpy(), TIMES)
     with pytest.raises(ValueError, match="do not have the columns"):
-        ci.LifelinesSurvival(new.drop(columns=["age"]), TIMES).value(res.fit, res.fit.coef)
+        LifelinesSurvival(new.drop(columns=["age"]), TIMES).value(res.fit, res.fit.coef)
     holes = new.astype(float)
     holes.iloc[1, 0] = np.nan
     with pytest.raises(ValueError, match="missing or infinite"):
-        ci.LifelinesSurvival(holes, TIMES).jacobian(res.fit)
+        LifelinesSurvival(holes, TIMES).jacobian(res.fit)
     # one patient as a Series
-    one = ci.LifelinesSurvival(new.iloc[0], TIMES).value(res.fit, res.fit.coef)
+    one = LifelinesSurvival(new.iloc[0], TIMES).value(res.fit, res.fit.coef)
     assert np.array_equal(one[0], target.value(res.fit, res.fit.coef)[0, :len(TIMES)])
     # not a lifelines model: refused by the audit, and by the target itself
     cox = ci.fit_cox(df[["age", "fin", "prio"]], df["week"], df["arrest"])

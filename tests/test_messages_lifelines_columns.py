@@ -80,4 +80,4 @@ def test_new_patients_without_a_covariate_are_named():
     with pytest.raises(ci.CoxInputError, match=re.escape("lack the model's covariate "
                                                          "column(s) ['prio']")):
         ci.influence(model, rossi, method="vif",
-                     target=ci.LifelinesSurvival(new, [20.0]))
+                     target=ci.targets.Survival(new, [20.0]))

@@ -99,7 +99,7 @@ def test_results_are_indexed_like_params_(name, rossi):
     np.testing.assert_allclose(res.fit.se, model.summary["se(coef)"], rtol=2e-3)
     # R's targets read through the map: the same columns and numbers as on the AFTFit
     new = rossi.drop(columns=["week", "arrest"]).iloc[[0, 3]]
-    for target in ("tr", ci.AFTSurvival(new, [20.0, 52.0]), ci.SurvivalQuantile(new, 0.5)):
+    for target in ("tr", ci.targets.Survival(new, [20.0, 52.0]), ci.targets.Quantile(new, 0.5)):
         ours = ci.influence(model, rossi, method="vif", target=target)
         theirs = ci.influence(res.fit.base, method="vif", target=target)
         if target == "tr":    # exp of the primary parameter's covariates: lifelines' exp(coef)

@@ -126,7 +126,7 @@ def test_aft_survival_is_an_extrapolation():
     last = r.week[r.arrest == 1].max()
     X = _mean(r, covs)
     res, msgs = _notes(lambda: ci.influence(fit, method="vif",
-                                            target=ci.AFTSurvival(X, [20.0, 80.0])))
+                                            target=ci.targets.Survival(X, [20.0, 80.0])))
     assert len(msgs) == 1
     assert f"time 80: past the last event time of the data, {last:g}" in msgs[0]
     assert "extrapolated by the parametric (weibull) model" in msgs[0]
@@ -134,7 +134,7 @@ def test_aft_survival_is_an_extrapolation():
     assert res.target_notes == tuple(msgs)
     # quantiles carry no target time: no note
     _, msgs = _notes(lambda: ci.influence(fit, method="vif",
-                                          target=ci.SurvivalQuantile(X, 0.5)))
+                                          target=ci.targets.Quantile(X, 0.5)))
     assert msgs == []
 
 
@@ -146,7 +146,7 @@ def test_lifelines_parametric_models():
     model = lifelines.WeibullAFTFitter().fit(df, "week", "arrest")
     new = df.drop(columns=["week", "arrest"]).iloc[[0, 5]]
     # the model's own survival function, and R's parametrisation (through the wrapper)
-    for target in (ci.LifelinesSurvival(new, [10.0, 60.0]), ci.AFTSurvival(new, [60.0])):
+    for target in (ci.targets.Survival(new, [10.0, 60.0]), ci.targets.Survival(new, [60.0])):
         res, msgs = _notes(lambda t=target: ci.influence(model, df, method="vif", target=t))
         assert len(msgs) == 1, target
         assert f"time 60: past the last event time of the data, {last:g}" in msgs[0]
@@ -155,7 +155,7 @@ def test_lifelines_parametric_models():
     spline = lifelines.CoxPHFitter(baseline_estimation_method="spline", n_baseline_knots=3)
     spline.fit(df, "week", "arrest")
     _, msgs = _notes(lambda: ci.influence(spline, df, method="vif",
-                                          target=ci.LifelinesSurvival(new, [52.0, 70.0])))
+                                          target=ci.targets.Survival(new, [52.0, 70.0])))
     assert len(msgs) == 1 and "time 70:" in msgs[0] and "CoxPHFitter" in msgs[0]
 
 

@@ -48,7 +48,7 @@ def _case(name):
                 T.RelativeRisk(ROSSI[RCOVS].iloc[:3]))
     if name == "aft rossi S(30)":
         return (ci.fit_aft(ROSSI[RCOVS], ROSSI.week, ROSSI.arrest, dist="weibull"),
-                ci.AFTSurvival(mean, [30.0]))
+                ci.targets.Survival(mean, [30.0]))
     raise KeyError(name)
 
 
