@@ -2,7 +2,7 @@
 ``ci.newton_loo``, ``ci.exact_loo``.
 
 Each takes every fit ``ci.influence`` audits by itself and returns one convention, with
-``n`` the number of units and ``fit.coef`` the fitted parameters:
+``n`` the number of units and ``fit.coef`` the fitted parameters::
 
     ci.vif(fit)            = -n * ci.influence(fit, method="vif").theta_change
     ci.reid_influence(fit) = -n * ci.influence(fit, method="reid").theta_change
@@ -25,8 +25,9 @@ subjects of ``fit_aft(..., id=)``, or the clusters ``groups``; a decomposable lo
 VIF is Reid's IF exactly), a ``FineGrayFit``
 (:class:`~coxinfluence.influence_functions.fine_gray_audit.FineGrayAudit`: the subjects,
 one row each; a deletion also re-estimates the censoring Kaplan-Meier), a
-``DecomposableFit`` (:class:`~coxinfluence.influence_functions.decomposable_audit.
-DecomposableAudit`), or a seam object itself (an autodiff ``AutodiffModel``). A lifelines,
+``DecomposableFit``
+(:class:`~coxinfluence.influence_functions.decomposable_audit.DecomposableAudit`), or a
+seam object itself (an autodiff ``AutodiffModel``). A lifelines,
 statsmodels or scikit-survival model keeps no training data:
 ``ci.influence(model, data, method=...)`` audits it.
 
@@ -60,19 +61,98 @@ _COX_METHODS = ("auto", "series", "direct")
 
 
 def vif(fit, *, method="auto", groups=None):
-    """The VIF of every unit on the paper's scale, ``VIF_n(g) = -(H/n)^{-1} (grad L -
-    grad L_{-g})`` at ``theta_hat``: ``-n * ci.influence(fit, method="vif").theta_change``,
-    ``n`` the number of units, approximating ``n (theta_hat - theta_hat_{-g})``.
+    """The VIF of every unit, on the paper's scale.
 
-    fit : a ``CoxFit``, ``AFTFit``, ``FineGrayFit``, ``DecomposableFit`` or a seam object
-        (module docstring). groups : clusters deleted whole (one label per row, caller's
-        order; not for a Fine-Gray fit, whose units are its subjects). method : the Cox
-        algorithm (:func:`coxinfluence.influence_functions.vif.vif`); the other families
-        have one closed form, whichever name is given.
+    ``VIF_n(g) = -(H/n)^{-1} (grad L - grad L_{-g})`` at ``theta_hat``, with ``n`` the
+    number of units and ``L_{-g}`` the loss with all rows of unit ``g`` deleted. It is
+    ``-n * ci.influence(fit, method="vif").theta_change`` and approximates
+    ``n (theta_hat - theta_hat_{-g})``; the estimated leave-one-out change is
+    ``-VIF_n(g) / n``.
 
-    Returns (n_units, d): rows in the caller's order (a DataFrame with the caller's index
-    for pandas input, else an ndarray), subjects and clusters as a DataFrame indexed by
-    their sorted labels; columns the fit's parameters.
+    Parameters
+    ----------
+    fit : CoxFit, AFTFit, FineGrayFit, DecomposableFit or seam object
+        A fit of this package (``ci.fit_cox``, ``ci.fit_aft``, ``ci.fit_fine_gray``), a
+        ``DecomposableFit``, or a seam object itself (an autodiff ``AutodiffModel``); see
+        the module docstring for how each family is handled. A lifelines, statsmodels or
+        scikit-survival model keeps no training data: use ``ci.influence(model, data,
+        method="vif")``.
+    method : {"auto", "series", "direct"}, default "auto"
+        The Cox algorithm (:func:`coxinfluence.influence_functions.vif.vif`); the other
+        families have one closed form, whichever name is given.
+    groups : array-like, optional
+        Clusters deleted whole: one label per row, in the caller's order. Default: the
+        fit's subjects (``id=``) when it has them, else its rows. Not for a Fine-Gray fit,
+        whose units are its subjects.
+
+    Returns
+    -------
+    numpy.ndarray or pandas.DataFrame
+        ``(n_units, d)``, one column per parameter of the fit. Rows in the caller's order
+        (a DataFrame with the caller's index for pandas input, else an ndarray); subjects
+        and clusters as a DataFrame indexed by their sorted labels.
+
+    Raises
+    ------
+    TypeError
+        ``fit`` is not a fit of this package nor a seam object.
+    ValueError
+        ``method`` is not one of the names above, or a ``CoxFit`` is ridge-penalised
+        (use ``ci.influence(model, data, ...)``).
+    coxinfluence.InputError
+        ``groups`` does not have one label per row, or is given for a fit whose units are
+        fixed (Fine-Gray, a seam object).
+    coxinfluence.NotConvergedError
+        The fit did not converge and its information cannot be inverted.
+
+    Warns
+    -----
+    coxinfluence.ConvergenceWarning
+        The fit did not converge: the values returned are not meaningful.
+
+    See Also
+    --------
+    reid_influence : Reid's empirical influence function, the infinitesimal version.
+    newton_loo : one-step Newton estimates of the refitted coefficients.
+    exact_loo : the exact leave-one-out refits (the ground truth).
+    coxinfluence.influence : the audit, with the same quantities as changes.
+
+    Notes
+    -----
+    For a Cox fit the closed form equals the definition (the gradient with unit ``g``
+    deleted) to rounding error, for Efron and Breslow ties, with strata and weights. For an
+    ``AFTFit`` (a decomposable loss) it is Reid's IF exactly. For a ``FineGrayFit`` a
+    deletion also re-estimates the censoring Kaplan-Meier.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> fit = ci.fit_cox(rossi.drop(columns=["week", "arrest"]), rossi["week"],
+    ...                  rossi["arrest"])
+    >>> v = ci.vif(fit)
+    >>> v.shape
+    (432, 7)
+    >>> print(v.iloc[0].round(3).to_string())
+    fin     -6.104
+    age      1.203
+    race     3.030
+    wexp   -10.795
+    mar     -3.483
+    paro     6.387
+    prio    -0.406
+
+    The estimated leave-one-out change of the coefficients, ``-VIF_n / n``, is the
+    audit's ``theta_change``:
+
+    >>> n = len(rossi)
+    >>> bool(np.allclose(-v / n, ci.influence(fit, method="vif").theta_change))
+    True
+
+    Clusters deleted whole, here the groups of equal ``prio``:
+
+    >>> ci.vif(fit, groups=rossi["prio"]).shape
+    (17, 7)
     """
     if isinstance(fit, CoxFit):
         return _vif.vif(fit, method=method, groups=groups)
@@ -81,13 +161,86 @@ def vif(fit, *, method="auto", groups=None):
 
 
 def reid_influence(fit, groups=None):
-    """Reid's (1985) empirical influence function ``IF_n(g)`` of every unit on the paper's
-    scale: ``-n * ci.influence(fit, method="reid").theta_change``, ``n`` the number of
-    units. For a ``CoxFit`` ``IF_n / n`` is R's ``resid(fit, "dfbeta")``; for an
-    ``AFTFit`` it is the VIF (a decomposable loss) and ``w_i`` times R's
-    ``residuals(survreg, "dfbeta")`` (per unit of case weight); for a ``FineGrayFit``
-    crr's influence function, censoring term included (``sum_g (IF_n(g)/n)(IF_n(g)/n)'``
-    is crr's sandwich variance). Arguments and layout as :func:`vif`'s."""
+    """Reid's (1985) empirical influence function of every unit, on the paper's scale.
+
+    ``IF_n(g)`` is ``-n * ci.influence(fit, method="reid").theta_change``, with ``n`` the
+    number of units: the infinitesimal (case-weight derivative) version of the VIF, which
+    approximates ``n (theta_hat - theta_hat_{-g})``.
+
+    - For a ``CoxFit``, ``IF_n / n`` is R's ``resid(fit, "dfbeta")`` (``collapse=id`` for
+      subjects and clusters); see
+      :func:`coxinfluence.influence_functions.reid.reid_influence`.
+    - For an ``AFTFit`` it is the VIF (a decomposable loss) and ``w_i`` times R's
+      ``residuals(survreg, "dfbeta")`` (which is per unit of case weight).
+    - For a ``FineGrayFit`` it is crr's influence function, censoring term included
+      (``sum_g (IF_n(g)/n)(IF_n(g)/n)'`` is crr's sandwich variance).
+
+    Parameters
+    ----------
+    fit : CoxFit, AFTFit, FineGrayFit, DecomposableFit or seam object
+        A fit of this package, as for :func:`vif`.
+    groups : array-like, optional
+        Clusters deleted whole: one label per row, in the caller's order. Default: the
+        fit's subjects (``id=``) when it has them, else its rows. Not for a Fine-Gray fit.
+
+    Returns
+    -------
+    numpy.ndarray or pandas.DataFrame
+        ``(n_units, d)``, laid out as :func:`vif`'s: rows in the caller's order (a
+        DataFrame with the caller's index for pandas input, else an ndarray), subjects and
+        clusters as a DataFrame indexed by their sorted labels.
+
+    Raises
+    ------
+    TypeError
+        ``fit`` is not a fit of this package nor a seam object.
+    coxinfluence.InputError
+        ``groups`` does not have one label per row, or is given for a fit whose units are
+        fixed (Fine-Gray, a seam object).
+    coxinfluence.NotConvergedError
+        The fit did not converge and its information cannot be inverted.
+
+    Warns
+    -----
+    coxinfluence.ConvergenceWarning
+        The fit did not converge: the values returned are not meaningful.
+
+    See Also
+    --------
+    vif : the influence of deleting the unit (the paper's VIF).
+    score_residuals : R's score residuals of a Cox fit.
+    coxinfluence.influence : the audit, with the same quantities as changes.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> fit = ci.fit_cox(rossi.drop(columns=["week", "arrest"]), rossi["week"],
+    ...                  rossi["arrest"])
+    >>> reid = ci.reid_influence(fit)
+    >>> print(reid.iloc[0].round(3).to_string())
+    fin     -6.103
+    age      1.201
+    race     3.023
+    wexp   -10.778
+    mar     -3.474
+    paro     6.371
+    prio    -0.405
+
+    R's ``resid(fit, "dfbeta")`` is ``IF_n / n``:
+
+    >>> dfbeta = reid / len(rossi)
+    >>> print(dfbeta.iloc[0].round(5).to_string())
+    fin    -0.01413
+    ...
+
+    For a parametric (AFT) model the loss is decomposable and the VIF is Reid's IF:
+
+    >>> aft = ci.fit_aft(rossi.drop(columns=["week", "arrest"]), rossi["week"],
+    ...                  rossi["arrest"])
+    >>> bool(np.allclose(ci.reid_influence(aft), ci.vif(aft)))
+    True
+    """
     if isinstance(fit, CoxFit):
         return _reid.reid_influence(fit, groups=groups)
     model = family_seam(fit, groups, "reid_influence")
@@ -95,13 +248,76 @@ def reid_influence(fit, groups=None):
 
 
 def newton_loo(fit, *, groups=None, method="auto"):
-    """One-step Newton estimates of the refitted coefficients, ``theta_hat -
-    H_{-g}^{-1} grad L_{-g}(theta_hat)``: ``fit.coef + ci.influence(fit,
-    method="newton").theta_change`` (for an ``AFTFit`` ``H_{-g} = H - C_g`` exactly; for a
-    ``FineGrayFit`` the deleted gradients and Hessians in closed form, the censoring
-    Kaplan-Meier re-estimated). NaN, with a
-    :class:`~coxinfluence.influence_functions.refits.LeaveOneOutWarning`, where the
-    deleted problem has no estimate. Arguments and layout as :func:`vif`'s."""
+    """One-step Newton estimates of the refitted coefficients of every unit.
+
+    ``theta_hat - H_{-g}^{-1} grad L_{-g}(theta_hat)``, the first Newton step of the
+    refit without unit ``g`` (the leave-one-out Hessian, where the VIF uses the full-data
+    one): ``fit.coef + ci.influence(fit, method="newton").theta_change``. For an
+    ``AFTFit`` ``H_{-g} = H - C_g`` exactly; for a ``FineGrayFit`` the deleted gradients
+    and Hessians are in closed form, the censoring Kaplan-Meier re-estimated.
+
+    Parameters
+    ----------
+    fit : CoxFit, AFTFit, FineGrayFit, DecomposableFit or seam object
+        A fit of this package, as for :func:`vif`.
+    groups : array-like, optional
+        Clusters deleted whole: one label per row, in the caller's order. Default: the
+        fit's subjects (``id=``) when it has them, else its rows. Not for a Fine-Gray fit.
+    method : {"auto", "series", "direct"}, default "auto"
+        The Cox algorithm for the deleted Hessians
+        (:func:`coxinfluence.influence_functions.refits.newton_loo`); the other families
+        have one closed form, whichever name is given.
+
+    Returns
+    -------
+    numpy.ndarray or pandas.DataFrame
+        ``(n_units, d)`` estimates of ``theta_hat_{-g}`` (coefficients, not changes), laid
+        out as :func:`vif`'s. NaN where the deleted problem has no estimate (``H_{-g}``
+        singular, or the deletion leaves the design rank deficient).
+
+    Raises
+    ------
+    TypeError
+        ``fit`` is not a fit of this package nor a seam object.
+    ValueError
+        ``method`` is not one of the names above, or a ``CoxFit`` is ridge-penalised.
+    coxinfluence.InputError
+        ``groups`` does not have one label per row, or is given for a fit whose units are
+        fixed (Fine-Gray, a seam object).
+    coxinfluence.NotConvergedError
+        The fit did not converge and its information cannot be inverted.
+
+    Warns
+    -----
+    coxinfluence.LeaveOneOutWarning
+        One warning naming the units whose estimate is NaN.
+    coxinfluence.ConvergenceWarning
+        The fit did not converge: the values returned are not meaningful.
+
+    See Also
+    --------
+    exact_loo : the exact refits, which start from a refinement of this step.
+    vif : the same with the full-data Hessian, on the paper's scale.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> fit = ci.fit_cox(rossi.drop(columns=["week", "arrest"]), rossi["week"],
+    ...                  rossi["arrest"])
+    >>> loo = ci.newton_loo(fit)
+    >>> print(loo.iloc[2].round(4).to_string())
+    fin    -0.3708
+    age    -0.0559
+    race    0.3704
+    wexp   -0.1819
+    mar    -0.4110
+    paro   -0.1007
+    prio    0.0852
+    >>> change = loo - fit.coef  # the estimated leave-one-out change
+    >>> bool(np.allclose(change, ci.influence(fit, method="newton").theta_change))
+    True
+    """
     if isinstance(fit, CoxFit):
         return _refits.newton_loo(fit, groups=groups, method=method)
     model = family_seam(fit, groups, "newton_loo", method=method)
@@ -113,18 +329,97 @@ def newton_loo(fit, *, groups=None, method="auto"):
 
 def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None, tol=None,
               max_iter=50, n_chunks=None):
-    """The exact leave-one-out coefficients ``theta_hat_{-g}`` of every unit (refits without
-    the unit, to ``max |gradient| <= 1e-10``): ``fit.coef + ci.influence(fit,
-    method="exact").theta_change``; ``exact_loo(fit) - fit.coef`` is the exact change.
+    """The exact leave-one-out coefficients of every unit, by refitting without it.
 
-    A refit that does not exist (the deletion leaves no maximum) or failed is NaN (where a
-    covariate loses its rank: those coefficients), with one
-    :class:`~coxinfluence.influence_functions.refits.LeaveOneOutWarning` naming the units;
-    a fit that did not converge is refused (:class:`~coxinfluence.NotConvergedError`).
-    ``progress`` and ``executor`` as ``ci.influence``'s; ``batch_size``, ``tol``,
-    ``max_iter``, ``n_chunks`` are the Cox refits' options
-    (:func:`coxinfluence.influence_functions.refits.exact_loo`), an error for another fit.
-    Arguments and layout otherwise as :func:`vif`'s."""
+    ``theta_hat_{-g}`` for every unit ``g``: the model refitted without all rows of the
+    unit, to ``max |gradient| <= 1e-10``. It is ``fit.coef + ci.influence(fit,
+    method="exact").theta_change``; ``exact_loo(fit) - fit.coef`` is the exact change, the
+    ground truth for every approximation (:func:`vif`, :func:`reid_influence`,
+    :func:`newton_loo`).
+
+    Parameters
+    ----------
+    fit : CoxFit, AFTFit, FineGrayFit, DecomposableFit or seam object
+        A fit of this package, as for :func:`vif`. It must have converged.
+    groups : array-like, optional
+        Clusters deleted whole: one label per row, in the caller's order. Default: the
+        fit's subjects (``id=``) when it has them, else its rows. Not for a Fine-Gray fit.
+    executor : concurrent.futures.Executor or dask.distributed.Client, optional
+        Runs the refits in parallel, as ``ci.influence``'s ``executor``.
+    progress : bool, optional
+        Show a progress bar, as ``ci.influence``'s ``progress`` (default: for a Cox fit,
+        when there are more than 2000 units).
+    batch_size : int, optional
+        Cox only: refits evaluated together as one batch of array operations.
+    tol : float, optional
+        Cox only: the refits' convergence tolerance on ``max |gradient|`` (default
+        ``fit.tol``, 1e-10).
+    max_iter : int, default 50
+        Cox only: the refits' iterations.
+    n_chunks : int, optional
+        Cox only: the number of chunks submitted to ``executor``.
+
+    Returns
+    -------
+    numpy.ndarray or pandas.DataFrame
+        ``(n_units, d)`` refitted coefficients ``theta_hat_{-g}`` (not changes), laid out
+        as :func:`vif`'s. NaN where a refit does not exist (the deletion leaves no maximum)
+        or failed; where a covariate loses its rank, NaN for those coefficients only.
+
+    Raises
+    ------
+    TypeError
+        ``fit`` is not a fit of this package nor a seam object.
+    ValueError
+        A ``CoxFit`` is ridge-penalised (use ``ci.influence(model, data, ...)``).
+    coxinfluence.InputError
+        ``batch_size``, ``tol``, ``max_iter`` or ``n_chunks`` given for a fit that is not
+        a ``CoxFit``; ``groups`` not one label per row, or given for a fit whose units are
+        fixed (Fine-Gray, a seam object).
+    coxinfluence.NotConvergedError
+        The fit did not converge: there is no maximum to measure the refits against.
+
+    Warns
+    -----
+    coxinfluence.LeaveOneOutWarning
+        One warning naming the units whose refit is NaN (undefined, or failed).
+
+    See Also
+    --------
+    newton_loo : the first Newton step of these refits.
+    vif : the closed-form approximation, on the paper's scale.
+    coxinfluence.influence : the audit, which refits the most influential units exactly.
+
+    Notes
+    -----
+    For a ``CoxFit`` the refits are warm-started at the closed-form Halley estimate and
+    batched (:func:`coxinfluence.influence_functions.refits.exact_loo`, which documents
+    ``executor``, ``batch_size`` and ``n_chunks``); results with an executor are
+    bit-for-bit those of the serial run.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> fit = ci.fit_cox(rossi.drop(columns=["week", "arrest"]), rossi["week"],
+    ...                  rossi["arrest"])
+    >>> loo = ci.exact_loo(fit)
+    >>> print(loo.iloc[2].round(4).to_string())
+    fin    -0.3709
+    age    -0.0559
+    race    0.3716
+    wexp   -0.1818
+    mar    -0.4113
+    paro   -0.1007
+    prio    0.0852
+
+    The exact change against the VIF's estimate ``-VIF_n / n``:
+
+    >>> exact = loo - fit.coef
+    >>> approx = -ci.vif(fit) / len(rossi)
+    >>> print(round(float(np.corrcoef(exact["race"], approx["race"])[0, 1]), 4))
+    0.9997
+    """
     if isinstance(fit, CoxFit):
         return _refits.exact_loo(fit, groups=groups, executor=executor, progress=progress,
                                  batch_size=batch_size, tol=tol, max_iter=max_iter,
@@ -143,13 +438,43 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
 
 
 def family_seam(fit, groups, what, method=None, refuse=False):
-    """The seam ``ci.influence(fit)`` uses for a fit of another family than Cox
-    (``AFTFit`` -> ``AFTAudit(fit, groups)``, ``FineGrayFit`` -> ``FineGrayAudit``, a
-    ``DecomposableFit`` -> ``DecomposableAudit``, a seam object itself). A fit that did not
+    """The seam ``ci.influence(fit)`` uses for a fit of another family than Cox.
+
+    ``AFTFit`` -> ``AFTAudit(fit, groups)``, ``FineGrayFit`` -> ``FineGrayAudit``, a
+    ``DecomposableFit`` -> ``DecomposableAudit``, a seam object itself. A fit that did not
     converge gets a :class:`~coxinfluence.ConvergenceWarning`, or, with ``refuse=True``
     (exact refits), a :class:`~coxinfluence.NotConvergedError`, as a ``CoxFit`` does
-    (:func:`coxinfluence.models.cox.check_fit`). ``what``: the caller's name, for
-    messages; ``method``: the Cox algorithm's name, checked."""
+    (:func:`coxinfluence.models.cox.check_fit`).
+
+    Parameters
+    ----------
+    fit : AFTFit, FineGrayFit, DecomposableFit or seam object
+        The fit.
+    groups : array-like or None
+        Clusters deleted whole (one label per row); None for the fit's own units.
+    what : str
+        The caller's name, for messages.
+    method : str, optional
+        The Cox algorithm's name, checked (one of "auto", "series", "direct").
+    refuse : bool, default False
+        Raise instead of warning when the fit did not converge.
+
+    Returns
+    -------
+    AuditModel
+        The seam object.
+
+    Raises
+    ------
+    TypeError
+        ``fit`` is not one of the types above.
+    ValueError
+        ``method`` is not a known name.
+    coxinfluence.InputError
+        ``groups`` given for a Fine-Gray fit or a seam object.
+    coxinfluence.NotConvergedError
+        With ``refuse=True``, the fit did not converge.
+    """
     if method is not None and method not in _COX_METHODS:
         raise ValueError(f"method must be one of {_COX_METHODS}; got {method!r}")
     if isinstance(fit, AFTFit):
