@@ -44,7 +44,40 @@ from coxinfluence.numerics.newton import halley_step, newton, solve_batch
 
 
 class LeaveOneOutWarning(UserWarning):
-    """Some leave-one-out refits are undefined (unidentifiable model or divergence)."""
+    """Some leave-one-out refits are undefined (unidentifiable model or divergence).
+
+    Issued once per call by :func:`coxinfluence.exact_loo` and
+    :func:`coxinfluence.newton_loo` (and the audit), naming the rows or units whose result
+    is NaN: their removal leaves a coefficient unidentifiable (for example the only
+    patient with a given level of a dummy covariate: the column is then constant), makes
+    the fit diverge (separation), or their refit failed to converge. Only the affected
+    coefficients are NaN; the others are refitted without the unidentifiable columns when
+    possible.
+
+    See Also
+    --------
+    coxinfluence.exact_loo : exact refits, NaN where undefined.
+    coxinfluence.newton_loo : one-step Newton estimates, NaN where undefined.
+
+    Examples
+    --------
+    Row 0 is the only one with ``x1 = 1``: without it ``x1`` is constant.
+
+    >>> import warnings
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([rng.normal(size=30), np.r_[1.0, np.zeros(29)]])
+    >>> fit = ci.fit_cox(X, rng.exponential(size=30), np.ones(30))
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     loo = ci.exact_loo(fit)
+    >>> caught[0].category is ci.LeaveOneOutWarning
+    True
+    >>> print(caught[0].message)
+    exact leave-one-out: undefined: the removal leaves the model unidentifiable or without
+    a maximum for 1 row(s) (rows 0); their affected coefficients are NaN
+    >>> print(np.round(loo[0], 4))
+    [0.2128    nan]
+    """
 
 
 def _default_batch(data, per_row_floats=None):

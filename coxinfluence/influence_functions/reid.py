@@ -26,26 +26,111 @@ from coxinfluence.models.cox import check_fit
 
 
 def score_residuals(fit):
-    """R's score residuals ``resid(fit, "score")`` (unweighted), caller's row order."""
+    """R's score residuals ``resid(fit, "score")`` of a Cox fit, one row per row of data.
+
+    ``U_i`` is the derivative of the weighted score ``U = -grad L`` in row ``i``'s case
+    weight (module docstring: R's weighted Efron formula; Breslow is ``c_k = 0``). The
+    residuals are unweighted, as R's: ``sum_i w_i U_i`` is the score, zero at the fitted
+    coefficients, and ``n (w_i U_i)' H^{-1}`` is Reid's ``IF_n(i)``.
+
+    Parameters
+    ----------
+    fit : CoxFit
+        A fit of ``ci.fit_cox``.
+
+    Returns
+    -------
+    numpy.ndarray or pandas.DataFrame
+        ``(n, d)`` in the caller's row order: a DataFrame with the caller's index (and the
+        covariates' names as columns) when the fit was given pandas input, else an
+        ndarray.
+
+    Raises
+    ------
+    TypeError
+        ``fit`` is not a ``CoxFit``.
+
+    See Also
+    --------
+    reid_influence : Reid's IF, the score residuals times ``n H^{-1}``.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> fit = ci.fit_cox(rossi.drop(columns=["week", "arrest"]), rossi["week"],
+    ...                  rossi["arrest"])
+    >>> u = ci.score_residuals(fit)
+    >>> print(u.iloc[0].round(4).to_string())
+    fin    -0.3747
+    age     3.8612
+    race    0.0980
+    wexp   -0.4136
+    mar    -0.0634
+    paro    0.3597
+    prio   -0.7540
+    >>> bool(np.allclose(u.sum(), 0))  # the score at the fitted coefficients
+    True
+    >>> n = len(rossi)
+    >>> bool(np.allclose(n * u @ np.linalg.inv(fit.information), ci.reid_influence(fit)))
+    True
+    """
     fit = check_fit(fit)
     return wrap_rows(fit.data.to_caller_order(score_residuals_sorted(fit.risk_sets, fit.coef)),
     fit.data)
 
 
 def reid_influence(fit, groups=None):
-    """Reid (1985) empirical influence function ``IF_n(g)`` of every unit of a ``CoxFit``,
-    paper scale (``ci.reid_influence``'s Cox path; it takes any fit:
-    :mod:`coxinfluence.influence_functions.any_fit`): ``-n * ci.influence(fit,
-    method="reid").theta_change``.
+    """Reid's (1985) empirical influence function ``IF_n(g)`` of every unit of a ``CoxFit``.
 
-    ``IF_n(g) = (H/n)^{-1} sum_{i in g} w_i U_i`` (see module docstring) with ``n`` the
-    number of units: rows by default, the subjects of ``fit_cox(..., id=)``, or the
-    clusters ``groups`` (one label per row, caller's order). Returns (n_units, d): rows in
-    the caller's order (a DataFrame with the caller's index for pandas input), subjects
-    and clusters as a DataFrame indexed by their sorted labels. It approximates
-    ``n (theta_hat - theta_hat_{-g})``; ``IF_n / n`` equals R's ``resid(fit, "dfbeta")``
-    (``collapse=id`` for units). After sorting: O(n d) for the score residuals, then
-    O(n d^2 + d^3) to apply ``(H/n)^{-1}``.
+    On the paper's scale, ``-n * ci.influence(fit, method="reid").theta_change``: the Cox
+    path of ``ci.reid_influence``, which takes any fit
+    (:mod:`coxinfluence.influence_functions.any_fit`).
+    ``IF_n(g) = (H/n)^{-1} sum_{i in g} w_i U_i`` (module docstring) with ``n`` the number
+    of units: rows by default, the subjects of ``fit_cox(..., id=)``, or the clusters
+    ``groups``. It approximates ``n (theta_hat - theta_hat_{-g})``; ``IF_n / n`` equals
+    R's ``resid(fit, "dfbeta")`` (``collapse=id`` for units).
+
+    Parameters
+    ----------
+    fit : CoxFit
+        A fit of ``ci.fit_cox``.
+    groups : array-like, optional
+        Clusters: one label per row, in the caller's order.
+
+    Returns
+    -------
+    numpy.ndarray or pandas.DataFrame
+        ``(n_units, d)``: rows in the caller's order (a DataFrame with the caller's index
+        for pandas input), subjects and clusters as a DataFrame indexed by their sorted
+        labels.
+
+    Raises
+    ------
+    TypeError
+        ``fit`` is not a ``CoxFit``.
+    coxinfluence.NotConvergedError
+        The fit did not converge and its information cannot be inverted.
+
+    Warns
+    -----
+    coxinfluence.ConvergenceWarning
+        The fit did not converge.
+
+    Notes
+    -----
+    After sorting: O(n d) for the score residuals, then O(n d^2 + d^3) to apply
+    ``(H/n)^{-1}``.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> from coxinfluence.influence_functions.reid import reid_influence
+    >>> rossi = load_rossi()
+    >>> fit = ci.fit_cox(rossi.drop(columns=["week", "arrest"]), rossi["week"],
+    ...                  rossi["arrest"])
+    >>> print(round(float(reid_influence(fit).loc[0, "fin"]), 3))
+    -6.103
     """
     fit = check_fit(fit, "reid_influence")
     return reid_of_units(fit, resolve_units(fit, groups))
