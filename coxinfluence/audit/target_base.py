@@ -17,20 +17,75 @@ __all__ = ["Target", "Dispatched", "register_target", "implementation_of",
 
 
 class TargetBeyondFollowUpWarning(UserWarning):
-    """A target time is past the last event time of the data (of the patient's stratum):
-    the value there is not estimated from events (for Cox and Fine-Gray the last plateau
-    carried forward; for a parametric model its extrapolation). The same text is kept on
-    the result, ``InfluenceResult.target_notes``."""
+    """A target time is past the last event time of the data.
+
+    Issued by :func:`coxinfluence.influence`, one warning per stratum, when a target of
+    new patients (``ci.targets.Survival``, ``ci.targets.CumulativeIncidence``) is read at
+    a time past the last event time of the data (of the patient's stratum): the value
+    there is not estimated from events. For Cox and Fine-Gray models it is the last
+    plateau carried forward (the baseline hazard has no more jumps); for a parametric
+    model, its extrapolation beyond the data. The same text is kept on the result,
+    ``InfluenceResult.target_notes``, one sentence per stratum.
+
+    See Also
+    --------
+    coxinfluence.InfluenceResult.target_notes : The warnings' sentences, kept.
+    coxinfluence.targets.Target.followup_notes : Where each target writes them.
+
+    Examples
+    --------
+    Rossi's follow-up ends at week 52; week 60 is past it:
+
+    >>> import warnings
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi[["fin", "age", "prio"]]
+    >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+    >>> target = ci.targets.Survival(X.iloc[:1], times=[30, 60])
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     res = ci.influence(fit, target=target, method="vif")
+    >>> [w.category.__name__ for w in caught]
+    ['TargetBeyondFollowUpWarning']
+    >>> print(res.target_notes[0])
+    S(t|x) at time 60: past the last event time of the data, 52; the baseline does not
+    change after it, so the value there is the last plateau carried forward, not an
+    estimate from events
+    """
 
 
 def followup_notes(times, last, codes, patients, *, quantity, events="event",
                    stratum_labels=None, consequence=None):
-    """One note per stratum whose new patients have target ``times`` past the stratum's
-    last event time (:mod:`coxinfluence.audit.targets`). ``last`` (S,): the last event time of each
-    stratum code (``-inf``: none); ``codes`` (P,): each patient's stratum code;
-    ``patients``: their labels; ``stratum_labels``: the strata's labels in code order when
-    the model is stratified (None: one stratum); ``quantity``: what is read at the times
-    (e.g. "S(t|x)"); ``consequence``: what the value beyond is (default: the plateau)."""
+    """One note per stratum whose new patients have target times past its last event time.
+
+    The sentences of :class:`TargetBeyondFollowUpWarning`
+    (:mod:`coxinfluence.audit.targets`).
+
+    Parameters
+    ----------
+    times : array_like, shape (T,)
+        The target's times.
+    last : numpy.ndarray, shape (S,)
+        The last event time of each stratum code (``-inf``: none).
+    codes : array_like of int, shape (P,)
+        Each new patient's stratum code.
+    patients : sequence
+        The new patients' labels.
+    quantity : str
+        What is read at the times (e.g. ``"S(t|x)"``).
+    events : str, default "event"
+        What the events are called (e.g. ``"cause-1 failure"``).
+    stratum_labels : list, optional
+        The strata's labels in code order when the model is stratified (None: one
+        stratum).
+    consequence : str, optional
+        What the value beyond is (default: the last plateau carried forward).
+
+    Returns
+    -------
+    tuple of str
+        One sentence per stratum with times past its last event time; empty if none.
+    """
     if consequence is None:
         consequence = ("the baseline does not change after it, so the value there is the "
                        "last plateau carried forward, not an estimate from events")
@@ -57,7 +112,22 @@ def followup_notes(times, last, codes, patients, *, quantity, events="event",
 
 
 def last_by_stratum(times, strata, n_strata):
-    """(S,) the largest of ``times`` in each stratum code (``-inf`` where none)."""
+    """The largest of ``times`` in each stratum code.
+
+    Parameters
+    ----------
+    times : array_like, shape (k,)
+        Times.
+    strata : array_like of int, shape (k,)
+        The stratum code of each time.
+    n_strata : int
+        The number of strata, S.
+
+    Returns
+    -------
+    numpy.ndarray, shape (S,)
+        The largest time of each stratum (``-inf`` where none).
+    """
     out = np.full(int(n_strata), -np.inf)
     if np.size(times):
         np.maximum.at(out, np.asarray(strata, dtype=np.intp), np.asarray(times, dtype=float))
@@ -72,14 +142,59 @@ def _new_patients(X_new, fit, transform=None):
 
 
 class Target:
-    """A quantity ``g(theta[, data])`` whose leave-one-out change we attribute.
+    """A quantity ``g(theta[, data])`` whose leave-one-out change is attributed.
 
-    Subclasses define ``columns(fit)``, ``value(fit, theta)`` ((B, d) -> (B, m)) and
-    ``jacobian(fit)`` ((m, d) at ``fit.coef``); data-dependent targets also override
-    ``data_effect`` and ``refit_values``. A family's implementation of a quantity of
-    ``ci.targets`` (:class:`Dispatched`) sets ``quantity`` (the quantity's name),
-    ``options`` (the keyword arguments it takes beside the patients and the times or
-    probabilities) and :meth:`evaluates`, and is registered (:func:`register_target`).
+    The base class of every target of :func:`coxinfluence.influence`: a target has
+    ``m`` entries (the columns of ``InfluenceResult.loo_change``), a value at any
+    coefficients ``theta`` and a Jacobian ``J = dg/dtheta`` at the fitted ones, from which
+    a first-order method's change is ``J (theta_hat_{-g} - theta_hat)`` (plus the data
+    effect, for targets that depend on the data directly).
+
+    Subclasses define :meth:`columns`, :meth:`value` ((B, d) -> (B, m)) and
+    :meth:`jacobian` ((m, d) at ``fit.coef``); data-dependent targets (a survival
+    probability, whose baseline hazard is estimated from the data) also override
+    :meth:`data_effect` and :meth:`refit_values`. A family's implementation of a quantity
+    of ``ci.targets`` (a dispatched target such as :class:`~coxinfluence.targets.Survival`)
+    sets ``quantity`` (the quantity's name), ``options`` (the keyword arguments it takes
+    beside the patients and the times or probabilities) and :meth:`evaluates`, and is
+    registered (:func:`register_target`).
+
+    Attributes
+    ----------
+    name : str
+        The target's name (what a model's seam lists in its ``target_names``; shown in
+        ``InfluenceResult``'s repr).
+    transform : callable or None
+        Set by the integrations: the raw new-patient frame -> the design matrix (e.g. a
+        lifelines formula); None: ``X_new`` is the design.
+    quantity : str or None
+        The quantity this target computes (the name of a dispatched target of
+        ``ci.targets``), None for a target that is not a family's implementation of one.
+    options : tuple of str
+        The keyword arguments of a dispatched target this implementation takes.
+
+    See Also
+    --------
+    coxinfluence.influence : Audits a model for a target.
+    register_target : Registers a family's implementation of a quantity.
+
+    Examples
+    --------
+    Every target has the same interface; here the coefficients of a Cox model:
+
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi[["fin", "age", "prio"]]
+    >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+    >>> target = ci.targets.HazardRatios()
+    >>> isinstance(target, ci.targets.Target)
+    True
+    >>> target.columns(fit)
+    ['HR fin', 'HR age', 'HR prio']
+    >>> np.round(target.value(fit, fit.coef[None, :]), 3)
+    array([[0.707, 0.935, 1.102]])
+    >>> target.jacobian(fit).shape
+    (3, 3)
     """
 
     name = "target"
@@ -92,37 +207,166 @@ class Target:
 
     @classmethod
     def evaluates(cls, fit):
-        """Whether this implementation evaluates on ``fit`` (a dispatched target used
-        directly, ``Survival(...).value(fit, theta)``, picks the implementation by it)."""
+        """Whether this implementation evaluates on ``fit``.
+
+        A dispatched target used directly (``Survival(...).value(fit, theta)``) picks
+        the implementation by it (:func:`implementation_of`).
+
+        Parameters
+        ----------
+        fit : object
+            A fitted model (``CoxFit``, ``AFTFit``, ``FineGrayFit``, ...).
+
+        Returns
+        -------
+        bool
+            Whether this implementation evaluates on ``fit``; False for the base class.
+        """
         return False
 
     def columns(self, fit):
+        """The names of the target's entries, one per column of the result.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model (its covariate names and the new patients' labels name the
+            columns).
+
+        Returns
+        -------
+        list of str
+            ``m`` column names (e.g. ``"HR age"``, ``"S(20|0)"``).
+
+        Raises
+        ------
+        NotImplementedError
+            In the base class: a subclass defines it.
+        """
         raise NotImplementedError
 
     def value(self, fit, theta):
+        """The target ``g`` at coefficient vectors ``theta``.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+        theta : array_like, shape (B, d)
+            ``B`` coefficient vectors in the fit's order (``fit.coef[None, :]``: the
+            fitted model).
+
+        Returns
+        -------
+        numpy.ndarray, shape (B, m)
+            ``g(theta_b)`` for each row of ``theta``, in the order of :meth:`columns`
+            (for a data-dependent target, on the full data).
+
+        Raises
+        ------
+        NotImplementedError
+            In the base class: a subclass defines it.
+        """
         raise NotImplementedError
 
     def jacobian(self, fit):
+        """The Jacobian ``J = dg/dtheta`` at the fitted coefficients ``fit.coef``.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        numpy.ndarray, shape (m, d)
+            One row per entry of the target (:meth:`columns`), one column per coefficient.
+
+        Raises
+        ------
+        NotImplementedError
+            In the base class: a subclass defines it.
+        """
         raise NotImplementedError
 
     def data_effect(self, fit, units=None):
-        """(U, m) ``g(theta_hat; D_{-g}) - g(theta_hat; D)`` per unit (units of
-        :mod:`coxinfluence.data.units`; rows by default): None (zero) for targets of ``theta``
-        alone."""
+        """The target's change by deleting each unit at the fitted coefficients.
+
+        ``g(theta_hat; D_{-g}) - g(theta_hat; D)``: the part of the leave-one-out change
+        that does not go through ``theta`` (a baseline hazard estimated from the data).
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+        units : object, optional
+            The units of deletion (:mod:`coxinfluence.data.units`); None: the rows.
+
+        Returns
+        -------
+        numpy.ndarray of shape (U, m), or None
+            One row per unit; None (zero) for targets of ``theta`` alone, as here.
+        """
         return None
 
     def refit_values(self, fit, theta_loo, units=None):
-        """(U, m) ``g(theta_{-g}; D_{-g})`` for leave-one-out coefficients (U, d)."""
+        """The target at each unit's refitted coefficients, on the data without the unit.
+
+        ``g(theta_{-g}; D_{-g})``: what the exact change is measured from.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+        theta_loo : array_like, shape (U, d)
+            The leave-one-out coefficients of each unit (rows of NaN: not refitted).
+        units : object, optional
+            The units of deletion (:mod:`coxinfluence.data.units`); None: the rows.
+
+        Returns
+        -------
+        numpy.ndarray, shape (U, m)
+            One row per unit; here :meth:`value` at ``theta_loo`` (targets of ``theta``
+            alone).
+        """
         return self.value(fit, theta_loo)
 
     def baseline_variance(self, fit):
-        """(m,) a variance term beside ``J V J'`` (the baseline hazard's own, for
-        survival targets), or None for targets of ``theta`` alone."""
+        """A variance term of the target beside ``J V J'``.
+
+        The baseline hazard's own variance, for survival targets (R's ``survfit``
+        standard error); it is added to the delta-method variance in
+        ``InfluenceResult.target_se``.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        numpy.ndarray of shape (m,), or None
+            None for targets of ``theta`` alone, as here.
+        """
         return None
 
     def followup_notes(self, fit):
-        """Notes on target times past the last event time of the data (module
-        docstring): a tuple of sentences, empty for targets without times."""
+        """Notes on target times past the last event time of the data.
+
+        ``influence()`` issues each as a :class:`TargetBeyondFollowUpWarning` and keeps
+        them on the result (``InfluenceResult.target_notes``).
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        tuple of str
+            One sentence per stratum with times past its last event time; empty for
+            targets without times, as here.
+        """
         return ()
 
 
@@ -134,11 +378,72 @@ _IMPLEMENTATIONS = {}
 
 
 def register_target(cls):
-    """Register a family's implementation of a quantity of ``ci.targets`` (a class
-    decorator): ``cls.name`` is what the family's seam lists in its ``target_names``,
-    ``cls.quantity`` the quantity (:class:`Dispatched`), ``cls.options`` the keyword
-    arguments it takes, :meth:`Target.evaluates` the fits it evaluates on. A new family
-    registers its implementations and touches no generic code."""
+    """Register a family's implementation of a quantity of ``ci.targets``.
+
+    A class decorator. ``cls.name`` is what the family's seam lists in its
+    ``target_names``, ``cls.quantity`` the quantity (the name of a dispatched target:
+    ``"survival"``, ``"linear_predictor"``, ``"survival_quantile"``, ...),
+    ``cls.options`` the keyword arguments it takes, :meth:`Target.evaluates` the fits it
+    evaluates on. ``ci.influence`` then resolves the quantity to the first of the model's
+    ``target_names`` registered for it, and the quantity used directly resolves to the
+    latest registered implementation that evaluates on the fit. A new family registers
+    its implementations and touches no generic code.
+
+    The one argument, ``cls``, is a subclass of :class:`Target` with ``name`` and
+    ``quantity`` set (numpydoc's validator reads a first argument named ``cls`` as a
+    class method's, so it is described here rather than under Parameters).
+
+    Returns
+    -------
+    type
+        ``cls``, registered.
+
+    Raises
+    ------
+    ValueError
+        If ``cls`` has no ``quantity`` or its ``name`` is not a string.
+
+    See Also
+    --------
+    Target : The interface an implementation defines.
+
+    Notes
+    -----
+    A family's survival function, registered::
+
+        @ci.targets.register_target
+        class ToySurvival(ci.targets.Target):
+            name = "toy_survival"          # listed in the seam's target_names
+            quantity = "survival"          # what ci.targets.Survival asks for
+            options = ("strata",)
+
+            def __init__(self, X_new, times, strata=None):
+                ...
+
+            @classmethod
+            def evaluates(cls, fit):
+                return isinstance(fit, ToyFit)
+
+    Examples
+    --------
+    The Cox family's implementation of ``Survival``, registered by this decorator, is
+    what the quantity resolves to on a Cox model:
+
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi[["fin", "age", "prio"]]
+    >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+    >>> impl = ci.targets.Survival(X.iloc[:2], [20]).implementation(fit=fit)
+    >>> type(impl).__name__, impl.quantity
+    ('CoxSurvival', 'survival')
+
+    A class without a quantity is refused:
+
+    >>> ci.targets.register_target(type("Nameless", (ci.targets.Target,), {}))
+    Traceback (most recent call last):
+    ...
+    ValueError: Nameless needs a name and a quantity to be registered
+    """
     if not cls.quantity or not isinstance(cls.name, str):
         raise ValueError(f"{cls.__name__} needs a name and a quantity to be registered")
     _IMPLEMENTATIONS[cls.name] = cls
@@ -146,11 +451,26 @@ def register_target(cls):
 
 
 def implementation_of(quantity, names=None, fit=None):
-    """The registered implementation of ``quantity`` for a model: the first of the
-    model's target names ``names`` (its seam's ``target_names``, in the seam's order of
-    preference) that implements it; without ``names``, the latest registered
-    implementation that evaluates on ``fit`` (:meth:`Target.evaluates`). None if there is
-    none. The one place where a quantity of ``ci.targets`` meets a family."""
+    """The registered implementation of ``quantity`` for a model.
+
+    The one place where a quantity of ``ci.targets`` meets a family.
+
+    Parameters
+    ----------
+    quantity : str
+        The quantity (``Target.quantity``, e.g. ``"survival"``).
+    names : sequence of str, optional
+        The model's target names (its seam's ``target_names``, in the seam's order of
+        preference): the first that implements ``quantity`` is taken.
+    fit : object, optional
+        Without ``names``: the latest registered implementation that evaluates on
+        ``fit`` (:meth:`Target.evaluates`) is taken.
+
+    Returns
+    -------
+    type or None
+        The implementation class, None if there is none.
+    """
     if names is not None:
         for name in names:
             cls = _IMPLEMENTATIONS.get(name)
@@ -164,13 +484,24 @@ def implementation_of(quantity, names=None, fit=None):
 
 
 class Dispatched(Target):
-    """A quantity of new patients whose formula is the model family's own (``Survival``,
-    ``LinearPredictor``, ``Quantile``): ``ci.influence`` replaces it by the family's
-    registered implementation that the model offers (:func:`resolve_target`), and used
-    directly (``value(fit, theta)``, ``jacobian(fit)``, ...) it evaluates as the
-    implementation for ``fit`` (:func:`implementation_of`). Subclasses set ``name`` (the
-    quantity), :attr:`first` (the attribute of the times or probabilities, if any) and
-    store the arguments as attributes of the same names as the implementations'."""
+    """A quantity of new patients whose formula is the model family's own.
+
+    The base of ``Survival``, ``LinearPredictor`` and ``Quantile``: ``ci.influence``
+    replaces it by the family's registered implementation that the model offers
+    (:func:`~coxinfluence.audit.targets.resolve_target`), and used directly
+    (``value(fit, theta)``, ``jacobian(fit)``, ...) it evaluates as the implementation
+    for ``fit`` (:func:`implementation_of`). Subclasses set ``name`` (the quantity),
+    :attr:`first` (the attribute of the times or probabilities, if any) and store the
+    arguments as attributes of the same names as the implementations'.
+
+    Parameters
+    ----------
+    X_new : DataFrame or array_like
+        The new patients (rows).
+    options : dict
+        The keyword options (name -> value; None: the implementation's default), stored
+        as attributes of the same names.
+    """
 
     #: the new patients' attribute and the keyword options, in the implementations' order
     first = None
@@ -184,12 +515,37 @@ class Dispatched(Target):
 
     @property
     def quantity(self):
+        """The quantity this target asks for: its ``name`` (e.g. ``"survival"``)."""
         return self.name
 
     def implementation(self, names=None, fit=None, model_name=None):
-        """The family's implementation of this quantity for the model offering the
-        targets ``names`` (or evaluating on ``fit``), built from this target's arguments;
-        a ``ValueError`` when the model has none, or an argument is not the family's."""
+        """The family's implementation of this quantity for a model.
+
+        Built from this target's arguments (and its ``transform``).
+
+        Parameters
+        ----------
+        names : sequence of str, optional
+            The targets the model offers (its seam's ``target_names``): the first that
+            implements the quantity is taken (:func:`implementation_of`).
+        fit : object, optional
+            Without ``names``: the latest registered implementation that evaluates on
+            ``fit``.
+        model_name : str, optional
+            The model's name, for the error message (default: ``fit``'s type).
+
+        Returns
+        -------
+        Target
+            The family's implementation, e.g. ``CoxSurvival`` for ``Survival`` on a Cox
+            model.
+
+        Raises
+        ------
+        ValueError
+            When the model has no implementation of the quantity, or an option given
+            (not None) is not one of the implementation's.
+        """
         cls = implementation_of(self.name, names, fit)
         model = model_name or (type(fit).__name__ if fit is not None else "this model")
         if cls is None:
@@ -214,24 +570,119 @@ class Dispatched(Target):
         return self._bound[1]
 
     def columns(self, fit):
+        """The column names of the implementation for ``fit`` (:meth:`Target.columns`).
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        list of str
+            One name per entry, e.g. ``"S(20|0)"`` (patient outer, time inner).
+        """
         return self._for(fit).columns(fit)
 
     def value(self, fit, theta):
+        """The value of the implementation for ``fit`` (:meth:`Target.value`).
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+        theta : array_like, shape (B, d)
+            Coefficient vectors in the fit's order.
+
+        Returns
+        -------
+        numpy.ndarray, shape (B, m)
+            The quantity at each row of ``theta``.
+        """
         return self._for(fit).value(fit, theta)
 
     def jacobian(self, fit):
+        """The Jacobian of the implementation for ``fit`` (:meth:`Target.jacobian`).
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        numpy.ndarray, shape (m, d)
+            ``dg/dtheta`` at ``fit.coef``.
+        """
         return self._for(fit).jacobian(fit)
 
     def data_effect(self, fit, units=None):
+        """The data effect of the implementation for ``fit`` (:meth:`Target.data_effect`).
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+        units : object, optional
+            The units of deletion; None: the rows.
+
+        Returns
+        -------
+        numpy.ndarray of shape (U, m), or None
+            ``g(theta_hat; D_{-g}) - g(theta_hat; D)`` per unit; None for a family whose
+            quantity depends on ``theta`` alone.
+        """
         return self._for(fit).data_effect(fit, units)
 
     def refit_values(self, fit, theta_loo, units=None):
+        """The implementation's values at refitted coefficients (:meth:`Target.refit_values`).
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+        theta_loo : array_like, shape (U, d)
+            The leave-one-out coefficients of each unit.
+        units : object, optional
+            The units of deletion; None: the rows.
+
+        Returns
+        -------
+        numpy.ndarray, shape (U, m)
+            ``g(theta_{-g}; D_{-g})`` per unit.
+        """
         return self._for(fit).refit_values(fit, theta_loo, units)
 
     def baseline_variance(self, fit):
+        """The implementation's baseline variance term (:meth:`Target.baseline_variance`).
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        numpy.ndarray of shape (m,), or None
+            The baseline hazard's own variance of each entry; None where there is none.
+        """
         return self._for(fit).baseline_variance(fit)
 
     def followup_notes(self, fit):
+        """The implementation's notes on times past the follow-up.
+
+        See :meth:`Target.followup_notes`.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        tuple of str
+            One sentence per stratum with times past its last event time.
+        """
         return self._for(fit).followup_notes(fit)
 
 
@@ -251,9 +702,20 @@ _HOW_TO_ASK = {
 
 
 def describe_targets(names):
-    """The targets ``names`` (a seam's ``target_names``) as a user asks for them: the
-    strings first ('coef', 'hr', 'tr'), then the targets of new patients, one per
-    quantity (the implementation :func:`resolve_target` would pick)."""
+    """The targets ``names`` as a user asks for them.
+
+    Parameters
+    ----------
+    names : sequence of str
+        A seam's ``target_names``.
+
+    Returns
+    -------
+    str
+        The strings first ('coef', 'hr', 'tr'), then the targets of new patients, one
+        per quantity (the implementation ``resolve_target`` would pick), e.g.
+        ``"'coef', 'hr', or ci.targets.LinearPredictor(X_new), ..."``.
+    """
     seen, asks = set(), []
     for name in dict.fromkeys(names):
         cls = _IMPLEMENTATIONS.get(name)
