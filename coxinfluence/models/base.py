@@ -44,24 +44,60 @@ _AUDIT = None
 
 
 def register_audit(influence):
-    """Make ``fit.influence(...)`` call ``influence(fit, ...)`` (``ci.influence``); called
-    once by :mod:`coxinfluence.audit.run` at import."""
+    """Make ``fit.influence(...)`` call ``influence(fit, ...)`` (``ci.influence``).
+
+    Called once by :mod:`coxinfluence.audit.run` at import, so that the models never
+    import the audit (a layer above them).
+
+    Parameters
+    ----------
+    influence : callable
+        ``coxinfluence.audit.run.influence``, called as ``influence(fit, data, **kwargs)``.
+    """
     global _AUDIT
     _AUDIT = influence
 
 
 def standard_errors(variances):
-    """``sqrt(variances)``, and NaN, on purpose and without a RuntimeWarning, where a
-    variance is negative: the information is then not positive definite, the fit has no
-    maximum (``converged`` is False; the report says so in red)."""
+    """Standard errors ``sqrt(variances)``, NaN where a variance is negative.
+
+    The NaN is on purpose and comes without a RuntimeWarning: a negative variance means
+    the information is not positive definite, the fit has no maximum (``converged`` is
+    False; the report says so in red).
+
+    Parameters
+    ----------
+    variances : array_like
+        Variances, e.g. the diagonal of a covariance matrix.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``sqrt(variances)`` (float64), NaN where a variance is negative.
+    """
     v = np.asarray(variances, dtype=np.float64)
     return np.sqrt(np.where(v >= 0, v, np.nan))
 
 
 def wald_z(coef, se):
-    """Wald statistics ``coef / se``; NaN, on purpose and without a RuntimeWarning, where
-    ``se`` is not positive (a zero or NaN standard error: the information is not positive
-    definite, see :func:`standard_errors`), not an infinite z with p = 0."""
+    """Wald statistics ``coef / se``, NaN where ``se`` is not positive.
+
+    The NaN is on purpose and comes without a RuntimeWarning: a zero or NaN standard
+    error means the information is not positive definite (see :func:`standard_errors`);
+    an infinite z with p = 0 would be wrong.
+
+    Parameters
+    ----------
+    coef : array_like
+        Coefficients.
+    se : array_like
+        Their standard errors (broadcast against ``coef``).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``coef / se`` (float64), NaN where ``se`` is not positive.
+    """
     coef = np.asarray(coef, dtype=np.float64)
     se = np.asarray(se, dtype=np.float64)
     return np.divide(coef, se, out=np.full(np.broadcast(coef, se).shape, np.nan),
@@ -69,8 +105,25 @@ def wald_z(coef, se):
 
 
 def normal_quantile(alpha):
-    """``z_{1-alpha/2}``, the standard normal quantile of two-sided level ``1 - alpha``
-    (R's ``qnorm(1 - alpha/2)``; 1.959963984540054 for ``alpha = 0.05``)."""
+    """``z_{1-alpha/2}``, the standard normal quantile of two-sided level ``1 - alpha``.
+
+    R's ``qnorm(1 - alpha/2)``; 1.959963984540054 for ``alpha = 0.05``.
+
+    Parameters
+    ----------
+    alpha : float
+        One minus the confidence level, strictly between 0 and 1.
+
+    Returns
+    -------
+    float
+        The quantile ``z_{1-alpha/2}``.
+
+    Raises
+    ------
+    ValueError
+        If ``alpha`` is not strictly between 0 and 1.
+    """
     from scipy import stats
     alpha = float(alpha)
     if not 0.0 < alpha < 1.0:
@@ -84,10 +137,28 @@ def level_text(alpha):
 
 
 class FitInterface:
-    """What every fit offers (module docstring). A subclass supplies ``coef``,
-    ``columns``, ``var``, ``se``, ``robust_covariance(groups)``, ``loglik``, ``n`` (rows),
-    ``n_units``, ``n_events``, :meth:`_summary_head` and :meth:`_html_head`; and may set
-    :attr:`_ratio_name` and override :attr:`_aic_parameters`."""
+    """The interface every fit shares: coefficients, covariance, limits, table, counts.
+
+    :class:`~coxinfluence.CoxFit` (:func:`~coxinfluence.fit_cox`),
+    :class:`~coxinfluence.AFTFit` (:func:`~coxinfluence.fit_aft`) and
+    :class:`~coxinfluence.FineGrayFit` (:func:`~coxinfluence.fit_fine_gray`) inherit it:
+    ``params``, ``cov_params``, ``conf_int``, ``summary``, ``nobs``, ``aic`` and
+    ``influence`` behave alike for every fit, with statsmodels' results objects and R's
+    ``confint`` and ``AIC`` as the anchors (module docstring).
+
+    See Also
+    --------
+    coxinfluence.CoxFit : A fitted Cox model.
+    coxinfluence.AFTFit : A fitted AFT model (R's ``survreg``).
+    coxinfluence.FineGrayFit : A fitted Fine-Gray model (R's ``crr``).
+
+    Notes
+    -----
+    A subclass supplies ``coef``, ``columns``, ``var``, ``se``,
+    ``robust_covariance(groups)``, ``loglik``, ``n`` (rows), ``n_units``, ``n_events``,
+    ``_summary_head`` and ``_html_head``; and may set ``_ratio_name`` and override
+    ``_aic_parameters``.
+    """
 
     #: the model family, "cox", "aft" or "fine_gray": which predictions of
     #: :mod:`coxinfluence.models.predictions` apply (set by each fit class)
@@ -100,8 +171,29 @@ class FitInterface:
     # ------------------------------------------------------------- parameters
     @property
     def params(self) -> pd.Series:
-        """The coefficients named by their parameters (``coef`` is the bare array), as
-        lifelines' ``params_`` and statsmodels' ``params``."""
+        """The coefficients as a Series named by their parameters.
+
+        ``coef`` is the bare array; this is lifelines' ``params_`` and statsmodels'
+        ``params``. The index is named ``covariate`` (Cox, Fine-Gray) or ``parameter``
+        (AFT: the intercept and the log scales too), the Series ``coef``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> fit.params.round(3)
+        covariate
+        fin    -0.379
+        age    -0.057
+        race    0.314
+        wexp   -0.150
+        mar    -0.434
+        paro   -0.085
+        prio    0.091
+        Name: coef, dtype: float64
+        """
         return pd.Series(np.asarray(self.coef, dtype=np.float64), index=self._param_index(),
                          name="coef")
 
@@ -110,10 +202,39 @@ class FitInterface:
                         tupleize_cols=False)
 
     def cov_params(self, robust=False, groups=None) -> pd.DataFrame:
-        """The covariance of the coefficients, rows and columns named by the parameters:
-        the model-based ``var`` (default), or, with ``robust=True``, the grouped sandwich
-        ``robust_covariance(groups)`` (``groups``: one cluster label per row; default the
-        fit's subjects, else the rows; read only with ``robust=True``)."""
+        """The covariance of the coefficients, rows and columns named by the parameters.
+
+        Parameters
+        ----------
+        robust : bool, default False
+            False: the model-based covariance ``var`` (the inverse information; for a
+            Fine-Gray fit crr's sandwich). True: the grouped sandwich
+            ``robust_covariance(groups)`` (R's ``coxph(..., cluster = id)$var``).
+        groups : array_like, optional
+            One cluster label per row (caller's order), read only with ``robust=True``;
+            default the fit's subjects (``id=``), else the rows.
+
+        Returns
+        -------
+        pandas.DataFrame
+            (d, d) covariance, rows and columns named as :attr:`params`.
+
+        See Also
+        --------
+        conf_int : Wald confidence limits from these variances.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> fit.cov_params().loc[["fin", "age"], ["fin", "age"]].round(5)
+        covariate      fin      age
+        covariate
+        fin        0.03663 -0.00026
+        age       -0.00026  0.00048
+        """
         V = self.robust_covariance(groups) if robust else self.var
         index = self._param_index()
         return pd.DataFrame(np.array(V, dtype=np.float64), index=index,
@@ -127,11 +248,52 @@ class FitInterface:
         return np.asarray(self.se, dtype=np.float64)
 
     def conf_int(self, alpha=0.05, robust=False, groups=None) -> pd.DataFrame:
-        """Wald confidence limits of level ``1 - alpha`` for every parameter: ``params
-        -/+ z_{1-alpha/2} se`` (R's ``confint``), with ``se`` the model-based standard
-        errors or, with ``robust=True``, the robust ones (``groups`` as
-        :meth:`cov_params`). A DataFrame with columns ``lower`` and ``upper``, one row per
-        parameter; ``np.exp`` of it gives the limits of the ratios ``exp(coef)``."""
+        """Wald confidence limits of level ``1 - alpha`` for every parameter.
+
+        ``params -/+ z_{1-alpha/2} se``, as R's ``confint`` (which uses ``qnorm(1 -
+        alpha/2)``).
+
+        Parameters
+        ----------
+        alpha : float, default 0.05
+            One minus the confidence level (0.05: 95% limits).
+        robust : bool, default False
+            Use the robust standard errors (the diagonal of ``cov_params(robust=True,
+            groups=groups)``) instead of the model-based ones.
+        groups : array_like, optional
+            Clusters of the robust standard errors, as in :meth:`cov_params`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``lower`` and ``upper``, one row per parameter. ``np.exp`` of it
+            gives the limits of the ratios ``exp(coef)`` (hazard ratios, time ratios).
+
+        See Also
+        --------
+        summary : The coefficient table with these limits.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> fit.conf_int().round(3).head(3)
+                   lower  upper
+        covariate
+        fin       -0.755 -0.004
+        age       -0.101 -0.014
+        race      -0.290  0.918
+
+        Hazard ratios with 90% limits:
+
+        >>> np.exp(fit.conf_int(alpha=0.1)).round(3).head(2)
+                   lower  upper
+        covariate
+        fin        0.499  0.937
+        age        0.911  0.979
+        """
         z = normal_quantile(alpha)
         coef = np.asarray(self.coef, dtype=np.float64)
         se = self._se(robust, groups)
@@ -145,14 +307,59 @@ class FitInterface:
         raise NotImplementedError
 
     def summary(self, robust=False, groups=None, alpha=0.05) -> pd.DataFrame:
-        """The coefficient table, one row per parameter: the family's own columns (Cox:
-        coef, exp(coef), se(coef); AFT: Value, Std. Error; Fine-Gray: coef, exp(coef),
-        se(coef)), the Wald ``z`` and its two-sided ``p``, then the limits of level
-        ``1 - alpha`` (:meth:`conf_int`): ``lower 95%``, ``upper 95%`` and, for the ratios
-        exp(coef), ``exp(coef) lower 95%``, ``exp(coef) upper 95%`` (the AFT's:
-        ``exp(Value)``, ``exp(Value) lower 95%``, ``exp(Value) upper 95%``). With
-        ``robust=True`` the standard error is the robust one (column ``robust se``, R's
-        name) and the limits use it; ``groups`` as :meth:`cov_params`."""
+        """The coefficient table, one row per parameter.
+
+        The family's own columns (Cox: ``coef``, ``exp(coef)``, ``se(coef)``; AFT:
+        ``Value``, ``Std. Error``; Fine-Gray: ``coef``, ``exp(coef)``, ``se(coef)``), the
+        Wald ``z`` and its two-sided ``p``, then the limits of level ``1 - alpha``
+        (:meth:`conf_int`): ``lower 95%``, ``upper 95%`` and, for the ratios
+        ``exp(coef)``, ``exp(coef) lower 95%``, ``exp(coef) upper 95%`` (the AFT's:
+        ``exp(Value)``, ``exp(Value) lower 95%``, ``exp(Value) upper 95%``). R's
+        ``summary.coxph`` prints the ratios' limits as ``lower .95`` and ``upper .95``.
+
+        Parameters
+        ----------
+        robust : bool, default False
+            Use the robust standard error (column ``robust se``, R's name) and base
+            ``z``, ``p`` and the limits on it.
+        groups : array_like, optional
+            Clusters of the robust standard error, as in :meth:`cov_params`.
+        alpha : float, default 0.05
+            One minus the level of the limits; the column names follow it (``lower
+            90%`` for ``alpha=0.1``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per parameter, the columns above.
+
+        See Also
+        --------
+        conf_int : The limits alone.
+        cov_params : The covariance behind the standard errors.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> fit.summary()[["coef", "exp(coef)", "se(coef)", "z", "p"]].round(3)
+               coef  exp(coef)  se(coef)      z      p
+        fin  -0.379      0.684     0.191 -1.983  0.047
+        age  -0.057      0.944     0.022 -2.611  0.009
+        race  0.314      1.369     0.308  1.019  0.308
+        wexp -0.150      0.861     0.212 -0.706  0.480
+        mar  -0.434      0.648     0.382 -1.136  0.256
+        paro -0.085      0.919     0.196 -0.434  0.665
+        prio  0.091      1.096     0.029  3.194  0.001
+        >>> list(fit.summary().columns[5:])
+        ['lower 95%', 'upper 95%', 'exp(coef) lower 95%', 'exp(coef) upper 95%']
+        >>> fit.summary(robust=True)[["coef", "robust se", "p"]].round(3).head(2)
+              coef  robust se      p
+        fin -0.379      0.196  0.052
+        age -0.057      0.025  0.023
+        """
         from scipy import stats
         se = self._se(robust, groups)
         coef = np.asarray(self.coef, dtype=np.float64)
@@ -176,8 +383,19 @@ class FitInterface:
     # ------------------------------------------------------------------ counts
     @property
     def nobs(self) -> int:
-        """The number of rows fitted (R's ``nobs(coxph)`` is the number of events
-        instead)."""
+        """The number of rows fitted.
+
+        R's ``nobs(coxph)`` is the number of events instead (here ``n_events``).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> fit.nobs, fit.n_units, fit.n_events
+        (432, 432, 114)
+        """
         return int(self.n)
 
     # --------------------------------------------------------------------- AIC
@@ -188,15 +406,59 @@ class FitInterface:
 
     @property
     def aic(self) -> float:
-        """Akaike's information criterion ``-2 loglik + 2 k`` as R's ``AIC(fit)``, ``k``
-        the number of estimated parameters."""
+        """Akaike's information criterion ``-2 loglik + 2 k``, as R's ``AIC(fit)``.
+
+        ``k`` is the number of estimated parameters R's ``AIC`` counts (``coxph``: the
+        coefficients; ``survreg``: the coefficients and the log scales). A fit for which
+        R defines none (a penalised Cox fit, Fine-Gray) raises ``AttributeError``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> round(fit.aic, 2)
+        1331.5
+        """
         return float(-2.0 * self.loglik + 2.0 * self._aic_parameters)
 
     # ---------------------------------------------------------------- influence
     def influence(self, data=None, **kwargs):
-        """``ci.influence(fit, data, **kwargs)``: the influence of every training unit on
-        this fit (:func:`coxinfluence.audit.run.influence`; same arguments), an
-        :class:`~coxinfluence.audit.result.InfluenceResult`."""
+        """The influence of every training unit on this fit: ``ci.influence(fit, ...)``.
+
+        Parameters
+        ----------
+        data : optional
+            The training data, as :func:`coxinfluence.influence` takes it (not needed for
+            fits of this package, which keep their data).
+        **kwargs
+            Further arguments of :func:`coxinfluence.influence` (``method``, ``target``,
+            ``groups``, ...).
+
+        Returns
+        -------
+        InfluenceResult
+            ``ci.influence(fit, data, **kwargs)``.
+
+        Raises
+        ------
+        RuntimeError
+            If the audit was never imported (``import coxinfluence`` imports it).
+
+        See Also
+        --------
+        coxinfluence.influence : The same, as a function.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> fit.influence()
+        InfluenceResult(method='auto', target='coef', patients=432, ...)
+        """
         if _AUDIT is None:
             raise RuntimeError("fit.influence needs coxinfluence's audit: import "
                                "coxinfluence (it registers ci.influence), or call "

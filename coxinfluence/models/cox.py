@@ -28,7 +28,37 @@ from coxinfluence.numerics.rows import SINGLE_THREAD_MADDS
 
 
 class ConvergenceWarning(UserWarning):
-    """Newton-Raphson stopped before the gradient reached the tolerance."""
+    """Newton-Raphson stopped before the gradient reached the tolerance.
+
+    The base of every convergence warning of the package (``FineGrayConvergenceWarning``
+    and the lifelines integration's ``LifelinesNotConvergedWarning`` included), so that
+    ``warnings.simplefilter("error", ci.ConvergenceWarning)`` turns them all into
+    errors. A fit that warns has ``converged`` False; its coefficients may be infinite
+    (separation, a monotone likelihood) or the design nearly singular. The influence
+    functions warn with it too when given a fit that did not converge.
+
+    See Also
+    --------
+    NotConvergedError : Raised where a non-converged fit cannot be used.
+
+    Examples
+    --------
+    A covariate that separates the events (every event has ``x = 0``, every later time
+    ``x = 1``): the partial likelihood has no maximum.
+
+    >>> import warnings
+    >>> x = np.r_[np.zeros(10), np.ones(10)]
+    >>> time = np.arange(1.0, 21.0)
+    >>> event = np.r_[np.ones(10), np.zeros(10)]
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     fit = ci.fit_cox(x, time, event)
+    >>> caught[0].category is ci.ConvergenceWarning, fit.converged
+    (True, False)
+    >>> print(caught[0].message)
+    Cox fit did not converge: ... Coefficients may be infinite (separation) or the design
+    nearly singular.
+    """
 
 
 # ------------------------------------------------------------------ public functions
@@ -44,21 +74,212 @@ def _data_for(theta, X, time, event, start, weights, strata, ties):
 
 def cox_loss(theta, X, time, event, *, start=None, weights=None, strata=None,
              ties="efron"):
-    """Negative log partial likelihood at ``theta`` (summed over events; see module doc)."""
+    """Negative log partial likelihood at ``theta``, summed over events.
+
+    Minus R's ``coxph(...)$loglik`` at these coefficients (``fit$loglik[2]`` at the
+    fitted ones).
+
+    Parameters
+    ----------
+    theta : array_like, shape (d,)
+        Coefficients at which to evaluate.
+    X : array_like or pandas.DataFrame, shape (n, d)
+        Numeric covariates (no intercept).
+    time : array_like, shape (n,)
+        Follow-up times (non-negative when ``start`` is None).
+    event : array_like, shape (n,)
+        1 for an event, 0 for right-censored.
+    start : array_like, shape (n,), optional
+        Entry times: row i is at risk on ``(start_i, time_i]`` (R's ``Surv(start, stop,
+        event)``); None: from the origin.
+    weights : array_like, shape (n,), optional
+        Positive case weights (R's ``weights=``); default 1.
+    strata : array_like or pandas.DataFrame, optional
+        Stratum labels, one per row (or a DataFrame of several stratum columns): each
+        stratum has its own risk sets.
+    ties : {"efron", "breslow"}, default "efron"
+        Tie handling, R's weighted Efron approximation or Breslow's.
+
+    Returns
+    -------
+    float
+        ``L(theta)``, the negative log partial likelihood (Notes).
+
+    Raises
+    ------
+    InputError
+        For invalid data (NaN or infinite values, events not 0/1, non-positive weights,
+        mismatched lengths, no events, ...) or a ``theta`` of the wrong length.
+
+    See Also
+    --------
+    cox_gradient : Its gradient.
+    cox_hessian : Its Hessian.
+    fit_cox : Its minimiser.
+
+    Notes
+    -----
+    The loss is the *negative* log partial likelihood, summed (not averaged) over
+    events, with R's weighted Efron (default) or Breslow ties and strata:
+
+    ::
+
+        L(theta) = sum_s sum_g [ -sum_{k in D_g} w_k eta_k
+                                 + m_g sum_{r=0}^{d_g-1} log(S0_g - c_r S0D_g) ],
+
+        eta = X theta,  S0_g = sum_{j in R_g} w_j exp(eta_j),
+        S0D_g = sum_{k in D_g} w_k exp(eta_k),
+        m_g = sum_{k in D_g} w_k / d_g,  c_r = r / d_g (Efron) or 0 (Breslow),
+
+    where ``R_g`` is the risk set of tie group ``g`` (same stratum, time >= t_g, and
+    with delayed entry start < t_g) and ``D_g`` its events (Therneau & Grambsch 2000,
+    eq. 3.6; R survival ``coxfit6.c``). The one implementation is
+    :mod:`coxinfluence.likelihood.risk_sets`.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi.drop(columns=["week", "arrest"])
+    >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+    >>> round(ci.cox_loss(fit.coef, X, rossi["week"], rossi["arrest"]), 4)
+    658.7477
+    >>> round(-fit.loglik, 4)
+    658.7477
+    >>> round(ci.cox_loss(np.zeros(7), X, rossi["week"], rossi["arrest"]), 4)
+    675.3806
+    """
     data, theta = _data_for(theta, X, time, event, start, weights, strata, ties)
     return float(RiskSets(data).loss_grad_hess(theta[None, :], hess=False)[0][0])
 
 
 def cox_gradient(theta, X, time, event, *, start=None, weights=None, strata=None,
                  ties="efron"):
-    """Gradient (d,) of the negative log partial likelihood at ``theta`` (= minus R's score)."""
+    """Gradient of the negative log partial likelihood at ``theta`` (minus R's score).
+
+    Parameters
+    ----------
+    theta : array_like, shape (d,)
+        Coefficients at which to evaluate.
+    X : array_like or pandas.DataFrame, shape (n, d)
+        Numeric covariates (no intercept).
+    time : array_like, shape (n,)
+        Follow-up times (non-negative when ``start`` is None).
+    event : array_like, shape (n,)
+        1 for an event, 0 for right-censored.
+    start : array_like, shape (n,), optional
+        Entry times: row i is at risk on ``(start_i, time_i]`` (R's ``Surv(start, stop,
+        event)``); None: from the origin.
+    weights : array_like, shape (n,), optional
+        Positive case weights (R's ``weights=``); default 1.
+    strata : array_like or pandas.DataFrame, optional
+        Stratum labels, one per row (or a DataFrame of several stratum columns): each
+        stratum has its own risk sets.
+    ties : {"efron", "breslow"}, default "efron"
+        Tie handling, R's weighted Efron approximation or Breslow's.
+
+    Returns
+    -------
+    numpy.ndarray, shape (d,)
+        ``grad L(theta)``, minus R's score vector: zero at the fitted coefficients.
+
+    Raises
+    ------
+    InputError
+        For invalid data (NaN or infinite values, events not 0/1, non-positive weights,
+        mismatched lengths, no events, ...) or a ``theta`` of the wrong length.
+
+    See Also
+    --------
+    cox_loss : The loss and its formula.
+    cox_hessian : Its Hessian.
+
+    Notes
+    -----
+    With the notation of :func:`cox_loss` and ``S1``, ``S1D`` the ``x``-weighted sums::
+
+        grad L = -sum_events w_k x_k + sum_terms m (S1 - c S1D) / (S0 - c S0D)
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi.drop(columns=["week", "arrest"])
+    >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+    >>> g = ci.cox_gradient(fit.coef, X, rossi["week"], rossi["arrest"])
+    >>> bool(np.abs(g).max() < 1e-8)
+    True
+    >>> ci.cox_gradient(np.zeros(7), X, rossi["week"], rossi["arrest"]).round(3)
+    array([  10.439,  233.799,   -2.713,   16.432,    7.198,    2.944, -108.967])
+    """
     data, theta = _data_for(theta, X, time, event, start, weights, strata, ties)
     return RiskSets(data).loss_grad_hess(theta[None, :], hess=False)[1][0]
 
 
 def cox_hessian(theta, X, time, event, *, start=None, weights=None, strata=None,
                 ties="efron"):
-    """Hessian (d, d) of the negative log partial likelihood (the observed information)."""
+    """Hessian of the negative log partial likelihood at ``theta``.
+
+    At the fitted coefficients this is the observed information, ``fit.information``
+    (R's ``solve(fit$var)``).
+
+    Parameters
+    ----------
+    theta : array_like, shape (d,)
+        Coefficients at which to evaluate.
+    X : array_like or pandas.DataFrame, shape (n, d)
+        Numeric covariates (no intercept).
+    time : array_like, shape (n,)
+        Follow-up times (non-negative when ``start`` is None).
+    event : array_like, shape (n,)
+        1 for an event, 0 for right-censored.
+    start : array_like, shape (n,), optional
+        Entry times: row i is at risk on ``(start_i, time_i]`` (R's ``Surv(start, stop,
+        event)``); None: from the origin.
+    weights : array_like, shape (n,), optional
+        Positive case weights (R's ``weights=``); default 1.
+    strata : array_like or pandas.DataFrame, optional
+        Stratum labels, one per row (or a DataFrame of several stratum columns): each
+        stratum has its own risk sets.
+    ties : {"efron", "breslow"}, default "efron"
+        Tie handling, R's weighted Efron approximation or Breslow's.
+
+    Returns
+    -------
+    numpy.ndarray, shape (d, d)
+        ``hess L(theta)``.
+
+    Raises
+    ------
+    InputError
+        For invalid data (NaN or infinite values, events not 0/1, non-positive weights,
+        mismatched lengths, no events, ...) or a ``theta`` of the wrong length.
+
+    See Also
+    --------
+    cox_loss : The loss and its formula.
+    cox_gradient : Its gradient.
+
+    Notes
+    -----
+    With the notation of :func:`cox_loss` and ``S2``, ``S2D`` the ``x x'``-weighted
+    sums::
+
+        hess L = sum_terms m [ (S2 - c S2D) / (S0 - c S0D) - a a' ],
+        a = (S1 - c S1D) / (S0 - c S0D)
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi.drop(columns=["week", "arrest"])
+    >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+    >>> H = ci.cox_hessian(fit.coef, X, rossi["week"], rossi["arrest"])
+    >>> H.shape
+    (7, 7)
+    >>> bool(np.allclose(H, fit.information))
+    True
+    """
     data, theta = _data_for(theta, X, time, event, start, weights, strata, ties)
     return RiskSets(data).loss_grad_hess(theta[None, :])[2][0]
 
@@ -67,28 +288,78 @@ def cox_hessian(theta, X, time, event, *, start=None, weights=None, strata=None,
 
 @dataclass(eq=False)
 class CoxFit(FitInterface):
-    """A fitted Cox model (``ci.fit_cox``).
+    """A fitted Cox proportional hazards model, made by :func:`~coxinfluence.fit_cox`.
 
     The interface every fit shares (:class:`~coxinfluence.models.base.FitInterface`):
     ``params``, ``se``, ``cov_params(robust=False)``, ``conf_int(alpha=0.05,
     robust=False)``, ``summary(robust=False)``, ``loglik``, ``nobs``, ``n_units``,
     ``n_events``, ``aic`` (R's ``AIC(coxph)``: ``-2 loglik + 2 d``; none for a penalised
-    fit), ``influence(...)`` (``ci.influence(fit, ...)``).
+    fit), ``influence(...)`` (``ci.influence(fit, ...)``); predictions for new patients
+    (``predict_lp``, ``predict_risk``, ``predict_cumulative_hazard``,
+    ``predict_survival``). Every influence function of the package takes it.
 
-    ``coef`` minimises the objective: the negative log partial likelihood ``L``, plus
-    ``penalty`` when there is one (lifelines' ridge, built by the lifelines
-    integration). ``loglik`` is the log partial likelihood ``-L(coef)`` without the
-    penalty (R's ``fit$loglik[2]``, also for penalised fits); ``information`` is the
-    Hessian of the minimised objective at ``coef`` (observed information, R's
-    ``solve(fit$var)``; with the penalty's Hessian for penalised fits), so ``var`` and
-    the influence functions use the objective that was minimised. ``data`` is the
-    validated, sorted :class:`CoxData`.
+    Parameters
+    ----------
+    coef : numpy.ndarray, shape (d,)
+        The fitted coefficients: they minimise the objective, the negative log partial
+        likelihood ``L``, plus ``penalty`` when there is one.
+    loglik : float
+        The log partial likelihood ``-L(coef)`` without the penalty (R's
+        ``fit$loglik[2]``, also for penalised fits).
+    information : numpy.ndarray, shape (d, d)
+        The Hessian of the minimised objective at ``coef``: the observed information,
+        R's ``solve(fit$var)``; with the penalty's Hessian for penalised fits, so that
+        ``var`` and the influence functions use the objective that was minimised.
+    gradient : numpy.ndarray, shape (d,)
+        The objective's gradient at ``coef`` (about 0 when converged).
+    converged : bool
+        Whether Newton-Raphson converged to a maximum (False after a
+        :class:`ConvergenceWarning`).
+    n_iter : int
+        The Newton iterations taken.
+    data : CoxData
+        The validated, sorted data.
+    ties : {"efron", "breslow"}, default "efron"
+        The tie method of the partial likelihood.
+    tol : float, default 1e-10
+        The gradient tolerance of the fit (:func:`fit_cox`).
+    max_iter : int, default 50
+        The iteration limit of the fit.
+    penalty : object, optional
+        A penalty added to the objective (lifelines' ridge, built by the lifelines
+        integration): it has ``.value(thetas)`` and ``.strength``. None for
+        ``fit_cox``.
+    ctype : {None, 1, 2}, optional
+        The baseline hazard of survival predictions (:mod:`coxinfluence.audit.targets`,
+        :meth:`predict_survival`), as R's ``survfit(fit, ctype=)``: 1 = Breslow /
+        Nelson-Aalen type (the events' weight over the risk-set sum at each event
+        time), 2 = with Efron's tie correction; None (``fit_cox``) = R's default for the
+        fit's ties (2 for Efron, 1 for Breslow). The integrations set the library's
+        own: lifelines and statsmodels use 1.
 
-    ``ctype`` is the baseline hazard of survival predictions (:mod:`coxinfluence.audit.targets`),
-    as R's ``survfit(fit, ctype=)``: 1 = Breslow / Nelson-Aalen type (the events'
-    weight over the risk-set sum at each event time), 2 = with Efron's tie correction;
-    None (``fit_cox``) = R's default for the fit's ties (2 for Efron, 1 for Breslow).
-    The integrations set the library's own: lifelines and statsmodels use 1.
+    See Also
+    --------
+    fit_cox : Makes it.
+    coxinfluence.influence : The audit of a fit.
+    coxinfluence.models.base.FitInterface : The interface every fit shares.
+
+    Notes
+    -----
+    The R equivalent is ``coxph(Surv(time, event) ~ ., data, ties = "efron")``: the
+    coefficients, ``loglik``, ``var`` (``fit$var``), ``robust_covariance``
+    (``coxph(..., cluster = id)$var``) and the summary's columns follow it.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi.drop(columns=["week", "arrest"])
+    >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+    >>> fit
+    CoxFit(n=432, events=114, ties='efron', loglik=-658.748, converged=True, coef: fin=-0.3794,
+    age=-0.05744, race=0.3139, wexp=-0.1498, mar=-0.4337, paro=-0.08487, prio=0.0915)
+    >>> fit.hazard_ratios.round(3)
+    array([0.684, 0.944, 1.369, 0.861, 0.648, 0.919, 1.096])
     """
 
     prediction_family = "cox"
@@ -108,23 +379,51 @@ class CoxFit(FitInterface):
 
     @property
     def n(self):
+        """The number of rows fitted (``nobs``)."""
         return self.data.n
 
     @property
     def columns(self):
+        """The covariates' names (a DataFrame's columns, else ``x0``, ``x1``, ...)."""
         return list(self.data.columns)
 
     @cached_property
     def risk_sets(self) -> RiskSets:
-        """The risk-set kernels of the fitted data
-        (:class:`~coxinfluence.likelihood.risk_sets.RiskSets`)."""
+        """The risk-set kernels of the fitted data.
+
+        A :class:`~coxinfluence.likelihood.risk_sets.RiskSets`: the loss, gradient and
+        Hessian with deletions, computed once per fit and reused.
+        """
         return RiskSets(self.data)
 
     def objective(self, thetas, deleted=None):
-        """The minimised objective (negative log partial likelihood plus the penalty, if
-        any) at each row of ``thetas`` (B, d), on all rows or without the rows ``deleted``
-        removes (a :class:`~coxinfluence.data.deletion.Deletion` over sorted rows); NaN for rows of
-        ``thetas`` that are not finite."""
+        """The minimised objective at each row of ``thetas``.
+
+        The negative log partial likelihood plus the penalty, if any, on all rows or
+        without the rows ``deleted`` removes.
+
+        Parameters
+        ----------
+        thetas : array_like, shape (B, d) or (d,)
+            Coefficient vectors, one per row.
+        deleted : Deletion, optional
+            A :class:`~coxinfluence.data.deletion.Deletion` over the sorted rows, one
+            problem per row of ``thetas``; None: all rows.
+
+        Returns
+        -------
+        numpy.ndarray, shape (B,)
+            The objective; NaN for rows of ``thetas`` that are not finite.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> fit.objective(np.vstack([fit.coef, np.zeros(7)])).round(4)
+        array([658.7477, 675.3806])
+        """
         thetas = np.atleast_2d(np.asarray(thetas, dtype=np.float64))
         out = np.full(thetas.shape[0], np.nan)
         ok = np.flatnonzero(np.isfinite(thetas).all(axis=1))
@@ -145,10 +444,31 @@ class CoxFit(FitInterface):
         return out
 
     def robust_covariance(self, groups=None):
-        """The grouped sandwich ``D' D``, ``D`` the per-unit dfbeta (R's
-        ``resid(fit, "dfbeta", collapse=...)``): units are ``groups`` when given, else the
-        subjects (``id=``), else the rows. Equals R's ``coxph(..., cluster=id)$var``
-        (``robust=TRUE`` without an id: one unit per row)."""
+        """The grouped sandwich covariance ``D' D``, R's ``coxph(..., cluster = id)$var``.
+
+        ``D`` is the per-unit dfbeta (R's ``resid(fit, "dfbeta", collapse = ...)``,
+        ``IF_n(g) / n_units``); ``robust = TRUE`` without an id in R is one unit per row.
+
+        Parameters
+        ----------
+        groups : array_like, optional
+            One cluster label per row (caller's order). Default: the subjects
+            (``id=``), else the rows.
+
+        Returns
+        -------
+        numpy.ndarray, shape (d, d)
+            The robust covariance (``cov_params(robust=True)`` names it).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> np.sqrt(np.diag(fit.robust_covariance())).round(3)
+        array([0.196, 0.025, 0.292, 0.218, 0.38 , 0.199, 0.029])
+        """
         units = resolve_units(self, groups)
         # D = IF_n / n_units, Reid's IF (influence_functions/reid.py): the gradient moves
         # by -w_i U_i when row i's weight drops by w_i
@@ -158,12 +478,29 @@ class CoxFit(FitInterface):
         return D.T @ D
 
     def diverging_columns(self):
-        """Covariates along which the partial likelihood is flat at ``coef``: the
-        information in units of ``(events) x var(x_j)`` (about what a covariate carries
-        at ``coef = 0``; events and variance weighted by the case weights, so one huge
-        weight does not make every other direction look flat) has eigenvalues below
-        1e-8, and these columns load on those directions (|loading| > 0.3). Empty when
-        there are none."""
+        """Covariates along which the partial likelihood is flat at ``coef``.
+
+        The information in units of ``(events) x var(x_j)`` (about what a covariate
+        carries at ``coef = 0``; events and variance weighted by the case weights, so
+        one huge weight does not make every other direction look flat) has eigenvalues
+        below 1e-8, and these columns load on those directions (``|loading| > 0.3``).
+        This is R's "Loglik converged before variable ...; coefficient may be infinite".
+
+        Returns
+        -------
+        list of str
+            The names of those columns; empty when there are none (every column when
+            the information is not finite).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> fit.diverging_columns()
+        []
+        """
         H = np.asarray(self.information, dtype=np.float64)
         if not np.isfinite(H).all():
             return list(self.columns)
@@ -178,17 +515,34 @@ class CoxFit(FitInterface):
         return [c for c, v in zip(self.columns, load) if v > 0.3]
 
     def paper_scale(self, delta, units, overwrite=False):
-        """``-(H/n)^{-1} delta`` for per-unit gradient differences ``delta`` (U, d, in the
-        unit order of ``units``, a :class:`coxinfluence.data.units.Units`), with ``n`` the number
-        of units: the paper's scale of ``IF_n`` and ``VIF_n``, approximating
-        ``n (theta_hat - theta_hat_{-g})`` (``docs/conventions.md``). Rows come back in the
-        caller's order and index; subjects and clusters indexed by their sorted labels.
+        """``-(H/n)^{-1} delta``: per-unit gradient differences on the paper's scale.
+
+        The paper's scale of ``IF_n`` and ``VIF_n``, approximating ``n (theta_hat -
+        theta_hat_{-g})``, with ``n`` the number of units (``docs/conventions.md``).
+
+        Parameters
+        ----------
+        delta : array_like, shape (U, d)
+            Per-unit gradient differences, in the unit order of ``units``.
+        units : Units
+            The units (a :class:`coxinfluence.data.units.Units`).
+        overwrite : bool, default False
+            Write the result into ``delta`` (a float64 array the caller owns), so 10^7
+            rows need no second (U, d) array.
+
+        Returns
+        -------
+        numpy.ndarray or pandas.DataFrame, shape (U, d)
+            Rows come back in the caller's order and index; subjects and clusters as a
+            DataFrame indexed by their sorted labels.
+
+        Notes
+        -----
         Solved by blocks of units with one LU factorisation (LAPACK getrf/getrs, as
         ``np.linalg.solve``), each block small enough for OpenBLAS to solve it on the
-        calling thread (:mod:`coxinfluence.numerics.rows`: its helper threads, once woken,
-        spin and slow the audit's other passes on a machine with few cores);
-        ``overwrite=True`` writes the result into ``delta`` (a float64 array the caller
-        owns), so 10^7 rows need no second (U, d) array."""
+        calling thread (:mod:`coxinfluence.numerics.rows`: its helper threads, once
+        woken, spin and slow the audit's other passes on a machine with few cores).
+        """
         from scipy.linalg import lu_factor, lu_solve
         delta = np.asarray(delta, dtype=np.float64)
         out = delta if overwrite and delta.flags.c_contiguous else np.array(delta, order="C")
@@ -206,16 +560,28 @@ class CoxFit(FitInterface):
 
     @property
     def var(self):
-        """Inverse information: the model-based covariance of ``coef`` (R's ``fit$var``)."""
+        """The model-based covariance of ``coef``: the inverse information (R's ``fit$var``).
+        """
         return np.linalg.inv(self.information)
 
     @property
     def se(self):
-        """Standard errors ``sqrt(diag(var))`` (:func:`standard_errors`)."""
+        """Standard errors ``sqrt(diag(var))``, an array (NaN where a variance is negative).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> fit.se.round(3)
+        array([0.191, 0.022, 0.308, 0.212, 0.382, 0.196, 0.029])
+        """
         return standard_errors(np.diag(self.var))
 
     @property
     def hazard_ratios(self):
+        """The hazard ratios ``exp(coef)``, an array (the summary's ``exp(coef)``)."""
         return np.exp(self.coef)
 
     def _summary_head(self, se, robust):
@@ -227,12 +593,12 @@ class CoxFit(FitInterface):
 
     @property
     def n_units(self) -> int:
-        """The units of deletion: the subjects (``id=``), else the rows."""
+        """The number of units of deletion: the subjects (``id=``), else the rows."""
         return len(self.data.id_labels) if self.data.ids is not None else self.n
 
     @property
     def n_events(self) -> int:
-        """The rows with an event (R's ``fit$nevent``; not weighted)."""
+        """The number of rows with an event (R's ``fit$nevent``; not weighted)."""
         return int(np.count_nonzero(self.data.event))
 
     @property
@@ -252,24 +618,140 @@ class CoxFit(FitInterface):
     # predictions for new patients: the formulas are in models/predictions.py (each the
     # value its influence target measures at coef)
     def predict_survival(self, X_new, times, strata=None, ctype=None):
-        """``S(t | x)`` of new patients at ``times``: R's ``survfit(fit, newdata)$surv``
-        (:func:`coxinfluence.models.predictions.predict_survival`)."""
+        """The survival probability ``S(t | x)`` of new patients at ``times``.
+
+        ``exp(-Lambda_0(t) exp(x'beta))``, R's ``survfit(fit, newdata)$surv`` read at
+        ``times`` (:func:`coxinfluence.models.predictions.predict_survival`).
+
+        Parameters
+        ----------
+        X_new : array_like or pandas.DataFrame, shape (m, d)
+            The new patients' covariates (a DataFrame's columns matched by name, extra
+            columns ignored).
+        times : float or array_like
+            Times (finite, >= 0).
+        strata : optional
+            For a stratified fit each patient's stratum label (one for all, or one per
+            patient); default read from ``X_new``'s stratum column(s).
+        ctype : {None, 1, 2}, optional
+            The baseline: 1 Breslow, 2 with Efron's tie correction; None the fit's
+            ``ctype`` (R's default for its ties).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Rows the patients (``X_new``'s index), columns the times.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> fit.predict_survival(X.iloc[:3], [10, 26, 52]).round(3)
+        time   10.0   26.0   52.0
+        0     0.964  0.868  0.715
+        1     0.908  0.687  0.411
+        2     0.913  0.703  0.434
+        """
         return predictions.predict_survival(self, X_new, times, strata=strata, ctype=ctype)
 
     def predict_cumulative_hazard(self, X_new, times, strata=None, ctype=None):
-        """``Lambda_0(t) exp(x'beta)`` of new patients at ``times``: R's ``survfit(fit,
-        newdata)$cumhaz`` (:func:`coxinfluence.models.predictions.predict_cumulative_hazard`)."""
+        """The cumulative hazard ``Lambda_0(t) exp(x'beta)`` of new patients at ``times``.
+
+        R's ``survfit(fit, newdata)$cumhaz`` read at ``times``
+        (:func:`coxinfluence.models.predictions.predict_cumulative_hazard`).
+
+        Parameters
+        ----------
+        X_new : array_like or pandas.DataFrame, shape (m, d)
+            The new patients' covariates (as in :meth:`predict_survival`).
+        times : float or array_like
+            Times (finite, >= 0).
+        strata : optional
+            Each patient's stratum in a stratified fit (as in :meth:`predict_survival`).
+        ctype : {None, 1, 2}, optional
+            The baseline (as in :meth:`predict_survival`).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Rows the patients, columns the times.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> fit.predict_cumulative_hazard(X.iloc[:3], [10, 26, 52]).round(3)
+        time   10.0   26.0   52.0
+        0     0.037  0.142  0.336
+        1     0.097  0.376  0.889
+        2     0.091  0.352  0.834
+        """
         return predictions.predict_cumulative_hazard(self, X_new, times, strata=strata,
                                                      ctype=ctype)
 
     def predict_risk(self, X_new):
-        """``exp(x'beta)``, not centred: R's ``predict(fit, newdata, type = "risk",
-        reference = "zero")`` (:func:`coxinfluence.models.predictions.predict_risk`)."""
+        """The relative risk ``exp(x'beta)`` of new patients, not centred.
+
+        R's ``predict(fit, newdata, type = "risk", reference = "zero")``
+        (:func:`coxinfluence.models.predictions.predict_risk`).
+
+        Parameters
+        ----------
+        X_new : array_like or pandas.DataFrame, shape (m, d)
+            The new patients' covariates (as in :meth:`predict_survival`).
+
+        Returns
+        -------
+        pandas.Series
+            One value per patient, named ``risk``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> fit.predict_risk(X.iloc[:3]).round(3)
+        0    0.351
+        1    0.930
+        2    0.872
+        Name: risk, dtype: float64
+        """
         return predictions.predict_risk(self, X_new)
 
     def predict_lp(self, X_new):
-        """``x'beta``, not centred: R's ``predict(fit, newdata, type = "lp", reference =
-        "zero")`` (:func:`coxinfluence.models.predictions.predict_lp`)."""
+        """The linear predictor ``x'beta`` of new patients, not centred.
+
+        R's ``predict(fit, newdata, type = "lp", reference = "zero")``
+        (:func:`coxinfluence.models.predictions.predict_lp`); subtract ``predict_lp`` of
+        the training means to centre it as R's default and lifelines do.
+
+        Parameters
+        ----------
+        X_new : array_like or pandas.DataFrame, shape (m, d)
+            The new patients' covariates (as in :meth:`predict_survival`).
+
+        Returns
+        -------
+        pandas.Series
+            One value per patient, named ``lp``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> fit.predict_lp(X.iloc[:3]).round(3)
+        0   -1.047
+        1   -0.073
+        2   -0.137
+        Name: lp, dtype: float64
+        """
         return predictions.predict_lp(self, X_new)
 
     def __repr__(self):
@@ -326,40 +808,126 @@ def fit_cox(X, time, event, *, start=None, entry=None, id=None, weights=None, st
             ties="efron", tol=1e-10, max_iter=50, init=None, at_risk_at_entry=False) -> CoxFit:
     """Fit a Cox proportional hazards model by Newton-Raphson with step halving.
 
+    Minimises the negative log partial likelihood (:func:`cox_loss`: R's weighted Efron
+    or Breslow ties, strata, case weights, delayed entry) and returns the fit every
+    influence function takes. R's equivalent is ``coxph(Surv(time, event) ~ X, ties =
+    "efron")`` (``Surv(start, time, event)`` with ``start``; ``+ strata(s)``,
+    ``weights = w``, ``cluster = id``).
+
     Parameters
     ----------
-    X : (n, d) array or DataFrame of numeric covariates (no intercept).
-    time : (n,) follow-up times (non-negative when ``start`` is None).
-    event : (n,) 1 for an event, 0 for right-censored.
-    start : (n,) optional entry times: row i is at risk on ``(start_i, time_i]``, as R's
-        ``Surv(start, stop, event)`` (delayed entry, time-varying covariates); None means
-        from the origin.
-    entry : (n,) optional delayed-entry (left-truncation) times, one row per subject: the
-        row is at risk on ``(entry_i, time_i]``. The name every fitter uses
-        (``fit_aft(entry=)``); here it is ``start`` under another name, so give one of
-        the two (``start`` for several rows per subject, (start, stop] data).
-    at_risk_at_entry : with ``start``, a row is also at risk at its entry time, on
-        ``[start, time]`` (statsmodels' ``PHReg(entry=...)``, Stata's convention; the
-        statsmodels integration sets it). Default False: R's and lifelines' ``(start, time]``.
-    id : (n,) optional subject labels: rows of one subject (several intervals) are one
-        unit of the influence functions (deleted together; results per subject, indexed
-        by the sorted labels). Intervals of one subject must not overlap within a stratum.
-    weights : (n,) positive case weights (R's ``weights=``); default 1.
-    strata : (n,) stratum labels (or a DataFrame of several); each stratum has its own
-        baseline hazard and risk sets.
-    ties : "efron" (default, as R and lifelines) or "breslow".
-    tol : convergence when ``max |gradient| <= tol`` (or the gradient's rounding floor when
-        huge case weights make it larger: :func:`coxinfluence.numerics.newton.gradient_tolerance`)
-        and the
-        Newton step is at most ``1e-6 (1 + max |coef|)``, or the step is at rounding level
+    X : array_like or pandas.DataFrame, shape (n, d)
+        Numeric covariates (no intercept). A DataFrame's columns name the coefficients
+        and its index the rows of every result.
+    time : array_like, shape (n,)
+        Follow-up times (non-negative when ``start`` is None).
+    event : array_like, shape (n,)
+        1 for an event, 0 for right-censored.
+    start : array_like, shape (n,), optional
+        Entry times: row i is at risk on ``(start_i, time_i]``, as R's ``Surv(start,
+        stop, event)`` (delayed entry, time-varying covariates); None means from the
+        origin.
+    entry : array_like, shape (n,), optional
+        Delayed-entry (left-truncation) times, one row per subject: the row is at risk
+        on ``(entry_i, time_i]``. The name every fitter uses (``fit_aft(entry=)``); here
+        it is ``start`` under another name, so give one of the two (``start`` for
+        several rows per subject, (start, stop] data).
+    id : array_like, shape (n,), optional
+        Subject labels: rows of one subject (several intervals) are one unit of the
+        influence functions (deleted together; results per subject, indexed by the
+        sorted labels). Intervals of one subject must not overlap within a stratum.
+    weights : array_like, shape (n,), optional
+        Positive case weights (R's ``weights=``); default 1.
+    strata : array_like or pandas.DataFrame, optional
+        Stratum labels, one per row (or a DataFrame of several stratum columns); each
+        stratum has its own baseline hazard and risk sets.
+    ties : {"efron", "breslow"}, default "efron"
+        Efron (as R and lifelines) or Breslow.
+    tol : float, default 1e-10
+        Convergence when ``max |gradient| <= tol`` (or the gradient's rounding floor
+        when huge case weights make it larger:
+        :func:`coxinfluence.likelihood.objective.gradient_tolerance`) and the Newton
+        step is at most ``1e-6 (1 + max |coef|)``, or the step is at rounding level
         (:func:`coxinfluence.numerics.newton.converged`).
-    max_iter : Newton iterations before giving up with a :class:`ConvergenceWarning`.
-    init : starting coefficients (default zeros, as R; from 2^20 rows on, the fit of a
+    max_iter : int, default 50
+        Newton iterations before giving up with a :class:`ConvergenceWarning`.
+    init : array_like, shape (d,), optional
+        Starting coefficients (default zeros, as R; from 2^20 rows on, the fit of a
         subsample of about 2^16 rows: :func:`subsample_start`).
+    at_risk_at_entry : bool, default False
+        With ``start``, a row is also at risk at its entry time, on ``[start, time]``
+        (statsmodels' ``PHReg(entry=...)``, Stata's convention; the statsmodels
+        integration sets it). Default False: R's and lifelines' ``(start, time]``.
 
     Returns
     -------
     CoxFit
+        The fit: ``params``, ``summary()``, ``loglik``, ``information``, ... and its data.
+
+    Raises
+    ------
+    InputError
+        Naming the problem, for NaN or infinite values, negative times (without
+        ``start``), ``start >= time``, events not 0/1, non-positive weights, mismatched
+        lengths or pandas indexes, no events, no more rows than covariates, constant or
+        collinear columns, overlapping intervals of one subject, both ``start`` and
+        ``entry``, or an ``init`` of the wrong length.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When Newton-Raphson does not converge, or the log likelihood converges before
+        some coefficients do (it is flat along them: they may be infinite, R's "Loglik
+        converged before variable ..."); ``converged`` is then False.
+
+    See Also
+    --------
+    CoxFit : The fit and its methods.
+    coxinfluence.influence : The audit of the fit.
+    fit_aft : Parametric (AFT) regression.
+    fit_fine_gray : Competing risks.
+
+    Notes
+    -----
+    The loss is the negative log partial likelihood, summed over events; ``information``
+    is its Hessian at ``coef`` (the observed information). The covariates are centred
+    internally, as R's ``coxph`` does: the partial likelihood and every influence
+    function are invariant to it. The caller's objects are copied, never modified.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi.drop(columns=["week", "arrest"])
+    >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+    >>> fit.params.round(4)
+    covariate
+    fin    -0.3794
+    age    -0.0574
+    race    0.3139
+    wexp   -0.1498
+    mar    -0.4337
+    paro   -0.0849
+    prio    0.0915
+    Name: coef, dtype: float64
+    >>> round(fit.loglik, 4)
+    -658.7477
+
+    Breslow's ties and a stratified fit:
+
+    >>> breslow = ci.fit_cox(X, rossi["week"], rossi["arrest"], ties="breslow")
+    >>> breslow.params.round(4).head(2)
+    covariate
+    fin   -0.3790
+    age   -0.0572
+    Name: coef, dtype: float64
+    >>> by_wexp = ci.fit_cox(X.drop(columns="wexp"), rossi["week"], rossi["arrest"],
+    ...                      strata=rossi["wexp"])
+    >>> by_wexp.params.round(4).head(2)
+    covariate
+    fin   -0.3802
+    age   -0.0582
+    Name: coef, dtype: float64
     """
     if entry is not None:
         if start is not None:
@@ -405,7 +973,34 @@ def fit_cox(X, time, event, *, start=None, entry=None, id=None, weights=None, st
 
 
 class NotConvergedError(ValueError):
-    """The Cox fit did not converge: its leave-one-out refits have no reference point."""
+    """The fit did not converge: its leave-one-out refits have no reference point.
+
+    Raised (a ``ValueError``) by the influence functions and the audit when a fit's
+    coefficients are not identified (they diverge: a monotone likelihood, e.g. a
+    covariate that separates the events, or (nearly) collinear covariates) and nothing
+    can be computed from its information; never a raw ``LinAlgError``. A ridge penalty
+    (lifelines' ``penalizer``) or removing the covariate gives a model with a maximum.
+    ``AFTNotConvergedError`` is its AFT form.
+
+    See Also
+    --------
+    ConvergenceWarning : Warned when the fit stopped before converging.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> x = np.r_[np.zeros(10), np.ones(10)]
+    >>> time = np.arange(1.0, 21.0)
+    >>> event = np.r_[np.ones(10), np.zeros(10)]
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", ci.ConvergenceWarning)
+    ...     fit = ci.fit_cox(x, time, event)
+    >>> try:
+    ...     ci.vif(fit)
+    ... except ci.NotConvergedError as exc:
+    ...     print(exc)
+    vif: the Cox fit did not converge: the coefficients of ['x0'] are not identified: ...
+    """
 
 
 def check_fit(fit, what=None, *, refuse=False) -> CoxFit:
