@@ -101,41 +101,200 @@ __all__ = ["Target", "Coefficients", "HazardRatios", "TimeRatios", "LinearPredic
 
 
 class Coefficients(Target):
-    """``g(theta) = theta``."""
+    """The model's coefficients: ``g(theta) = theta``, ``J = I``.
+
+    The default target of :func:`coxinfluence.influence` (``target=None`` or
+    ``"coef"``): ``loo_change`` is then ``theta_hat_{-i} - theta_hat``, one column per
+    parameter (for an AFT model the intercept and the log-scales too).
+
+    See Also
+    --------
+    HazardRatios : ``exp(theta)``.
+    TimeRatios : An AFT model's ``exp(beta_j)``.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi[["fin", "age", "prio"]]
+    >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+    >>> ci.targets.Coefficients().columns(fit)
+    ['fin', 'age', 'prio']
+    >>> res = ci.influence(fit, target="coef", method="vif")
+    >>> res.loo_change.head(3).round(4)
+          fin     age    prio
+    0  0.0145 -0.0018  0.0004
+    1  0.0121  0.0015 -0.0025
+    2  0.0084  0.0006 -0.0036
+    """
 
     name = "coef"
 
     def columns(self, fit):
+        """The parameters' names, ``fit.columns``.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        list of str
+            One name per parameter.
+        """
         return list(fit.columns)
 
     def value(self, fit, theta):
+        """The coefficients themselves.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+        theta : array_like, shape (B, d)
+            Coefficient vectors.
+
+        Returns
+        -------
+        numpy.ndarray, shape (B, d)
+            ``theta`` as float64.
+        """
         return np.asarray(theta, dtype=np.float64)
 
     def jacobian(self, fit):
+        """The identity.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        numpy.ndarray, shape (d, d)
+            The identity matrix.
+        """
         return np.eye(len(fit.coef))
 
 
 class HazardRatios(Target):
-    """``g(theta) = exp(theta)``; ``J = diag(exp(theta_hat))``."""
+    """The hazard ratios: ``g(theta) = exp(theta)``, ``J = diag(exp(theta_hat))``.
+
+    ``target="hr"`` of :func:`coxinfluence.influence` (Cox and Fine-Gray models; for
+    Fine-Gray, the subdistribution hazard ratios). One column per coefficient,
+    ``"HR <name>"``.
+
+    See Also
+    --------
+    Coefficients : ``theta`` itself.
+    TimeRatios : An AFT model's ratios.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi[["fin", "age", "prio"]]
+    >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+    >>> ci.targets.HazardRatios().columns(fit)
+    ['HR fin', 'HR age', 'HR prio']
+    >>> res = ci.influence(fit, target="hr", method="vif")
+    >>> res.loo_change.head(3).round(4)
+       HR fin  HR age  HR prio
+    0  0.0102 -0.0017   0.0004
+    1  0.0086  0.0014  -0.0027
+    2  0.0059  0.0006  -0.0039
+    """
 
     name = "hazard_ratio"
 
     def columns(self, fit):
+        """``"HR <name>"`` for each coefficient.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        list of str
+            One name per coefficient.
+        """
         return [f"HR {c}" for c in fit.columns]
 
     def value(self, fit, theta):
+        """``exp(theta)``.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+        theta : array_like, shape (B, d)
+            Coefficient vectors.
+
+        Returns
+        -------
+        numpy.ndarray, shape (B, d)
+            The hazard ratios at each row of ``theta``.
+        """
         return np.exp(np.asarray(theta, dtype=np.float64))
 
     def jacobian(self, fit):
+        """``diag(exp(theta_hat))``.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        numpy.ndarray, shape (d, d)
+            The diagonal matrix of the fitted hazard ratios.
+        """
         return np.diag(np.exp(fit.coef))
 
 
 class LinearPredictor(Dispatched):
-    """The linear predictor of new patients ``X_new`` (rows), each family's own: a Cox
-    model's ``x'theta`` (not centred; :class:`CoxLinearPredictor`, the value of
-    ``predict_lp``), a scikit-survival estimator's ``predict(X_new)`` (centred for
-    ``CoxnetSurvivalAnalysis``: :class:`~coxinfluence.audit.sksurv_targets.RiskScore`),
-    an AFT model's ``x'beta`` with the intercept, where the model offers it."""
+    """The linear predictor of new patients, each model family's own.
+
+    A Cox model's ``x'theta`` (not centred; :class:`CoxLinearPredictor`, the value of
+    ``predict_lp``, ``J = X_new``), a scikit-survival estimator's ``predict(X_new)``
+    (centred for ``CoxnetSurvivalAnalysis``:
+    :class:`~coxinfluence.audit.sksurv_targets.RiskScore`), an AFT model's ``x'beta``
+    with the intercept, where the model offers it. One column per patient,
+    ``"lp[<label>]"``.
+
+    Parameters
+    ----------
+    X_new : DataFrame or array_like
+        The new patients, one per row: a DataFrame with the fit's covariate columns
+        (labels: its index), or an array in the fit's column order (labels 0, 1, ...).
+
+    See Also
+    --------
+    RelativeRisk : ``exp(x'theta)`` of a Cox model.
+    coxinfluence.influence : Audits a model for a target.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi[["fin", "age", "prio"]]
+    >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+    >>> target = ci.targets.LinearPredictor(X.iloc[:2])
+    >>> target.columns(fit)
+    ['lp[0]', 'lp[1]']
+    >>> np.round(target.value(fit, fit.coef[None, :]), 4)
+    array([[-1.5212, -0.4328]])
+    >>> res = ci.influence(fit, target=target, method="vif")
+    >>> res.loo_change.head(3).round(4)
+        lp[0]   lp[1]
+    0 -0.0469 -0.0291
+    1  0.0320  0.0064
+    2  0.0056 -0.0176
+    """
 
     name = "linear_predictor"
 
@@ -144,16 +303,72 @@ class LinearPredictor(Dispatched):
 
 
 class Survival(Dispatched):
-    """The survival probability ``S(t | x)`` of new patients ``X_new`` at ``times``, each
-    model's own survival function: a Cox model's (``CoxFit``, lifelines ``CoxPHFitter``,
-    statsmodels, scikit-survival: :class:`CoxSurvival`, the baseline hazard ``ctype``
-    theirs or chosen), an AFT model's (``AFTFit`` and lifelines' AFT fitters:
-    :class:`~coxinfluence.audit.aft_targets.AFTSurvival`), a lifelines parametric
-    regression's ``predict_survival_function`` (:class:`~coxinfluence.audit.
-    lifelines_targets.LifelinesSurvival`; ``X_new`` then the raw frame lifelines takes).
-    One column per (patient, time), ``S(t|label)``. ``strata``: each patient's stratum
-    in a stratified model (Cox: read from ``X_new``'s stratum columns by default);
-    ``ctype``: a Cox model's baseline (1 or 2, R's ``survfit(ctype=)``)."""
+    """The survival probability ``S(t | x)`` of new patients, each model's own.
+
+    The model's own survival function: a Cox model's (``CoxFit``, lifelines
+    ``CoxPHFitter``, statsmodels, scikit-survival: :class:`CoxSurvival`, the baseline
+    hazard ``ctype`` theirs or chosen), an AFT model's (``AFTFit`` and lifelines' AFT
+    fitters: :class:`~coxinfluence.audit.aft_targets.AFTSurvival`), a lifelines parametric
+    regression's ``predict_survival_function``
+    (:class:`~coxinfluence.audit.lifelines_targets.LifelinesSurvival`; ``X_new`` then the
+    raw frame lifelines takes). One column per (patient, time), ``"S(t|label)"``, patient
+    outer, time inner.
+
+    For a Cox model the baseline hazard is estimated from the data, so a deleted patient
+    changes ``S(t|x)`` directly as well as through ``theta`` (the data effect,
+    :mod:`coxinfluence.audit.targets`); a parametric model's depends on ``theta`` alone.
+
+    Parameters
+    ----------
+    X_new : DataFrame or array_like
+        The new patients, one per row: a DataFrame with the fit's covariate columns
+        (labels: its index), or an array in the fit's column order; for a lifelines
+        model, the raw frame lifelines takes.
+    times : float or array_like
+        The times ``t``, finite and non-negative (positive for parametric models).
+    strata : label or sequence, optional
+        Each patient's stratum in a stratified model (one label for all, or one per
+        patient; labels as in the training data). Cox: read from ``X_new``'s stratum
+        columns by default.
+    ctype : {None, 1, 2}, optional
+        A Cox model's baseline hazard, as R's ``survfit(ctype=)``: 1 without, 2 with
+        Efron's tie correction; None (default): the fitted model's own.
+
+    Raises
+    ------
+    ValueError
+        If ``ctype`` is not None, 1 or 2, or ``times`` are not finite and non-negative.
+
+    See Also
+    --------
+    Quantile : Quantiles of the survival time (AFT).
+    CumulativeIncidence : A Fine-Gray model's ``F(t|x)``.
+    coxinfluence.TargetBeyondFollowUpWarning : Times past the follow-up.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi[["fin", "age", "prio"]]
+    >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+    >>> target = ci.targets.Survival(X.iloc[:2], times=[20, 40])
+    >>> target.columns(fit)
+    ['S(20|0)', 'S(40|0)', 'S(20|1)', 'S(40|1)']
+    >>> np.round(target.value(fit, fit.coef[None, :]), 4)
+    array([[0.9174, 0.8199, 0.774 , 0.5545]])
+    >>> res = ci.influence(fit, target=target)
+    >>> res.top(3, by="target")[["change S(40|1)", "target_influence", "verified"]].round(4)
+         change S(40|1)  target_influence  verified
+    100         -0.0100            0.3683      True
+    270         -0.0062            0.3143      True
+    180         -0.0044            0.3044      True
+
+    The same target on an AFT model is the model's own ``S(t|x)``:
+
+    >>> aft = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+    >>> np.round(target.value(aft, aft.coef[None, :]), 4)
+    array([[0.9286, 0.8223, 0.8021, 0.5587]])
+    """
 
     name = "survival"
     first = "times"
@@ -166,11 +381,49 @@ class Survival(Dispatched):
 
 
 class Quantile(Dispatched):
-    """The ``p``-quantiles of new patients' survival times (``p = 0.5``: the median), the
-    model's own: an AFT model's ``exp(x'beta + sigma w_p)``, R's ``predict(fit,
-    newdata, type = "quantile", p = p)`` (:class:`~coxinfluence.audit.aft_targets.
-    SurvivalQuantile`). One column per (patient, p), ``Q(p|label)``; ``strata`` as
-    :class:`Survival`."""
+    """The ``p``-quantiles of new patients' survival times, the model's own.
+
+    An AFT model's ``exp(x'beta + sigma w_p)``, R's ``predict(fit, newdata, type =
+    "quantile", p = p)`` (:class:`~coxinfluence.audit.aft_targets.SurvivalQuantile`).
+    ``p = 0.5``: the median survival time. One column per (patient, p),
+    ``"Q(p|label)"``.
+
+    Parameters
+    ----------
+    X_new : DataFrame or array_like
+        The new patients, one per row (as :class:`Survival`).
+    p : float or array_like, default 0.5
+        One probability or several, strictly between 0 and 1.
+    strata : label or sequence, optional
+        Each patient's stratum in a stratified model, as :class:`Survival`.
+
+    Raises
+    ------
+    ValueError
+        If a ``p`` is not strictly between 0 and 1.
+
+    See Also
+    --------
+    Survival : ``S(t|x)``.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi[["fin", "age", "prio"]]
+    >>> aft = ci.fit_aft(X, rossi["week"], rossi["arrest"])  # Weibull, R's survreg
+    >>> target = ci.targets.Quantile(X.iloc[:2], p=[0.25, 0.5])
+    >>> target.columns(aft)
+    ['Q(0.25|0)', 'Q(0.5|0)', 'Q(0.25|1)', 'Q(0.5|1)']
+    >>> np.round(target.value(aft, aft.coef[None, :]), 2)
+    array([[52.69, 98.73, 24.18, 45.31]])
+    >>> res = ci.influence(aft, target=target, method="vif")
+    >>> res.loo_change.head(3).round(3)
+       Q(0.25|0)  Q(0.5|0)  Q(0.25|1)  Q(0.5|1)
+    0      0.827     1.469      0.100     0.150
+    1      0.154     0.242      0.534     0.980
+    2      0.128     0.548      0.398     0.887
+    """
 
     name = "survival_quantile"
     first = "p"
@@ -181,6 +434,8 @@ class Quantile(Dispatched):
 
 
 class _NewPatientTarget(Target):
+    """A target of a Cox model's new patients ``X_new`` (rows), one column per patient."""
+
     prefix = "?"
 
     def __init__(self, X_new):
@@ -190,43 +445,158 @@ class _NewPatientTarget(Target):
         return _new_patients(self.X_new, fit, self.transform)
 
     def columns(self, fit):
+        """``"<prefix>[<label>]"`` for each new patient (e.g. ``"rr[0]"``).
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        list of str
+            One name per new patient, labelled by ``X_new``'s index (0, 1, ... for an
+            array).
+        """
         return [f"{self.prefix}[{lab}]" for lab in self._X(fit)[1]]
 
     @classmethod
     def evaluates(cls, fit):
+        """Whether ``fit`` is a Cox model (a ``CoxFit``).
+
+        Parameters
+        ----------
+        fit : object
+            A fitted model.
+
+        Returns
+        -------
+        bool
+            ``isinstance(fit, CoxFit)``.
+        """
         return isinstance(fit, CoxFit)
 
 
 @register_target
 class CoxLinearPredictor(_NewPatientTarget):
-    """A Cox model's ``g(theta) = X_new theta`` for new patients (rows of ``X_new``), not
-    centred (``predict_lp``; R's ``predict(fit, newdata, type = "lp", reference =
-    "zero")``); ``J = X_new``. ``ci.targets.LinearPredictor`` on a Cox model."""
+    """A Cox model's linear predictor ``g(theta) = X_new theta`` of new patients.
+
+    Not centred (``predict_lp``; R's ``predict(fit, newdata, type = "lp", reference =
+    "zero")``); ``J = X_new``. ``ci.targets.LinearPredictor`` on a Cox model.
+
+    Parameters
+    ----------
+    X_new : DataFrame or array_like
+        The new patients, one per row.
+    """
 
     name = "linear_predictor"
     quantity = "linear_predictor"
     prefix = "lp"
 
     def value(self, fit, theta):
+        """``X_new theta`` for each row of ``theta``.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+        theta : array_like, shape (B, d)
+            Coefficient vectors.
+
+        Returns
+        -------
+        numpy.ndarray, shape (B, P)
+            One column per new patient.
+        """
         return linear_predictor(theta, self._X(fit)[0])
 
     def jacobian(self, fit):
+        """``X_new``, in the fit's column order.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        numpy.ndarray, shape (P, d)
+            The new patients' covariates (a copy).
+        """
         return self._X(fit)[0].copy()
 
 
 @register_target
 class RelativeRisk(_NewPatientTarget):
-    """The paper's target ``g(theta) = exp(theta' x)`` for new patients x of a Cox model
-    (``predict_risk``); ``J = diag(exp(X_new theta_hat)) X_new``."""
+    """The relative risk ``g(theta) = exp(theta' x)`` of new patients of a Cox model.
+
+    The paper's target (``predict_risk``), not centred;
+    ``J = diag(exp(X_new theta_hat)) X_new``. One column per patient, ``"rr[<label>]"``.
+
+    Parameters
+    ----------
+    X_new : DataFrame or array_like
+        The new patients, one per row: a DataFrame with the fit's covariate columns
+        (labels: its index), or an array in the fit's column order.
+
+    See Also
+    --------
+    LinearPredictor : ``x'theta``.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi[["fin", "age", "prio"]]
+    >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+    >>> target = ci.targets.RelativeRisk(X.iloc[:2])
+    >>> target.columns(fit)
+    ['rr[0]', 'rr[1]']
+    >>> np.round(target.value(fit, fit.coef[None, :]), 4)
+    array([[0.2185, 0.6487]])
+    >>> res = ci.influence(fit, target=target, method="vif")
+    >>> res.loo_change.head(3).round(4)
+        rr[0]   rr[1]
+    0 -0.0103 -0.0189
+    1  0.0070  0.0042
+    2  0.0012 -0.0114
+    """
 
     name = "relative_risk"
     quantity = "relative_risk"
     prefix = "rr"
 
     def value(self, fit, theta):
+        """``exp(X_new theta)`` for each row of ``theta``.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted Cox model.
+        theta : array_like, shape (B, d)
+            Coefficient vectors.
+
+        Returns
+        -------
+        numpy.ndarray, shape (B, P)
+            One column per new patient.
+        """
         return np.exp(linear_predictor(theta, self._X(fit)[0]))
 
     def jacobian(self, fit):
+        """``diag(exp(X_new theta_hat)) X_new``.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted Cox model.
+
+        Returns
+        -------
+        numpy.ndarray, shape (P, d)
+            One row per new patient.
+        """
         X = self._X(fit)[0]
         return np.exp(X @ fit.coef)[:, None] * X
 
@@ -372,9 +742,31 @@ class CoxSurvival(Target):
 
 
 class TimeRatios(Target):
-    """An AFT model's time ratios ``g(theta) = exp(beta_j)`` for its covariates (not the
-    intercept, not the scales): the factor on survival times per unit of ``x_j``;
-    ``J`` the covariates' rows of ``diag(exp(theta_hat))``."""
+    """An AFT model's time ratios ``g(theta) = exp(beta_j)`` for its covariates.
+
+    Not the intercept, not the scales: the factor on survival times per unit of
+    ``x_j``; ``J`` the covariates' rows of ``diag(exp(theta_hat))``. ``target="tr"`` of
+    :func:`coxinfluence.influence`; one column per covariate, ``"TR <name>"``.
+
+    See Also
+    --------
+    HazardRatios : A Cox model's ratios.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi[["fin", "age", "prio"]]
+    >>> aft = ci.fit_aft(X, rossi["week"], rossi["arrest"])  # Weibull, R's survreg
+    >>> ci.targets.TimeRatios().columns(aft)
+    ['TR fin', 'TR age', 'TR prio']
+    >>> res = ci.influence(aft, target="tr", method="vif")
+    >>> res.loo_change.head(3).round(4)
+       TR fin  TR age  TR prio
+    0 -0.0140  0.0013  -0.0001
+    1 -0.0116 -0.0012   0.0017
+    2 -0.0068 -0.0003   0.0022
+    """
 
     name = "time_ratio"
 
@@ -383,12 +775,50 @@ class TimeRatios(Target):
         return np.arange(1, fit.data.p)
 
     def columns(self, fit):
+        """``"TR <name>"`` for each covariate.
+
+        Parameters
+        ----------
+        fit : AFTFit
+            The fitted AFT model.
+
+        Returns
+        -------
+        list of str
+            One name per covariate (not the intercept, not the scales).
+        """
         return [f"TR {c}" for c in fit.covariates]
 
     def value(self, fit, theta):
+        """``exp(beta_j)`` of the covariates for each row of ``theta``.
+
+        Parameters
+        ----------
+        fit : AFTFit
+            The fitted AFT model.
+        theta : array_like, shape (B, d)
+            Parameter vectors in R's order (intercept, covariates, log-scales).
+
+        Returns
+        -------
+        numpy.ndarray, shape (B, p - 1)
+            One column per covariate.
+        """
         return np.exp(np.asarray(theta, dtype=np.float64)[:, self._positions(fit)])
 
     def jacobian(self, fit):
+        """The covariates' rows of ``diag(exp(theta_hat))``.
+
+        Parameters
+        ----------
+        fit : AFTFit
+            The fitted AFT model.
+
+        Returns
+        -------
+        numpy.ndarray, shape (p - 1, d)
+            Zero but for ``exp(beta_j)`` in covariate j's column.
+        """
         cols = self._positions(fit)
         J = np.zeros((cols.size, len(fit.coef)))
         J[np.arange(cols.size), cols] = np.exp(fit.coef[cols])
