@@ -64,25 +64,94 @@ def aft_gradient_tolerance(data, tol):
 
 @dataclass(eq=False)
 class AFTFit(FitInterface):
-    """A fitted AFT model (``ci.fit_aft``), R's ``survreg`` fit.
+    """A fitted parametric AFT model, made by :func:`~coxinfluence.fit_aft`: R's ``survreg``.
 
-    The interface every fit shares (:class:`~coxinfluence.models.base.FitInterface`):
-    ``params``, ``se``, ``cov_params(robust=False)``, ``conf_int(alpha=0.05,
-    robust=False)`` (of every parameter, ``Log(scale)`` included; R's ``confint`` gives
-    those of the coefficients), ``summary(robust=False)`` (with ``exp(Value)`` and its
-    limits: the time ratios of the covariates, the scale ``sigma`` on the ``Log(scale)``
-    rows, ``exp(intercept)`` the time scale at ``x = 0``), ``loglik``, ``nobs``,
-    ``n_units``, ``n_events``, ``aic`` (R's ``AIC(survreg)``: ``-2 loglik + 2 k``, ``k``
-    the coefficients and the log scales), ``influence(...)``.
+    ``log T = x'beta + sigma W``. The interface every fit shares
+    (:class:`~coxinfluence.models.base.FitInterface`): ``params``, ``se``,
+    ``cov_params(robust=False)``, ``conf_int(alpha=0.05, robust=False)`` (of every
+    parameter, ``Log(scale)`` included; R's ``confint`` gives those of the
+    coefficients), ``summary(robust=False)`` (with ``exp(Value)`` and its limits: the
+    time ratios of the covariates, the scale ``sigma`` on the ``Log(scale)`` rows,
+    ``exp(intercept)`` the time scale at ``x = 0``), ``loglik``, ``nobs``, ``n_units``,
+    ``n_events``, ``aic`` (R's ``AIC(survreg)``: ``-2 loglik + 2 k``, ``k`` the
+    coefficients and the log scales), ``influence(...)``; predictions for new patients
+    (``predict_lp``, ``predict_survival``, ``predict_quantile``).
 
-    ``coef`` is the full parameter vector in R's order (intercept, covariates, then
-    ``log(scale)`` per stratum; none for the exponential), named by ``columns``;
-    ``loglik`` the log-likelihood at ``coef`` (R's ``fit$loglik[2]``, on the time scale:
-    it includes ``-sum w log t`` of the exact times); ``information`` the Hessian of the
-    negative log-likelihood at ``coef`` (``var`` its inverse, R's ``vcov(fit)``);
-    ``data`` the validated :class:`coxinfluence.likelihood.aft.AFTData` in the caller's
-    row order; ``ids``/``id_labels`` the subjects (``id=``): the audit's default units
-    and the default clusters of :meth:`robust_covariance`."""
+    Parameters
+    ----------
+    coef : numpy.ndarray, shape (k,)
+        The full parameter vector in R's order: intercept, covariates, then
+        ``log(scale)`` per stratum (none for the exponential), named by ``columns``.
+    loglik : float
+        The log-likelihood at ``coef`` (R's ``fit$loglik[2]``), on the time scale: it
+        includes ``-sum w log t`` of the exact times.
+    information : numpy.ndarray, shape (k, k)
+        The Hessian of the negative log-likelihood at ``coef``; ``var`` is its inverse,
+        R's ``vcov(fit)``.
+    gradient : numpy.ndarray, shape (k,)
+        The gradient of the negative log-likelihood at ``coef`` (about 0 when
+        converged).
+    converged : bool
+        Whether Newton-Raphson converged (False after a :class:`ConvergenceWarning`).
+    n_iter : int
+        The Newton iterations taken.
+    data : AFTData
+        The validated :class:`coxinfluence.likelihood.aft.AFTData`, in the caller's row
+        order.
+    columns : list of str
+        The parameters' names, as R names them: ``(Intercept)``, the covariates,
+        ``Log(scale)`` or ``Log(scale[stratum])``.
+    index : pandas.Index, optional
+        The caller's pandas index, or None.
+    raw : dict
+        The outcome as given (``time``, ``event`` or ``upper``, ``entry``, ``weights``,
+        ``strata``, ``id``), caller's order: :meth:`training_frame`.
+    tol : float, default 1e-10
+        The gradient tolerance of the fit.
+    max_iter : int, default 50
+        The iteration limit of the fit.
+    ids : numpy.ndarray, optional
+        The subjects (``fit_aft(..., id=)``): each row's subject code (caller's row
+        order) into ``id_labels``; None without an id. The audit's default units and the
+        default clusters of :meth:`robust_covariance`.
+    id_labels : pandas.Index, optional
+        The subjects' sorted labels; None without an id.
+
+    See Also
+    --------
+    fit_aft : Makes it.
+    coxinfluence.influence : The audit of a fit.
+    coxinfluence.models.base.FitInterface : The interface every fit shares.
+
+    Notes
+    -----
+    lifelines' names map as: WeibullAFT ``lambda_`` = R's coefficients, ``rho_``
+    Intercept = ``-log(sigma)``; LogNormalAFT ``mu_`` = coefficients, ``sigma_``
+    Intercept = ``log(sigma)``; LogLogisticAFT ``alpha_`` = coefficients, ``beta_``
+    Intercept = ``-log(sigma)``. The loss is decomposable (a sum over rows), so the VIF
+    equals Reid's influence function exactly.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi.drop(columns=["week", "arrest"])
+    >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+    >>> fit.params.round(4)
+    parameter
+    (Intercept)    3.9901
+    fin            0.2722
+    age            0.0407
+    race          -0.2248
+    wexp           0.1066
+    mar            0.3113
+    paro           0.0588
+    prio          -0.0658
+    Log(scale)    -0.3391
+    Name: coef, dtype: float64
+    >>> fit.scale.round(4)
+    array([0.7124])
+    """
 
     prediction_family = "aft"
 
@@ -109,53 +178,114 @@ class AFTFit(FitInterface):
 
     @property
     def dist(self):
+        """The distribution: "weibull", "exponential", "lognormal" or "loglogistic"."""
         return self.data.dist
 
     @property
     def n(self):
+        """The number of rows fitted (``nobs``)."""
         return self.data.n
 
     @property
     def model_name(self):
+        """The model's name as the report shows it, e.g. "Weibull AFT (survreg)"."""
         return f"{DIST_NAMES[self.dist]} AFT (survreg)"
 
     @cached_property
     def likelihood(self) -> AFTLikelihood:
+        """The fit's :class:`~coxinfluence.likelihood.aft.AFTLikelihood` (loss, gradient,
+        Hessian, per-row scores, with deletions)."""
         return AFTLikelihood(self.data)
 
     @property
     def covariates(self):
-        """The covariates' names (without the intercept and the scales)."""
+        """The covariates' names (without the intercept and the scales), a list."""
         return list(self.columns[1:self.data.p])
 
     @property
     def scale(self):
-        """``sigma`` per stratum (R's ``fit$scale``); 1 for the exponential."""
+        """The scale ``sigma`` per stratum (R's ``fit$scale``), an array; 1 for the
+        exponential.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> fit.scale.round(4)
+        array([0.7124])
+        """
         if self.data.fixed_scale:
             return np.ones(1)
         return np.exp(self.coef[self.data.p:])
 
     @property
     def time_ratios(self) -> pd.Series:
-        """``exp(beta_j)`` of the covariates: the factor on survival times per unit of
-        ``x_j``."""
+        """The time ratios ``exp(beta_j)`` of the covariates, a Series.
+
+        The factor on survival times (every quantile) per unit of ``x_j``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> fit.time_ratios.round(3).head(3)
+        fin     1.313
+        age     1.042
+        race    0.799
+        Name: time ratio, dtype: float64
+        """
         return pd.Series(np.exp(self.coef[1:self.data.p]), index=self.covariates,
                          name="time ratio")
 
     @property
     def var(self):
-        """Inverse information: R's ``vcov(fit)``."""
+        """The model-based covariance, the inverse information: R's ``vcov(fit)``."""
         return np.linalg.inv(self.information)
 
     @property
     def se(self):
+        """Standard errors ``sqrt(diag(var))``, an array: R's ``Std. Error``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> fit.se.round(3)
+        array([0.419, 0.138, 0.016, 0.22 , 0.152, 0.273, 0.14 , 0.021, 0.089])
+        """
         return standard_errors(np.diag(self.var))
 
     def objective(self, thetas, deleted=None):
-        """The negative log-likelihood at each row of ``thetas`` (B, d), on all rows or
-        on the rows ``deleted`` keeps (a :class:`~coxinfluence.data.deletion.Deletion`
-        over the caller's rows, or a (B, n) presence array); NaN for rows of ``thetas``
-        that are not finite."""
+        """The negative log-likelihood at each row of ``thetas``.
+
+        Parameters
+        ----------
+        thetas : array_like, shape (B, k) or (k,)
+            Parameter vectors in R's order, one per row.
+        deleted : Deletion or array_like, optional
+            The rows kept: a :class:`~coxinfluence.data.deletion.Deletion` over the
+            caller's rows, or a (B, n) presence array; None: all rows.
+
+        Returns
+        -------
+        numpy.ndarray, shape (B,)
+            The loss; NaN for rows of ``thetas`` that are not finite.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> fit.objective(fit.coef).round(4), round(-fit.loglik, 4)
+        (array([679.9166]), 679.9166)
+        """
         thetas = np.atleast_2d(np.asarray(thetas, dtype=np.float64))
         out = np.full(thetas.shape[0], np.nan)
         ok = np.flatnonzero(np.isfinite(thetas).all(axis=1))
@@ -168,19 +298,55 @@ class AFTFit(FitInterface):
         return out
 
     def row_scores(self):
-        """(n, d) each row's gradient of its loss ``-l_i`` at ``coef`` (no case weight;
-        R's score residuals are minus these)."""
+        """Each row's gradient of its loss ``-l_i`` at ``coef``.
+
+        R's score residuals are minus these.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, k)
+            One row per data row (caller's order), without the case weight.
+        """
         return self.likelihood.row_scores(self.coef)
 
     def dfbeta(self):
-        """(n, d) R's ``residuals(fit, "dfbeta")``: ``-H^{-1} grad(-l_i)`` per row, per
-        unit of case weight (``w_i dfbeta_R(i)`` is about ``theta_hat - theta_hat_{-i}``)."""
+        """R's ``residuals(fit, "dfbeta")``: ``-H^{-1} grad(-l_i)`` per row.
+
+        Per unit of case weight, as R's for a weighted ``survreg`` fit: ``w_i
+        dfbeta_R(i)`` is about ``theta_hat - theta_hat_{-i}`` (unlike ``coxph``'s).
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, k)
+            One row per data row (caller's order), one column per parameter.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> fit.dfbeta()[:2, :2].round(5)
+        array([[ 0.03524,  0.01055],
+               [-0.00887,  0.00855]])
+        """
         return -np.linalg.solve(self.information, self.row_scores().T).T
 
     def clusters(self, groups=None):
-        """``(codes, labels)`` of the units of deletion and of the robust covariance:
-        ``groups`` (one label per row, caller's order) when given, else the subjects
-        (``id=``); None when both are None (the rows)."""
+        """The units of deletion and of the robust covariance.
+
+        Parameters
+        ----------
+        groups : array_like, optional
+            One label per row (caller's order).
+
+        Returns
+        -------
+        tuple of (numpy.ndarray, pandas.Index) or None
+            ``(codes, labels)``: each row's unit code and the sorted labels, of
+            ``groups`` when given, else of the subjects (``id=``); None when both are
+            None (the units are the rows).
+        """
         if groups is not None:
             return encode_labels(groups, self.n, "groups", self.index)
         if self.ids is not None:
@@ -188,9 +354,31 @@ class AFTFit(FitInterface):
         return None
 
     def robust_covariance(self, groups=None):
-        """The grouped sandwich ``D' D``, ``D`` the per-unit sums of ``w_i dfbeta_R(i)``
-        (the clusters ``groups``: one label per row; default the subjects ``id=``, else
-        the rows): R's ``survreg(..., robust = TRUE, cluster = groups)$var``."""
+        """The grouped sandwich ``D' D``: R's ``survreg(..., robust = TRUE, cluster =
+        groups)$var``.
+
+        ``D`` holds the per-unit sums of ``w_i dfbeta_R(i)``.
+
+        Parameters
+        ----------
+        groups : array_like, optional
+            The clusters, one label per row (caller's order); default the subjects
+            (``id=``), else the rows.
+
+        Returns
+        -------
+        numpy.ndarray, shape (k, k)
+            The robust covariance (``cov_params(robust=True)`` names it).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> np.sqrt(np.diag(fit.robust_covariance())).round(3)[:3]
+        array([0.463, 0.142, 0.017])
+        """
         D = self.data.weights[:, None] * self.dfbeta()
         units = self.clusters(groups)
         if units is not None:
@@ -206,17 +394,37 @@ class AFTFit(FitInterface):
 
     @property
     def n_units(self) -> int:
-        """The units of deletion: the subjects (``id=``), else the rows."""
+        """The number of units of deletion: the subjects (``id=``), else the rows."""
         return len(self.id_labels) if self.ids is not None else self.n
 
     @property
     def n_events(self) -> int:
-        """The rows with an exact (uncensored) time; left-, right- and
-        interval-censored rows are not counted."""
+        """The number of rows with an exact (uncensored) time.
+
+        Left-, right- and interval-censored rows are not counted.
+        """
         return int(np.count_nonzero(self.data.kind == EXACT))
 
     def training_frame(self) -> pd.DataFrame:
-        """The covariates and outcome as given (caller's order and index)."""
+        """The covariates and the outcome as given, caller's order and index.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The covariates, then ``time`` and ``event`` (or ``upper``), and ``entry``,
+            ``weights``, ``strata``, ``id`` when given.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> fit.training_frame().head(2)
+           fin   age  race  wexp  mar  paro  prio  time  event
+        0  0.0  27.0   1.0   0.0  0.0   1.0   3.0  20.0    1.0
+        1  0.0  18.0   1.0   0.0  0.0   1.0   8.0  17.0    1.0
+        """
         index = self.index if self.index is not None else pd.RangeIndex(self.n)
         frame = pd.DataFrame(self.data.X[:, 1:], index=index, columns=self.covariates)
         for key, values in self.raw.items():
@@ -233,18 +441,109 @@ class AFTFit(FitInterface):
     # predictions for new patients: the formulas are in models/predictions.py (each the
     # value its influence target measures at coef)
     def predict_survival(self, X_new, times, strata=None):
-        """``S(t | x)`` of new patients at ``times``: R's ``1 - psurvreg(t, lp, scale,
-        dist)`` (:func:`coxinfluence.models.predictions.predict_survival`)."""
+        """The survival probability ``S(t | x)`` of new patients at ``times``.
+
+        ``S0((log t - x'beta) / sigma)``: R's ``1 - psurvreg(t, lp, scale, dist)``
+        (:func:`coxinfluence.models.predictions.predict_survival`).
+
+        Parameters
+        ----------
+        X_new : array_like or pandas.DataFrame, shape (m, p)
+            The new patients' covariates, without the intercept (a DataFrame's columns
+            matched by name, extra columns ignored).
+        times : float or array_like
+            Times (> 0).
+        strata : optional
+            For a stratified fit each patient's stratum label (one for all, or one per
+            patient): its scale.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Rows the patients (``X_new``'s index), columns the times.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> fit.predict_survival(X.iloc[:3], [10, 26, 52]).round(3)
+        time   10.0   26.0   52.0
+        0     0.967  0.880  0.714
+        1     0.915  0.713  0.409
+        2     0.920  0.727  0.431
+        """
         return predictions.predict_survival(self, X_new, times, strata=strata)
 
     def predict_quantile(self, X_new, p=0.5, strata=None):
-        """The ``p``-quantile of new patients' survival times: R's ``predict(fit, newdata,
-        type = "quantile", p = p)`` (:func:`coxinfluence.models.predictions.predict_quantile`)."""
+        """The ``p``-quantile ``exp(x'beta + sigma w_p)`` of new patients' survival times.
+
+        R's ``predict(fit, newdata, type = "quantile", p = p)``
+        (:func:`coxinfluence.models.predictions.predict_quantile`).
+
+        Parameters
+        ----------
+        X_new : array_like or pandas.DataFrame, shape (m, p)
+            The new patients' covariates (as in :meth:`predict_survival`).
+        p : float or array_like, default 0.5
+            Probabilities in (0, 1); 0.5 gives the median.
+        strata : optional
+            Each patient's stratum in a stratified fit (as in :meth:`predict_survival`).
+
+        Returns
+        -------
+        pandas.Series or pandas.DataFrame
+            One ``p``: a Series indexed by the patients (named ``Q(p)``); several: a
+            DataFrame, rows the patients, columns ``p``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> fit.predict_quantile(X.iloc[:3]).round(1)
+        0    86.9
+        1    43.4
+        2    45.3
+        Name: Q(0.5), dtype: float64
+        >>> fit.predict_quantile(X.iloc[:3], p=[0.25, 0.5]).round(1)
+        p  0.25  0.50
+        0  46.5  86.9
+        1  23.2  43.4
+        2  24.2  45.3
+        """
         return predictions.predict_quantile(self, X_new, p, strata=strata)
 
     def predict_lp(self, X_new):
-        """``x'beta`` with the intercept: R's ``predict(fit, newdata, type = "lp")``
-        (:func:`coxinfluence.models.predictions.predict_lp`)."""
+        """The linear predictor ``x'beta`` of new patients, with the intercept.
+
+        R's ``predict(fit, newdata, type = "lp")`` (survreg's lp is not centred;
+        :func:`coxinfluence.models.predictions.predict_lp`).
+
+        Parameters
+        ----------
+        X_new : array_like or pandas.DataFrame, shape (m, p)
+            The new patients' covariates (as in :meth:`predict_survival`).
+
+        Returns
+        -------
+        pandas.Series
+            One value per patient, named ``lp``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> fit.predict_lp(X.iloc[:3]).round(3)
+        0    4.726
+        1    4.030
+        2    4.073
+        Name: lp, dtype: float64
+        """
         return predictions.predict_lp(self, X_new)
 
     def __repr__(self):
@@ -517,39 +816,116 @@ def polish(objective, res, tol, steps=3):
 
 def fit_aft(X, time, event=None, dist="weibull", *, upper=None, entry=None, weights=None,
             strata=None, id=None, tol=1e-10, max_iter=50, init=None) -> AFTFit:
-    """Fit a parametric AFT model, as R's ``survreg``.
+    """Fit a parametric accelerated failure time (AFT) model, as R's ``survreg``.
+
+    ``log T = x'beta + sigma W``, with ``W`` extreme-value (Weibull, exponential),
+    normal (log-normal) or logistic (log-logistic). Minimises the negative
+    log-likelihood (:mod:`coxinfluence.likelihood.aft`; right, left and interval
+    censoring, delayed entry, case weights, one scale per stratum) by Newton-Raphson
+    with step halving, from a least-squares start.
 
     Parameters
     ----------
-    X : (n, p) array or DataFrame of numeric covariates (the intercept is added).
-    time : (n,) positive follow-up times; with ``upper``, the lower bounds.
-    event : (n,) 1 for an event (exact time), 0 for right-censored.
-    dist : "weibull" (default), "exponential", "lognormal" or "loglogistic".
-    upper : (n,) upper bounds for interval-censored data, as R's ``Surv(time, upper,
-        type = "interval2")`` and lifelines' ``fit_interval_censoring``: ``time == upper``
-        an exact time, ``upper`` inf or NaN right-censored at ``time``, ``time`` 0 or NaN
-        left-censored at ``upper``, else censored in ``(time, upper]``. ``event`` must be
-        None then.
-    entry : (n,) optional entry times (delayed entry, left truncation: the row's
-        likelihood is divided by ``S(entry)``); 0 means from the origin.
-    weights : (n,) positive case weights (R's ``weights=``).
-    strata : (n,) labels (or a DataFrame): each stratum has its own scale (R's
+    X : array_like or pandas.DataFrame, shape (n, p)
+        Numeric covariates (the intercept is added).
+    time : array_like, shape (n,)
+        Positive follow-up times; with ``upper``, the lower bounds.
+    event : array_like, shape (n,), optional
+        1 for an event (exact time), 0 for right-censored. Required unless ``upper`` is
+        given.
+    dist : {"weibull", "exponential", "lognormal", "loglogistic"}, default "weibull"
+        The distribution of ``T``.
+    upper : array_like, shape (n,), optional
+        Upper bounds for interval-censored data, as R's ``Surv(time, upper, type =
+        "interval2")`` and lifelines' ``fit_interval_censoring``: ``time == upper`` an
+        exact time, ``upper`` inf or NaN right-censored at ``time``, ``time`` 0 or NaN
+        left-censored at ``upper``, else censored in ``(time, upper]``. ``event`` must
+        be None then.
+    entry : array_like, shape (n,), optional
+        Entry times (delayed entry, left truncation: the row's likelihood is divided by
+        ``S(entry)``); 0 means from the origin.
+    weights : array_like, shape (n,), optional
+        Positive case weights (R's ``weights=``).
+    strata : array_like or pandas.DataFrame, optional
+        Labels, one per row (or a DataFrame): each stratum has its own scale (R's
         ``strata()`` term); names as R's ``Log(scale[label])``, or
         ``Log(scale[name=label])`` for a named Series.
-    id : (n,) optional subject labels (no missing label): a subject's rows (e.g. its
-        intervals ``(entry, time]`` with time-varying covariates) are one unit of the
-        audit, deleted together, results indexed by the sorted labels; and the default
-        clusters of the robust covariance (R's ``survreg(..., cluster = id)``). The fit
-        itself does not depend on ``id``: each row is a term of the likelihood.
-    tol : convergence when ``max |gradient| <= tol`` (or the gradient's rounding floor,
+    id : array_like, shape (n,), optional
+        Subject labels (no missing label): a subject's rows (e.g. its intervals
+        ``(entry, time]`` with time-varying covariates) are one unit of the audit,
+        deleted together, results indexed by the sorted labels; and the default clusters
+        of the robust covariance (R's ``survreg(..., cluster = id)``). The fit itself
+        does not depend on ``id``: each row is a term of the likelihood.
+    tol : float, default 1e-10
+        Convergence when ``max |gradient| <= tol`` (or the gradient's rounding floor,
         :func:`aft_gradient_tolerance`) and the Newton step is small
         (:func:`coxinfluence.numerics.newton.converged`).
-    max_iter : Newton iterations before a :class:`ConvergenceWarning`.
-    init : starting parameters (default: :func:`least_squares_start`).
+    max_iter : int, default 50
+        Newton iterations before a :class:`~coxinfluence.ConvergenceWarning`.
+    init : array_like, shape (k,), optional
+        Starting parameters in R's order (default: :func:`least_squares_start`).
 
     Returns
     -------
     AFTFit
+        The fit, its parameters in R's order and with R's names.
+
+    Raises
+    ------
+    InputError
+        Naming the problem: an unknown ``dist``; NaN or infinite values; times not
+        positive; events not 0/1; both or neither of ``event`` and ``upper``; bounds out
+        of order; entry after the time; non-positive weights; no events; constant or
+        collinear covariates; no more rows than location parameters; strata with the
+        exponential (it has no scale); an ``init`` of the wrong length.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When Newton-Raphson does not converge (a scale may be going to 0, or a
+        coefficient to infinity); ``converged`` is then False.
+
+    See Also
+    --------
+    AFTFit : The fit and its methods.
+    fit_cox : The Cox model.
+    coxinfluence.influence : The audit of the fit.
+
+    Notes
+    -----
+    The R equivalent is ``survreg(Surv(time, event) ~ X, dist = "weibull")``: the
+    parameters in R's order (intercept, covariates, ``log(sigma)`` per stratum; none for
+    the exponential), the log-likelihood on R's time scale, the observed information
+    and its inverse (R's ``vcov(fit)``).
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi.drop(columns=["week", "arrest"])
+    >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+    >>> fit.summary()[["Value", "Std. Error", "p", "exp(Value)"]].round(3)
+                 Value  Std. Error      p  exp(Value)
+    (Intercept)  3.990       0.419  0.000      54.062
+    fin          0.272       0.138  0.049       1.313
+    age          0.041       0.016  0.011       1.042
+    race        -0.225       0.220  0.307       0.799
+    wexp         0.107       0.152  0.482       1.112
+    mar          0.311       0.273  0.255       1.365
+    paro         0.059       0.140  0.674       1.061
+    prio        -0.066       0.021  0.002       0.936
+    Log(scale)  -0.339       0.089  0.000       0.712
+    >>> round(fit.loglik, 3)
+    -679.917
+
+    A log-normal model:
+
+    >>> lognormal = ci.fit_aft(X, rossi["week"], rossi["arrest"], dist="lognormal")
+    >>> lognormal.params.round(4).tail(2)
+    parameter
+    prio         -0.0655
+    Log(scale)    0.2582
+    Name: coef, dtype: float64
     """
     data, columns, index, raw, subjects = make_aft_data(
         X, time, event, dist, upper=upper, entry=entry, weights=weights, strata=strata,
