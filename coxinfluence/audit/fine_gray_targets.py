@@ -65,16 +65,71 @@ _BLOCK_FLOATS = 4_000_000
 
 @register_target
 class CumulativeIncidence(Target):
-    """``F_k(t | x) = 1 - exp(-Lambda_10(t) exp(x'theta))`` of new patients ``X_new`` (rows;
-    a DataFrame with the fit's covariate columns, or an array in their order) at
-    ``times`` (> 0), under a Fine-Gray fit (``ci.fit_fine_gray``) of cause k: R's
-    ``predict.crr(fit, X_new)`` read at ``times`` (a step function of the cause's failure
-    times; 0 before the first). One column per (patient, time), ``F(t|label)``. Module
-    docstring: the formula, its derivative and the data effect of a deleted subject.
+    """The cumulative incidence of new patients under a Fine-Gray fit.
 
-    ``strata``: for a stratified fit, each patient's stratum (one label for all, or one
-    per patient; labels as in the training data): its baseline is its stratum's, the sum
-    over that stratum's failure times."""
+    ``F_k(t | x) = 1 - exp(-Lambda_10(t) exp(x'theta))`` at ``times`` under a Fine-Gray
+    fit (``ci.fit_fine_gray``) of cause k: R's ``predict.crr(fit, X_new)`` read at
+    ``times`` (a step function of the cause's failure times; 0 before the first). One
+    column per (patient, time), ``"F(t|label)"``, patient outer, time inner.
+
+    ``Lambda_10`` (Breslow's baseline with the censoring-weighted risk sets) depends on
+    the data directly, through the risk sets and the Kaplan-Meier estimate of the
+    censoring distribution that weights them, so a deleted subject changes ``F`` through
+    ``theta`` (the chain rule) and directly (the data effect, exact, in closed form):
+    :mod:`coxinfluence.audit.fine_gray_targets` gives the formula, its derivative and
+    the data effect.
+
+    Parameters
+    ----------
+    X_new : DataFrame or array_like
+        The new patients, one per row: a DataFrame with the fit's covariate columns
+        (labels: its index), or an array in their order.
+    times : float or array_like
+        The times ``t``, finite and positive.
+    strata : label or sequence, optional
+        For a stratified fit, each patient's stratum (one label for all, or one per
+        patient; labels as in the training data): its baseline is its stratum's, the sum
+        over that stratum's failure times.
+
+    Raises
+    ------
+    ValueError
+        If ``times`` are not finite and positive.
+
+    See Also
+    --------
+    coxinfluence.fit_fine_gray : The Fine-Gray model.
+    Survival : ``S(t|x)`` of the other families.
+
+    Notes
+    -----
+    Fine & Gray (1999), Eq. (3); R's ``cmprsk::predict.crr``. Past the last failure time
+    of the cause (in the patient's stratum) ``F(t|x)`` is the last plateau carried
+    forward (:class:`~coxinfluence.audit.targets.TargetBeyondFollowUpWarning`).
+
+    Examples
+    --------
+    Simulated competing risks (status 0 censored, 1 and 2 the causes):
+
+    >>> rng = np.random.default_rng(1)
+    >>> n = 200
+    >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2),
+    ...                   "treated": rng.integers(0, 2, n)})
+    >>> time = rng.exponential(1.0, n).round(3)
+    >>> status = rng.choice([0, 1, 2], size=n, p=[0.3, 0.4, 0.3])
+    >>> fg = ci.fit_fine_gray(X, time, status, cause=1)
+    >>> target = ci.targets.CumulativeIncidence(X.iloc[:2], times=[0.5, 1.0])
+    >>> target.columns(fg)
+    ['F(0.5|0)', 'F(1|0)', 'F(0.5|1)', 'F(1|1)']
+    >>> np.round(target.value(fg, fg.coef[None, :]), 4)
+    array([[0.2157, 0.295 , 0.1763, 0.2434]])
+    >>> res = ci.influence(fg, target=target, method="vif")
+    >>> res.loo_change.head(3).round(4)
+       F(0.5|0)  F(1|0)  F(0.5|1)  F(1|1)
+    0    0.0000  0.0002    0.0017  0.0025
+    1    0.0006  0.0009    0.0021  0.0030
+    2    0.0003  0.0006    0.0016  0.0023
+    """
 
     name = "cumulative_incidence"
     quantity = "cumulative_incidence"
@@ -87,6 +142,18 @@ class CumulativeIncidence(Target):
 
     @classmethod
     def evaluates(cls, fit):
+        """Whether ``fit`` is a Fine-Gray fit.
+
+        Parameters
+        ----------
+        fit : object
+            A fitted model.
+
+        Returns
+        -------
+        bool
+            ``isinstance(fit, FineGrayFit)``.
+        """
         return isinstance(fit, FineGrayFit)
 
     def _X(self, fit):
@@ -94,6 +161,18 @@ class CumulativeIncidence(Target):
         return X, [str(v) for v in index]
 
     def columns(self, fit):
+        """``"F(t|label)"`` for each (patient, time), patient outer, time inner.
+
+        Parameters
+        ----------
+        fit : FineGrayFit
+            The Fine-Gray fit.
+
+        Returns
+        -------
+        list of str
+            ``P T`` column names.
+        """
         return [f"F({t:g}|{lab})" for lab in self._X(fit)[1] for t in self.times]
 
     def _codes(self, fit):
@@ -111,8 +190,20 @@ class CumulativeIncidence(Target):
         return fine_gray_mask(fit, self._codes(fit), self.times)
 
     def followup_notes(self, fit):
-        """Times past the last failure time of the cause in each patient's stratum
-        (module docstring: ``F(t|x)`` is the last plateau there)."""
+        """Notes on times past the last failure time of the cause in a patient's stratum.
+
+        ``F(t|x)`` is the last plateau there (module docstring).
+
+        Parameters
+        ----------
+        fit : FineGrayFit
+            The Fine-Gray fit.
+
+        Returns
+        -------
+        tuple of str
+            One sentence per stratum with times past the cause's last failure time there.
+        """
         t_fail, s_fail = self._failures(fit)
         last = last_by_stratum(t_fail, s_fail, fit.data.n_strata)
         stratified = fit.data.n_strata > 1
@@ -137,10 +228,39 @@ class CumulativeIncidence(Target):
         return self._incidence(*self._parts(fit, theta, presence)[:2])
 
     def value(self, fit, theta):
+        """``F(t|x; theta, D)`` on the full data, for each row of ``theta``.
+
+        Parameters
+        ----------
+        fit : FineGrayFit
+            The Fine-Gray fit.
+        theta : array_like, shape (B, d)
+            Coefficient vectors (the baseline ``Lambda_10`` is re-estimated at each).
+
+        Returns
+        -------
+        numpy.ndarray, shape (B, P T)
+            In the order of :meth:`columns`.
+        """
         theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
         return self._cif(fit, theta, np.ones((theta.shape[0], fit.data.n)))
 
     def jacobian(self, fit):
+        """``dF/dtheta = (1 - F) exp(x'theta) sum_{t_k <= t} (d_k / S0_k) (x - xbar_k)``.
+
+        At ``fit.coef``, with the baseline's own dependence on ``theta`` included
+        (module docstring).
+
+        Parameters
+        ----------
+        fit : FineGrayFit
+            The Fine-Gray fit.
+
+        Returns
+        -------
+        numpy.ndarray, shape (P T, d)
+            One row per column of the target.
+        """
         lin, cum, jumps, xbar = self._parts(fit, fit.coef[None, :], np.ones((1, fit.data.n)))
         survive = 1.0 - self._incidence(lin, cum)[0].reshape(lin.shape[1], -1)   # (P, T)
         w = self._mask(fit) * jumps[0]                                   # (P, T, K)
@@ -151,11 +271,31 @@ class CumulativeIncidence(Target):
         return (survive[:, :, None] * dH).reshape(-1, fit.data.d)
 
     def data_effect(self, fit, units=None):
-        """(n, m) ``F(t|x; theta_hat, D_{-i}) - F(t|x; theta_hat, D)`` per subject (caller's
-        order): the baseline without subject i, its censoring group's Kaplan-Meier
-        re-estimated (module docstring), in closed form
+        """The exact change of ``F`` by deleting each subject at the fitted coefficients.
+
+        ``F(t|x; theta_hat, D_{-i}) - F(t|x; theta_hat, D)`` per subject: the baseline
+        without subject i, its censoring group's Kaplan-Meier re-estimated (module
+        docstring), in closed form
         (:func:`coxinfluence.likelihood.fine_gray_deletion.deleted_baseline_jumps`), on
-        the full data's scale (the same ``lin``)."""
+        the full data's scale (the same ``lin``).
+
+        Parameters
+        ----------
+        fit : FineGrayFit
+            The Fine-Gray fit.
+        units : None
+            Must be None: a Fine-Gray fit's units are its subjects.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, m)
+            One row per subject, in the caller's order.
+
+        Raises
+        ------
+        ValueError
+            If ``units`` is given.
+        """
         _no_units(units)
         data = fit.data
         lin, cum, _, _ = self._parts(fit, fit.coef[None, :], np.ones((1, data.n)))
@@ -172,9 +312,31 @@ class CumulativeIncidence(Target):
         return data.to_caller_order(out)
 
     def refit_values(self, fit, theta_loo, units=None):
-        """(n, m) ``F(t|x; theta_{-i}, D_{-i})``: the refitted coefficients with the baseline
-        and the censoring Kaplan-Meier recomputed without subject i, by literal deletion
-        (batched); NaN where the refit is (those subjects are not evaluated)."""
+        """``F(t|x; theta_{-i}, D_{-i})`` at each subject's refitted coefficients.
+
+        The baseline and the censoring Kaplan-Meier are recomputed without subject i, by
+        literal deletion (in batches).
+
+        Parameters
+        ----------
+        fit : FineGrayFit
+            The Fine-Gray fit.
+        theta_loo : array_like, shape (n, d)
+            Each subject's refitted coefficients (caller's order).
+        units : None
+            Must be None: a Fine-Gray fit's units are its subjects.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, m)
+            One row per subject; NaN where ``theta_loo`` is (those subjects are not
+            evaluated).
+
+        Raises
+        ------
+        ValueError
+            If ``units`` is given.
+        """
         _no_units(units)
         data = fit.data
         theta = np.asarray(theta_loo, dtype=np.float64)
