@@ -66,8 +66,16 @@ _stratum_labels = aft_stratum_labels
 
 
 class _AFTNewPatients(Target):
-    """New patients ``X_new`` (rows; a DataFrame with the fit's covariate columns, or an
-    array in their order) of an AFT fit, with their strata."""
+    """New patients of an AFT fit, with their strata.
+
+    Parameters
+    ----------
+    X_new : DataFrame or array_like
+        The new patients, one per row: a DataFrame with the fit's covariate columns, or an
+        array in their order.
+    strata : label or sequence, optional
+        Each patient's stratum, for a stratified fit (module docstring).
+    """
 
     options = ("strata",)
 
@@ -77,6 +85,18 @@ class _AFTNewPatients(Target):
 
     @classmethod
     def evaluates(cls, fit):
+        """Whether ``fit`` is an AFT fit (an ``AFTFit``).
+
+        Parameters
+        ----------
+        fit : object
+            A fitted model.
+
+        Returns
+        -------
+        bool
+            ``isinstance(fit, AFTFit)``.
+        """
         return isinstance(fit, AFTFit)
 
     def _X(self, fit):
@@ -89,8 +109,25 @@ class _AFTNewPatients(Target):
         return design, codes, [str(v) for v in index]
 
     def refit_values(self, fit, theta_loo, units=None):
-        """(U, m) the target at each unit's refitted parameters (no data effect: module
-        docstring); NaN where the refit is."""
+        """The target at each unit's refitted parameters.
+
+        The model is fully parametric: there is no data effect (module docstring), so
+        this is :meth:`value` at ``theta_loo``.
+
+        Parameters
+        ----------
+        fit : AFTFit
+            The AFT fit.
+        theta_loo : array_like, shape (U, d)
+            Each unit's refitted parameters (rows of NaN: not refitted).
+        units : object, optional
+            The units of deletion (not used: the value depends on ``theta`` alone).
+
+        Returns
+        -------
+        numpy.ndarray, shape (U, m)
+            One row per unit; NaN where the refit is.
+        """
         theta = np.atleast_2d(np.asarray(theta_loo, dtype=np.float64))
         ok = np.isfinite(theta).all(axis=1)
         out = np.full((theta.shape[0], len(self.columns(fit))), np.nan)
@@ -111,10 +148,35 @@ class _AFTNewPatients(Target):
 
 @register_target
 class AFTSurvival(_AFTNewPatients):
-    """``S(t | x) = S0((log t - x'beta) / sigma)`` of new patients at ``times`` (> 0) under
-    an AFT fit: R's ``1 - psurvreg(t, predict(fit, newdata, type = "lp"), fit$scale,
-    dist)``. One column per (patient, time), ``S(t|label)``. ``strata``: the patients'
-    strata for a stratified fit (module docstring)."""
+    """An AFT model's survival probability ``S(t | x)`` of new patients.
+
+    ``S(t | x) = S0((log t - x'beta) / sigma)`` at ``times`` under an AFT fit: R's
+    ``1 - psurvreg(t, predict(fit, newdata, type = "lp"), fit$scale, dist)``. One column
+    per (patient, time), ``"S(t|label)"``. ``ci.targets.Survival`` on an AFT model (the
+    deprecated ``ci.AFTSurvival`` is this class). Its derivatives, ``dS/dbeta = f0(z) x /
+    sigma`` and ``dS/ds = f0(z) z``, are in :mod:`coxinfluence.audit.aft_targets`.
+
+    Parameters
+    ----------
+    X_new : DataFrame or array_like
+        The new patients, one per row: a DataFrame with the fit's covariate columns, or
+        an array in their order.
+    times : float or array_like
+        The times ``t``, finite and positive.
+    strata : label or sequence, optional
+        The patients' strata for a stratified fit (one label for all, or one per patient;
+        labels as in the training data).
+
+    Raises
+    ------
+    ValueError
+        If ``times`` are not finite and positive.
+
+    See Also
+    --------
+    coxinfluence.targets.Survival : The target to use (dispatched on the model).
+    SurvivalQuantile : The quantiles of the survival time.
+    """
 
     name = "aft_survival"
     quantity = "survival"
@@ -124,11 +186,37 @@ class AFTSurvival(_AFTNewPatients):
         self.times = positive_times(times)
 
     def columns(self, fit):
+        """``"S(t|label)"`` for each (patient, time), patient outer, time inner.
+
+        Parameters
+        ----------
+        fit : AFTFit
+            The AFT fit.
+
+        Returns
+        -------
+        list of str
+            ``P T`` column names.
+        """
         return [f"S({t:g}|{lab})" for lab in self._X(fit)[1] for t in self.times]
 
     def followup_notes(self, fit):
-        """Times past the last event time of each patient's stratum (module docstring:
-        extrapolated by the parametric model there)."""
+        """Notes on times past the last event time of a patient's stratum.
+
+        ``S(t|x)`` is extrapolated by the parametric model there (module docstring); an
+        event time is an observed one, or the upper bound of a left- or
+        interval-censored one.
+
+        Parameters
+        ----------
+        fit : AFTFit
+            The AFT fit.
+
+        Returns
+        -------
+        tuple of str
+            One sentence per stratum with times past its last event time.
+        """
         data = fit.data
         design, codes, labels = self._design(fit)
         log_t = np.where(data.kind == INTERVAL, data.y2, data.y)
@@ -146,11 +234,39 @@ class AFTSurvival(_AFTNewPatients):
         return z, design, codes, s
 
     def value(self, fit, theta):
+        """``S(t | x)`` for each row of ``theta``.
+
+        Parameters
+        ----------
+        fit : AFTFit
+            The AFT fit.
+        theta : array_like, shape (B, d)
+            Parameter vectors in R's order (intercept, covariates, log-scales).
+
+        Returns
+        -------
+        numpy.ndarray, shape (B, P T)
+            In the order of :meth:`columns`.
+        """
         design, codes, _ = self._design(fit)
         S = aft_survival(fit, theta, design, codes, self.times)
         return S.reshape(S.shape[0], -1)
 
     def jacobian(self, fit):
+        """``dS/dbeta = f0(z) x / sigma``, ``dS/ds = f0(z) z`` at the fitted parameters.
+
+        ``s = log sigma`` of the patient's stratum (none for the exponential).
+
+        Parameters
+        ----------
+        fit : AFTFit
+            The AFT fit.
+
+        Returns
+        -------
+        numpy.ndarray, shape (P T, d)
+            One row per column of the target.
+        """
         z, design, codes, s = self._z(fit, fit.coef)
         z, s = z[0], s[0]                                            # (P, T), (P,)
         f = np.exp(fit.likelihood.family.log_f(z))                  # f0(z)
@@ -161,11 +277,32 @@ class AFTSurvival(_AFTNewPatients):
 
 @register_target
 class SurvivalQuantile(_AFTNewPatients):
-    """The ``p``-quantiles ``Q_p(x) = exp(x'beta + sigma w_p)`` of new patients' survival
-    times under an AFT fit (``p = 0.5``, the default: the median survival time): R's
-    ``predict(fit, newdata, type = "quantile", p = p)``. ``p`` one probability or several
-    in (0, 1): one column per (patient, p), ``Q(p|label)``. ``strata`` as
-    :class:`AFTSurvival`."""
+    """The ``p``-quantiles of new patients' survival times under an AFT fit.
+
+    ``Q_p(x) = exp(x'beta + sigma w_p)`` (``p = 0.5``, the default: the median survival
+    time): R's ``predict(fit, newdata, type = "quantile", p = p)``. One column per
+    (patient, p), ``"Q(p|label)"``. ``ci.targets.Quantile`` on an AFT model (the
+    deprecated ``ci.SurvivalQuantile`` is this class). Its derivatives, ``dQ/dbeta = Q
+    x`` and ``dQ/ds = Q sigma w_p``, are in :mod:`coxinfluence.audit.aft_targets`.
+
+    Parameters
+    ----------
+    X_new : DataFrame or array_like
+        The new patients, one per row, as :class:`AFTSurvival`.
+    p : float or array_like, default 0.5
+        One probability or several, strictly between 0 and 1.
+    strata : label or sequence, optional
+        The patients' strata for a stratified fit, as :class:`AFTSurvival`.
+
+    Raises
+    ------
+    ValueError
+        If a ``p`` is not strictly between 0 and 1.
+
+    See Also
+    --------
+    coxinfluence.targets.Quantile : The target to use (dispatched on the model).
+    """
 
     name = "survival_quantile"
     quantity = "survival_quantile"
@@ -175,6 +312,18 @@ class SurvivalQuantile(_AFTNewPatients):
         self.p = probabilities(p)
 
     def columns(self, fit):
+        """``"Q(p|label)"`` for each (patient, p), patient outer.
+
+        Parameters
+        ----------
+        fit : AFTFit
+            The AFT fit.
+
+        Returns
+        -------
+        list of str
+            One name per (patient, p).
+        """
         return [f"Q({q:g}|{lab})" for lab in self._X(fit)[1] for q in self.p]
 
     def _quantiles(self, fit, theta):
@@ -183,10 +332,38 @@ class SurvivalQuantile(_AFTNewPatients):
         return Q, design, codes, s, w
 
     def value(self, fit, theta):
+        """``Q_p(x)`` for each row of ``theta``.
+
+        Parameters
+        ----------
+        fit : AFTFit
+            The AFT fit.
+        theta : array_like, shape (B, d)
+            Parameter vectors in R's order (intercept, covariates, log-scales).
+
+        Returns
+        -------
+        numpy.ndarray, shape (B, m)
+            In the order of :meth:`columns`.
+        """
         Q = self._quantiles(fit, theta)[0]
         return Q.reshape(Q.shape[0], -1)
 
     def jacobian(self, fit):
+        """``dQ/dbeta = Q x``, ``dQ/ds = Q sigma w_p`` at the fitted parameters.
+
+        ``s = log sigma`` of the patient's stratum (none for the exponential).
+
+        Parameters
+        ----------
+        fit : AFTFit
+            The AFT fit.
+
+        Returns
+        -------
+        numpy.ndarray, shape (m, d)
+            One row per column of the target.
+        """
         Q, design, codes, s, w = self._quantiles(fit, fit.coef)
         Q, s = Q[0], s[0]                                            # (P, k), (P,)
         J = self._scale_jacobian(fit, codes, Q * np.exp(s)[:, None] * w[None, :])
