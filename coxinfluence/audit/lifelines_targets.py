@@ -100,12 +100,33 @@ def _blocks(fit):
 
 @register_target
 class LifelinesSurvival(Target):
-    """``model.predict_survival_function(df_new, times)`` of a lifelines parametric
-    regression at parameters ``theta`` (module docstring): one column per (patient, time),
-    ``S(t|label)``, patients in ``df_new``'s order (labels its index). ``df_new``: new
-    patients as lifelines takes them (a DataFrame, or a Series for one patient: the raw
-    columns the model's formula or covariates read; not modified); ``times`` finite and
-    positive."""
+    """A lifelines parametric regression's own survival function of new patients.
+
+    ``model.predict_survival_function(df_new, times)`` at parameters ``theta`` (module
+    docstring: ``S(t | x; theta) = exp(-H(t | x; params(theta)))`` with the fitter's own
+    ``_cumulative_hazard`` and design). One column per (patient, time),
+    ``"S(t|label)"``, patients in ``df_new``'s order (labels its index).
+    ``ci.targets.Survival`` on a lifelines parametric model (the deprecated
+    ``ci.LifelinesSurvival`` is this class).
+
+    Parameters
+    ----------
+    df_new : DataFrame or Series
+        New patients as lifelines takes them (a DataFrame, or a Series for one patient:
+        the raw columns the model's formula or covariates read; not modified).
+    times : float or array_like
+        The times ``t``, finite and positive.
+
+    Raises
+    ------
+    ValueError
+        If ``df_new`` is not a non-empty DataFrame (or a Series), or ``times`` are not
+        finite and positive.
+
+    See Also
+    --------
+    coxinfluence.targets.Survival : The target to use (dispatched on the model).
+    """
 
     name = "lifelines_survival"
     quantity = "survival"
@@ -121,14 +142,53 @@ class LifelinesSurvival(Target):
 
     @classmethod
     def evaluates(cls, fit):
+        """Whether ``fit`` stands for a fitted lifelines parametric regression.
+
+        Parameters
+        ----------
+        fit : object
+            A fitted model (the fit of ``ci.influence(model, df)``, whose
+            ``source_model`` is the lifelines model).
+
+        Returns
+        -------
+        bool
+            Whether its ``source_model`` is a lifelines model this target predicts with.
+        """
         return prediction_fitter(getattr(fit, "source_model", None)) is not None
 
     def columns(self, fit):
+        """``"S(t|label)"`` for each (patient, time), patient outer, time inner.
+
+        Parameters
+        ----------
+        fit : object
+            The fit of the lifelines model.
+
+        Returns
+        -------
+        list of str
+            ``P T`` column names, labels from ``df_new``'s index.
+        """
         return [f"S({t:g}|{lab})" for lab in self.df_new.index for t in self.times]
 
     def followup_notes(self, fit):
-        """Times past the last event time of the training data (module docstring); none
-        when the fitter does not keep its data."""
+        """Notes on times past the last event time of the training data.
+
+        ``S(t|x)`` is the parametric model's extrapolation there (module docstring: the
+        event times are read from the fitter).
+
+        Parameters
+        ----------
+        fit : object
+            The fit of the lifelines model.
+
+        Returns
+        -------
+        tuple of str
+            A sentence if some times are past the last event time; empty otherwise, and
+            when the fitter does not keep its data.
+        """
         last = _last_event_time(_fitter(fit))
         if last is None:
             return ()
@@ -177,6 +237,20 @@ class LifelinesSurvival(Target):
         return survival
 
     def value(self, fit, theta):
+        """``S(t | x; theta)`` for each row of ``theta``.
+
+        Parameters
+        ----------
+        fit : object
+            The fit of the lifelines model.
+        theta : array_like, shape (B, d)
+            Parameter vectors, lifelines' ``params_`` flattened in its own order.
+
+        Returns
+        -------
+        numpy.ndarray, shape (B, P T)
+            In the order of :meth:`columns`; NaN rows where ``theta`` is not finite.
+        """
         theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
         survival = self._survival(fit)
         out = np.full((theta.shape[0], len(self.df_new) * self.times.size), np.nan)
@@ -186,7 +260,21 @@ class LifelinesSurvival(Target):
         return out
 
     def jacobian(self, fit):
-        """``dS/dtheta`` (P T, d) at ``fit.coef`` by autograd."""
+        """``dS/dtheta`` at ``fit.coef``, by autograd.
+
+        Reverse mode, one pass per entry of ``S`` (lifelines' ``_cumulative_hazard`` is
+        written in autograd).
+
+        Parameters
+        ----------
+        fit : object
+            The fit of the lifelines model.
+
+        Returns
+        -------
+        numpy.ndarray, shape (P T, d)
+            One row per column of the target.
+        """
         from autograd import jacobian
         survival = self._survival(fit)
         return np.asarray(jacobian(survival)(np.asarray(fit.coef, dtype=np.float64)),

@@ -35,8 +35,23 @@ def _training_rows(fit):
 
 @register_target
 class RiskScore(CoxLinearPredictor):
-    """scikit-survival's ``predict(X_new)`` of new patients (module docstring):
-    ``ci.targets.LinearPredictor`` on a scikit-survival model."""
+    """scikit-survival's risk score ``estimator.predict(X_new)`` of new patients.
+
+    ``CoxPHSurvivalAnalysis.predict`` is ``x'beta``; ``CoxnetSurvivalAnalysis.predict``
+    is ``(x - mean)'beta``, centred on the training means, which a deletion also changes
+    (the data effect; module docstring). One column per patient, ``"risk[<label>]"``.
+    ``ci.targets.LinearPredictor`` on a scikit-survival model (the deprecated
+    ``ci.RiskScore`` is this class).
+
+    Parameters
+    ----------
+    X_new : DataFrame or array_like
+        The new patients, one per row, in the estimator's columns.
+
+    See Also
+    --------
+    coxinfluence.targets.LinearPredictor : The target to use (dispatched on the model).
+    """
 
     name = "risk_score"
     quantity = "linear_predictor"
@@ -44,15 +59,70 @@ class RiskScore(CoxLinearPredictor):
 
     @classmethod
     def evaluates(cls, fit):
+        """Whether ``fit`` is a scikit-survival Cox model's fit (an ``SksurvCoxFit``).
+
+        Parameters
+        ----------
+        fit : object
+            A fitted model.
+
+        Returns
+        -------
+        bool
+            ``isinstance(fit, SksurvCoxFit)``.
+        """
         return isinstance(fit, SksurvCoxFit)
 
     def value(self, fit, theta):
+        """``(x - mean)'theta`` for each row of ``theta`` (``mean`` 0 without centring).
+
+        Parameters
+        ----------
+        fit : SksurvCoxFit
+            The fit of the scikit-survival estimator.
+        theta : array_like, shape (B, d)
+            Coefficient vectors.
+
+        Returns
+        -------
+        numpy.ndarray, shape (B, P)
+            One column per new patient.
+        """
         return np.asarray(theta, dtype=np.float64) @ (self._X(fit)[0] - _centre(fit)).T
 
     def jacobian(self, fit):
+        """``J = x - mean`` for each new patient.
+
+        Parameters
+        ----------
+        fit : SksurvCoxFit
+            The fit of the scikit-survival estimator.
+
+        Returns
+        -------
+        numpy.ndarray, shape (P, d)
+            One row per new patient.
+        """
         return self._X(fit)[0] - _centre(fit)
 
     def data_effect(self, fit, units=None):
+        """The change of the centre by deleting each row: ``(x_i - mean)'beta / (n - 1)``.
+
+        Exact (module docstring); the same for every new patient.
+
+        Parameters
+        ----------
+        fit : SksurvCoxFit
+            The fit of the scikit-survival estimator.
+        units : object, optional
+            Not used: the units are the rows.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n, P), or None
+            One row per training row (caller's order); None without centring
+            (``CoxPHSurvivalAnalysis``).
+        """
         if getattr(fit, "centre", None) is None:
             return None
         n, m = fit.n, self._X(fit)[0].shape[0]
@@ -60,6 +130,24 @@ class RiskScore(CoxLinearPredictor):
         return np.repeat(shift[:, None], m, axis=1)
 
     def refit_values(self, fit, theta_loo, units=None):
+        """``(x - mean_{-i})'beta_{-i}`` at each row's refitted coefficients.
+
+        ``mean_{-i}`` the training means without row i (``mean`` 0 without centring).
+
+        Parameters
+        ----------
+        fit : SksurvCoxFit
+            The fit of the scikit-survival estimator.
+        theta_loo : array_like, shape (n, d)
+            Each row's refitted coefficients (caller's order).
+        units : object, optional
+            Not used: the units are the rows.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, P)
+            One row per training row.
+        """
         theta_loo = np.asarray(theta_loo, dtype=np.float64)
         X = self._X(fit)[0]
         if getattr(fit, "centre", None) is None:
