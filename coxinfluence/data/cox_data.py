@@ -46,15 +46,109 @@ TIES = ("efron", "breslow")
 
 @dataclass(frozen=True, eq=False)
 class CoxData:
-    """Survival data sorted for risk-set sums (rows in sorted order unless noted).
+    """Validated survival data, sorted for risk-set sums: what a :class:`~coxinfluence.CoxFit` fits.
 
-    ``order[k]`` is the caller's row position of sorted row ``k``; ``X``, ``time``,
-    ``event``, ``weights``, ``strata`` are in sorted order (descending time within
-    stratum); ``X`` is centred (the caller's covariates are ``X + X_center``; see
-    :func:`build_cox_data`). ``group`` gives each sorted row its tie group (same stratum
-    and time);
-    ``group_end[g]`` is one past the last sorted row of group ``g``, so the risk set
-    of ``g`` is the sorted rows ``stratum_start[s] : group_end[g]``.
+    Rows are sorted by stratum and *descending* time (events before censored rows
+    within a time), so that the risk set ``{j : time_j >= t}`` of every event time is a
+    prefix of its stratum block; rows are in this sorted order unless noted.
+    ``order[k]`` is the caller's row position of sorted row ``k``. ``group`` gives each
+    sorted row its tie group (same stratum and time); ``group_end[g]`` is one past the
+    last sorted row of group ``g``, so the risk set of ``g`` is the sorted rows
+    ``stratum_start[s] : group_end[g]`` (less, with delayed entry, the rows that enter
+    later: ``entry``). One "Efron term" per event describes the tie correction.
+
+    Built by ``make_cox_data`` (validation, the module's entry point, which
+    :func:`~coxinfluence.fit_cox` calls) and ``build_cox_data`` (sorting and the
+    structure); not meant to be constructed by hand. Frozen: every array is computed
+    once and shared by the loss, the influence functions and the refits.
+
+    Parameters
+    ----------
+    X : numpy.ndarray, shape (n, d)
+        The covariates, sorted and centred: the caller's covariates are ``X +
+        X_center`` (as R's ``coxph``, which centres too).
+    time : numpy.ndarray, shape (n,)
+        Follow-up (stop) times, sorted.
+    event : numpy.ndarray, shape (n,)
+        1 for an event, 0 for censored, sorted.
+    weights : numpy.ndarray, shape (n,)
+        Case weights, sorted.
+    strata : numpy.ndarray, shape (n,)
+        The stratum code of each sorted row (0..S-1, the block order).
+    order : numpy.ndarray, shape (n,)
+        ``order[k]``: the caller's row position of sorted row ``k``.
+    ties : {"efron", "breslow"}
+        The tie method.
+    columns : list of str
+        The covariates' names.
+    index : pandas.Index, optional
+        The caller's pandas index (the labels of every per-row result), or None.
+    strata_labels : tuple, optional
+        The caller's stratum labels, in code (= block) order; None without strata.
+    strata_names : tuple of str, optional
+        The stratum column name(s), when the caller named them.
+    group : numpy.ndarray, shape (n,)
+        The tie group of each sorted row (rows sharing stratum and time).
+    group_start : numpy.ndarray, shape (G,)
+        The first sorted row of each tie group.
+    group_end : numpy.ndarray, shape (G,)
+        One past the last sorted row of each tie group.
+    group_stratum : numpy.ndarray, shape (G,)
+        The stratum of each tie group.
+    stratum_start : numpy.ndarray, shape (S,)
+        The first sorted row of each stratum block.
+    event_rows : numpy.ndarray, shape (K,)
+        The sorted positions of the events: one Efron term each.
+    term_group : numpy.ndarray, shape (K,)
+        The tie group of each term.
+    term_rank : numpy.ndarray, shape (K,)
+        The rank ``r`` of each event within its group, ``0, ..., d_g - 1``.
+    term_frac : numpy.ndarray, shape (K,)
+        ``c_r = r / d_g`` (Efron) or 0 (Breslow).
+    group_n_events : numpy.ndarray, shape (G,)
+        ``d_g``, the number of events of each group.
+    group_event_weight : numpy.ndarray, shape (G,)
+        The total case weight of each group's events.
+    start : numpy.ndarray, shape (n,), optional
+        Entry times, sorted (rows at risk on ``(start, time]``); None: from the origin.
+    entry : EntryStructure, optional
+        Where delayed entry cuts the risk sets (:class:`EntryStructure`); None without
+        ``start``.
+    ids : numpy.ndarray, shape (n,), optional
+        The subject (unit) code of each sorted row; None: one row, one unit.
+    id_labels : pandas.Index, optional
+        The subjects' sorted labels; None without subjects.
+    X_center : numpy.ndarray, shape (d,)
+        The column means subtracted from ``X``.
+
+    See Also
+    --------
+    coxinfluence.fit_cox : Builds it and fits it.
+    coxinfluence.likelihood.risk_sets.RiskSets : The risk-set sums over it.
+
+    Notes
+    -----
+    Efron's approximation (with R's case weights) replaces, for a tie group ``g`` with
+    ``d_g`` events, the denominator of the partial likelihood by the ``d_g`` terms
+    ``S0_g - (r / d_g) S0D_g``, ``r = 0, ..., d_g - 1``, each weighted by the mean event
+    weight ``m_g = sum_{k in D_g} w_k / d_g`` (Therneau & Grambsch 2000, Sec. 3.3; R
+    survival ``coxfit6.c``). Breslow's is the same with ``r / d_g`` replaced by 0. The
+    terms are stored as arrays of length ``n_events`` (``term_group``, ``term_frac``),
+    which makes the loss, gradient and Hessian loop-free over rows. The layout follows
+    statsmodels' ``PHReg``: the risk-set structure is computed once and reused.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> fit = ci.fit_cox(rossi.drop(columns=["week", "arrest"]), rossi["week"], rossi["arrest"])
+    >>> data = fit.data
+    >>> data.n, data.d, data.n_groups, data.ties
+    (432, 7, 49, 'efron')
+    >>> data.time[:3]
+    array([52., 52., 52.])
+    >>> data.to_caller_order(data.time)[:3]
+    array([20., 17., 25.])
     """
 
     X: np.ndarray
@@ -92,48 +186,114 @@ class CoxData:
 
     @property
     def n(self):
+        """The number of rows."""
         return self.X.shape[0]
 
     @property
     def d(self):
+        """The number of covariates."""
         return self.X.shape[1]
 
     @cached_property
     def X_outer(self):
-        """(n, d*d) row-wise outer products ``x_j x_j'``: turns ``X' diag(c_b) X`` for a
-        batch of weight vectors ``c`` into one matrix product ``c @ X_outer``."""
+        """Row-wise outer products ``x_j x_j'``, an (n, d*d) array, computed once.
+
+        Turns ``X' diag(c_b) X`` for a batch of weight vectors ``c`` into one matrix
+        product ``c @ X_outer``.
+        """
         return (self.X[:, :, None] * self.X[:, None, :]).reshape(self.n, -1)
 
     @property
     def n_groups(self):
+        """The number of tie groups (distinct (stratum, time) pairs)."""
         return self.group_start.shape[0]
 
     @cached_property
     def inverse_order(self):
-        """``inverse_order[i]`` is the sorted position of the caller's row ``i``."""
+        """The sorted position of each caller's row: ``inverse_order[i]``, read-only."""
         inv = np.empty_like(self.order)
         inv[self.order] = np.arange(self.order.size)
         inv.flags.writeable = False
         return inv
 
     def to_caller_order(self, values_sorted):
-        """Rows in sorted order -> the caller's row order (a gather with ``np.take``:
-        several times faster than scattering rows into ``out[order]``; by blocks of rows
-        on threads from 2^20 rows, :mod:`coxinfluence.numerics.threads`)."""
+        """Rows in sorted order, put back in the caller's row order.
+
+        A gather with ``np.take`` (several times faster than scattering rows into
+        ``out[order]``), by blocks of rows on threads from 2^20 rows
+        (:mod:`coxinfluence.numerics.threads`).
+
+        Parameters
+        ----------
+        values_sorted : array_like, shape (n, ...)
+            Per-row values in sorted order.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n, ...)
+            The same values in the caller's row order.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi.drop(columns=["week", "arrest"]), rossi["week"], rossi["arrest"])
+        >>> data = fit.data
+        >>> data.to_caller_order(data.time)[:3]
+        array([20., 17., 25.])
+        >>> rossi["week"].to_numpy()[:3]
+        array([20, 17, 25])
+        """
         return take_rows(np.asarray(values_sorted), self.inverse_order)
 
     @property
     def term_mean_weight(self):
-        """``m_g`` of each Efron term: mean case weight of the events of its group."""
+        """``m_g`` of each Efron term: the mean case weight of the events of its group.
+        """
         return (self.group_event_weight / np.maximum(self.group_n_events, 1))[self.term_group]
 
     def subset(self, keep_sorted):
-        """The data with only the sorted rows where ``keep_sorted`` is True (still sorted)."""
+        """The data with only some sorted rows, still sorted.
+
+        Parameters
+        ----------
+        keep_sorted : array_like of bool, shape (n,)
+            True for the sorted rows to keep.
+
+        Returns
+        -------
+        CoxData
+            The rows kept, in sorted order; its ``order`` is the identity (its rows
+            are the kept rows, not the caller's) and it has no ``index``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi.drop(columns=["week", "arrest"]), rossi["week"], rossi["arrest"])
+        >>> data = fit.data
+        >>> late = data.subset(data.time > 10)
+        >>> late.n, late.n_groups
+        (417, 39)
+        """
         keep = np.asarray(keep_sorted, dtype=bool)
         return self.with_rows_and_columns(keep, np.arange(self.d))
 
     def with_rows_and_columns(self, keep_sorted, cols):
-        """The data restricted to sorted rows ``keep_sorted`` (bool) and columns ``cols``."""
+        """The data restricted to some sorted rows and some columns.
+
+        Parameters
+        ----------
+        keep_sorted : array_like of bool, shape (n,)
+            True for the sorted rows to keep.
+        cols : array_like of int
+            The positions of the columns to keep.
+
+        Returns
+        -------
+        CoxData
+            The rows and columns kept, in sorted order.
+        """
         keep = np.asarray(keep_sorted, dtype=bool)
         return build_cox_data(self.X[keep][:, cols], self.time[keep], self.event[keep],
                               self.weights[keep], self.strata[keep],
@@ -144,9 +304,11 @@ class CoxData:
 
     @property
     def at_risk_at_entry(self):
-        """Rows are at risk at their entry time (``[start, time]``, statsmodels' and
-        Stata's convention) rather than on ``(start, time]`` (R's, lifelines'; the
-        default): :class:`EntryStructure`."""
+        """Whether rows are at risk at their entry time too, a bool.
+
+        True: on ``[start, time]``, statsmodels' and Stata's convention; False (the
+        default): on ``(start, time]``, R's and lifelines' (:class:`EntryStructure`).
+        """
         return self.entry is not None and self.entry.at_risk_at_entry
 
 
@@ -328,18 +490,48 @@ def make_cox_data(X, time, event, *, start=None, id=None, weights=None, strata=N
                   ties="efron", check_identifiable=True, at_risk_at_entry=False):
     """Validate caller input and return a sorted :class:`CoxData`.
 
-    ``start`` (optional) makes each row at risk on ``(start, time]`` (R's
-    ``Surv(start, stop, event)``): delayed entry, time-varying covariates. With
-    ``at_risk_at_entry=True`` a row is at risk on ``[start, time]`` instead, at its entry
-    time too (statsmodels' ``PHReg``, Stata's convention; ``start == time`` is then
-    allowed: at risk at that one time). ``id``
-    (optional) names the subject of each row; one subject's rows must not be at risk
-    twice at one time within a stratum (overlapping intervals are an error).
+    The caller's objects are copied, never modified. Pandas inputs are matched on X's
+    index, never by position.
 
-    Raises :class:`CoxInputError` (a ``ValueError``) naming the problem for NaN/inf,
-    negative times (without ``start``), ``start >= time``, events not 0/1, non-positive
-    weights, mismatched lengths, no events, no more rows than covariates (``n <= d``),
-    and constant or collinear columns. The caller's objects are copied, never modified.
+    Parameters
+    ----------
+    X : array_like or pandas.DataFrame, shape (n, d)
+        Numeric covariates.
+    time : array_like, shape (n,)
+        Follow-up times.
+    event : array_like, shape (n,)
+        1 for an event, 0 for censored.
+    start : array_like, shape (n,), optional
+        Makes each row at risk on ``(start, time]`` (R's ``Surv(start, stop, event)``):
+        delayed entry, time-varying covariates.
+    id : array_like, shape (n,), optional
+        The subject of each row; one subject's rows must not be at risk twice at one
+        time within a stratum (overlapping intervals are an error).
+    weights : array_like, shape (n,), optional
+        Positive case weights; default 1.
+    strata : array_like or pandas.DataFrame, optional
+        Stratum labels (or several stratum columns).
+    ties : {"efron", "breslow"}, default "efron"
+        The tie method.
+    check_identifiable : bool, default True
+        Refuse constant or collinear columns (:func:`coxinfluence.data.rank.check_design`).
+    at_risk_at_entry : bool, default False
+        A row is at risk on ``[start, time]`` instead, at its entry time too
+        (statsmodels' ``PHReg``, Stata's convention; ``start == time`` is then allowed:
+        at risk at that one time).
+
+    Returns
+    -------
+    CoxData
+        The validated, sorted data.
+
+    Raises
+    ------
+    InputError
+        A ``ValueError`` naming the problem, for NaN/inf, negative times (without
+        ``start``), ``start >= time``, events not 0/1, non-positive weights, mismatched
+        lengths, no events, no more rows than covariates (``n <= d``), constant or
+        collinear columns, and overlapping intervals of one subject.
     """
     if ties not in TIES:
         raise CoxInputError(f"ties must be one of {TIES}; got {ties!r}")

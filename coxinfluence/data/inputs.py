@@ -9,10 +9,38 @@ from coxinfluence.numerics.rows import all_finite
 
 
 class InputError(ValueError):
-    """Invalid input to any model or function of the package (a ``ValueError`` naming the
-    problem): the data of ``fit_cox``, ``fit_aft``, ``fit_fine_gray``, and a lifelines,
-    statsmodels or scikit-survival model with data that are not its training data.
-    ``except ci.InputError`` catches them all."""
+    """Invalid input to any model or function of the package, a ``ValueError`` naming the problem.
+
+    Raised for the data of :func:`~coxinfluence.fit_cox`, :func:`~coxinfluence.fit_aft`
+    and :func:`~coxinfluence.fit_fine_gray` (NaN or infinite values, events not 0/1,
+    non-positive weights, mismatched lengths or pandas indexes, no events, constant or
+    collinear columns, ...), and for a lifelines, statsmodels or scikit-survival model
+    given with data that are not its training data. ``except ci.InputError`` catches
+    them all; being a ``ValueError``, ``except ValueError`` does too.
+
+    ``ci.CoxInputError`` is its former name (Cox inputs): the same class.
+
+    Messages name the rows at fault as every message of the package does: by the pandas
+    index label when the caller gave pandas, else by position counted from 0.
+
+    See Also
+    --------
+    coxinfluence.ConvergenceWarning : Warned when a fit does not converge.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi.drop(columns=["week", "arrest"])
+    >>> try:
+    ...     ci.fit_cox(X, rossi["week"], rossi["arrest"].replace(1, 2))
+    ... except ci.InputError as exc:
+    ...     print(exc)
+    event must be 0/1 (1 = event, 0 = censored); other values in 114 row(s) (index
+    label(s) 0, 1, 2, 6, 12, 14, 15, 16, 22, 35, ...)
+    >>> ci.CoxInputError is ci.InputError
+    True
+    """
 
 
 #: the former name (Cox inputs), the same class

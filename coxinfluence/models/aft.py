@@ -119,7 +119,7 @@ class AFTFit(FitInterface):
 
     See Also
     --------
-    fit_aft : Makes it.
+    coxinfluence.fit_aft : Makes it.
     coxinfluence.influence : The audit of a fit.
     coxinfluence.models.base.FitInterface : The interface every fit shares.
 
@@ -887,8 +887,8 @@ def fit_aft(X, time, event=None, dist="weibull", *, upper=None, entry=None, weig
 
     See Also
     --------
-    AFTFit : The fit and its methods.
-    fit_cox : The Cox model.
+    coxinfluence.AFTFit : The fit and its methods.
+    coxinfluence.fit_cox : The Cox model.
     coxinfluence.influence : The audit of the fit.
 
     Notes

@@ -39,7 +39,7 @@ class ConvergenceWarning(UserWarning):
 
     See Also
     --------
-    NotConvergedError : Raised where a non-converged fit cannot be used.
+    coxinfluence.NotConvergedError : Raised where a non-converged fit cannot be used.
 
     Examples
     --------
@@ -113,9 +113,9 @@ def cox_loss(theta, X, time, event, *, start=None, weights=None, strata=None,
 
     See Also
     --------
-    cox_gradient : Its gradient.
-    cox_hessian : Its Hessian.
-    fit_cox : Its minimiser.
+    coxinfluence.cox_gradient : Its gradient.
+    coxinfluence.cox_hessian : Its Hessian.
+    coxinfluence.fit_cox : Its minimiser.
 
     Notes
     -----
@@ -191,8 +191,8 @@ def cox_gradient(theta, X, time, event, *, start=None, weights=None, strata=None
 
     See Also
     --------
-    cox_loss : The loss and its formula.
-    cox_hessian : Its Hessian.
+    coxinfluence.cox_loss : The loss and its formula.
+    coxinfluence.cox_hessian : Its Hessian.
 
     Notes
     -----
@@ -257,8 +257,8 @@ def cox_hessian(theta, X, time, event, *, start=None, weights=None, strata=None,
 
     See Also
     --------
-    cox_loss : The loss and its formula.
-    cox_gradient : Its gradient.
+    coxinfluence.cox_loss : The loss and its formula.
+    coxinfluence.cox_gradient : Its gradient.
 
     Notes
     -----
@@ -339,7 +339,7 @@ class CoxFit(FitInterface):
 
     See Also
     --------
-    fit_cox : Makes it.
+    coxinfluence.fit_cox : Makes it.
     coxinfluence.influence : The audit of a fit.
     coxinfluence.models.base.FitInterface : The interface every fit shares.
 
@@ -882,10 +882,10 @@ def fit_cox(X, time, event, *, start=None, entry=None, id=None, weights=None, st
 
     See Also
     --------
-    CoxFit : The fit and its methods.
+    coxinfluence.CoxFit : The fit and its methods.
     coxinfluence.influence : The audit of the fit.
-    fit_aft : Parametric (AFT) regression.
-    fit_fine_gray : Competing risks.
+    coxinfluence.fit_aft : Parametric (AFT) regression.
+    coxinfluence.fit_fine_gray : Competing risks.
 
     Notes
     -----
@@ -984,7 +984,7 @@ class NotConvergedError(ValueError):
 
     See Also
     --------
-    ConvergenceWarning : Warned when the fit stopped before converging.
+    coxinfluence.ConvergenceWarning : Warned when the fit stopped before converging.
 
     Examples
     --------

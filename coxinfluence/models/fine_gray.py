@@ -135,7 +135,7 @@ class FineGrayFit(FitInterface):
 
     See Also
     --------
-    fit_fine_gray : Makes it.
+    coxinfluence.fit_fine_gray : Makes it.
     coxinfluence.influence : The audit of a fit.
     coxinfluence.models.base.FitInterface : The interface every fit shares.
 
@@ -667,8 +667,8 @@ def fit_fine_gray(X, time, status, cause=1, *, cengroup=None, weights=None, stra
 
     See Also
     --------
-    FineGrayFit : The fit and its methods.
-    fit_cox : The Cox model (cause-specific hazards).
+    coxinfluence.FineGrayFit : The fit and its methods.
+    coxinfluence.fit_cox : The Cox model (cause-specific hazards).
     coxinfluence.influence : The audit of the fit: deleting a subject re-estimates the
         censoring Kaplan-Meier (the non-decomposable part).
 
