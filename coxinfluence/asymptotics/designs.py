@@ -18,10 +18,7 @@ the negative control. :class:`GeneratorDesign` wraps any user generator
 returning ``(X (n, d), time (n,), event (n,) bool)``; :func:`_as_design` turns the
 ``design`` argument of the public functions into one.
 
-Population quantities
----------------------
-
-Population quantities of a design and the leading term of ``n * Diff_n(i)``.
+**Population quantities** of a design and the leading term of ``n * Diff_n(i)``.
 
 The end of the proof of the paper's Theorem "Approximation Error Bound under Cox
 Model" (appendix section "Formal Statement and Proof" of the informal theorem
@@ -131,6 +128,33 @@ class CoxDesign(_TrueCoefficients):
     independent of ``(T, X)`` (non-informative); follow-up ends at ``tau``:
     ``Y = min(T, C, tau)``, ``Delta = I(T <= min(C, tau))``.
 
+    Parameters
+    ----------
+    theta : tuple of float, default (0.7, -0.5)
+        The true coefficients theta* (a non-empty vector of finite numbers; ``d`` is its
+        length).
+    x_bound : float, default 1.0
+        Half-width of the covariate cube (> 0).
+    baseline_hazard : float, default 1.0
+        The constant baseline hazard ``lambda0`` (> 0).
+    censor_rate : float, default 0.2
+        Rate of the exponential censoring (>= 0; 0: no censoring before ``tau``).
+    tau : float or None, default 1.0
+        End of follow-up (> 0); None removes the truncation (the negative control).
+
+    Raises
+    ------
+    ValueError
+        A parameter out of its range.
+
+    See Also
+    --------
+    GeneratorDesign : any user generator as a design.
+    FineGrayDesign : competing risks with a true Fine-Gray model.
+    simulate_gap : the simulation that samples from a design.
+
+    Notes
+    -----
     Condition (3) of the theorem asks that the risk set keeps positive probability at
     the truncation time. The paper writes ``P(Y > tau | X) >= delta_0``; with follow-up
     ending at ``tau`` (so ``Y <= tau``) this reads ``P(Y >= tau | X) =
@@ -142,6 +166,18 @@ class CoxDesign(_TrueCoefficients):
 
     ``tau=None`` removes the truncation (``Y = min(T, C)``): risk sets then empty out
     in the tail, which breaks condition (3). Use it as the negative control.
+
+    Examples
+    --------
+    >>> from coxinfluence.asymptotics import CoxDesign
+    >>> design = CoxDesign()
+    >>> design.d, design.satisfies_theorem, round(design.delta0, 4)
+    (2, True, 0.0296)
+    >>> X, time, event = design.sample(5, np.random.default_rng(0))
+    >>> X.shape, bool(time.max() <= design.tau), event.dtype
+    ((5, 2), True, dtype('bool'))
+    >>> CoxDesign(tau=None).satisfies_theorem  # the negative control
+    False
     """
 
     theta: tuple = (0.7, -0.5)
@@ -178,7 +214,36 @@ class CoxDesign(_TrueCoefficients):
         return self.tau is not None and self.delta0 > 0
 
     def sample(self, n: int, rng: np.random.Generator):
-        """Draw ``n`` i.i.d. rows; returns ``(X (n, d), time (n,), event (n,) bool)``."""
+        """Draw ``n`` i.i.d. rows of the design.
+
+        Parameters
+        ----------
+        n : int
+            Sample size (>= 2).
+        rng : numpy.random.Generator, numpy.random.SeedSequence or int
+            The random stream (or a seed for one).
+
+        Returns
+        -------
+        X : numpy.ndarray
+            ``(n, d)`` covariates.
+        time : numpy.ndarray
+            ``(n,)`` follow-up times ``Y = min(T, C, tau)``.
+        event : numpy.ndarray
+            ``(n,)`` bool event indicators ``Delta``.
+
+        Raises
+        ------
+        ValueError
+            ``n`` is not an integer >= 2, or ``rng`` is not a generator or seed.
+
+        Examples
+        --------
+        >>> from coxinfluence.asymptotics import CoxDesign
+        >>> X, time, event = CoxDesign().sample(200, 0)
+        >>> X.shape, bool(np.all(np.abs(X) <= 1)), bool(np.all(time <= 1.0))
+        ((200, 2), True, True)
+        """
         n = _check_n(n)
         rng = _as_generator(rng)
         theta = self.theta_star
@@ -191,7 +256,30 @@ class CoxDesign(_TrueCoefficients):
         return X, time, event
 
     def population(self, **kwargs) -> QuadraturePopulation:
-        """Population quantities of this design by quadrature (needs a finite ``tau``)."""
+        """Population quantities of this design by quadrature (needs a finite ``tau``).
+
+        Parameters
+        ----------
+        **kwargs
+            ``n_quad`` and ``n_grid`` of :class:`QuadraturePopulation`.
+
+        Returns
+        -------
+        QuadraturePopulation
+            ``QuadraturePopulation(self, **kwargs)``.
+
+        Raises
+        ------
+        ValueError
+            ``tau`` is None, or the options are out of range.
+
+        Examples
+        --------
+        >>> from coxinfluence.asymptotics import CoxDesign
+        >>> pop = CoxDesign().population()
+        >>> print(np.round(pop.s0([0.0, 0.5, 1.0]), 4))
+        [1.1294 0.528  0.2679]
+        """
         return QuadraturePopulation(self, **kwargs)
 
 
@@ -199,10 +287,38 @@ class CoxDesign(_TrueCoefficients):
 class GeneratorDesign:
     """Any user generator ``generator(rng, n) -> (X, time, event)`` as a design.
 
-    ``theta`` (optional) is the true coefficient vector; it is needed only for the
-    leading term (:func:`~coxinfluence.asymptotics.monte_carlo_population`). For
-    process-based executors the generator must be picklable (a module-level function,
-    not a lambda).
+    Parameters
+    ----------
+    generator : callable
+        ``generator(rng, n)``, with ``rng`` a :class:`numpy.random.Generator`, returning
+        ``(X (n, d) or (n,), time (n,), event (n,) 0/1 or bool)``. For process-based
+        executors it must be picklable (a module-level function, not a lambda).
+    theta : tuple of float, optional
+        The true coefficient vector; needed only for the leading term
+        (:func:`~coxinfluence.asymptotics.monte_carlo_population`) and ``theta_err``.
+    name : str, default "user generator"
+        A label.
+
+    Raises
+    ------
+    ValueError
+        ``generator`` is not callable, or ``theta`` is not a vector of finite numbers.
+
+    See Also
+    --------
+    CoxDesign : the design that meets the theorem's conditions.
+
+    Examples
+    --------
+    >>> from coxinfluence.asymptotics import GeneratorDesign
+    >>> def weibull(rng, n):
+    ...     x = rng.normal(size=n)
+    ...     t = rng.weibull(1.5, size=n) * np.exp(-0.5 * x / 1.5)
+    ...     return x, np.minimum(t, 2.0), t <= 2.0
+    >>> design = GeneratorDesign(weibull, theta=(0.5,))
+    >>> X, time, event = design.sample(100, 0)
+    >>> X.shape, design.theta_star
+    ((100, 1), array([0.5]))
     """
 
     generator: Callable
@@ -222,9 +338,36 @@ class GeneratorDesign:
 
     @property
     def theta_star(self):
+        """The true coefficient vector theta* (float64 copy), or None when not given.
+
+        """
         return None if self.theta is None else np.array(self.theta, dtype=np.float64)
 
     def sample(self, n: int, rng: np.random.Generator):
+        """Draw ``n`` rows from the generator, checked and converted.
+
+        Parameters
+        ----------
+        n : int
+            Sample size (>= 2).
+        rng : numpy.random.Generator, numpy.random.SeedSequence or int
+            The random stream (or a seed for one), passed to the generator as a Generator.
+
+        Returns
+        -------
+        X : numpy.ndarray
+            ``(n, d)`` float64 covariates (a 1-D ``X`` becomes one column).
+        time : numpy.ndarray
+            ``(n,)`` float64 times.
+        event : numpy.ndarray
+            ``(n,)`` bool event indicators.
+
+        Raises
+        ------
+        ValueError
+            ``n`` is not an integer >= 2, the generator does not return a tuple
+            ``(X, time, event)`` of ``n`` rows, or the event indicator is not 0/1.
+        """
         n = _check_n(n)
         out = self.generator(_as_generator(rng), n)
         try:
@@ -276,7 +419,36 @@ class _Population:
             L(Z_i) = A^{-1} e_i [ Delta_i (X_i - r(Y_i)) / s0(Y_i)
                                   - e_i int_0^{Y_i} (X_i - r(t)) / s0(t)^2 dG(t) ],
 
-        ``e_i = exp(theta*' X_i)``, ``r = s1/s0``. Returns an ``(n, d)`` array.
+        ``e_i = exp(theta*' X_i)``, ``r = s1/s0``.
+
+        Parameters
+        ----------
+        X : array-like
+            ``(n, d)`` covariates (1-D: one covariate).
+        time : array-like
+            ``(n,)`` times ``Y_i``.
+        event : array-like
+            ``(n,)`` event indicators ``Delta_i``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(n, d)`` the leading term ``L(Z_i)`` of each row.
+
+        Raises
+        ------
+        ValueError
+            The shapes do not match each other or the population's ``d``.
+
+        Examples
+        --------
+        >>> from coxinfluence.asymptotics import CoxDesign
+        >>> design = CoxDesign()
+        >>> X, time, event = design.sample(3, 0)
+        >>> print(np.round(design.population().leading_term(X, time, event), 3))
+        [[ 1.708 -3.087]
+         [-6.98  -8.014]
+         [-0.012 -0.031]]
         """
         X = np.asarray(X, dtype=np.float64)
         if X.ndim == 1:
@@ -298,24 +470,63 @@ class QuadraturePopulation(_Population):
     """Population ``s0, s1, s2, G, A`` of a :class:`CoxDesign` by quadrature.
 
     ``E_X[...]`` is a tensor Gauss-Legendre rule on the covariate cube (``n_quad``
-    nodes per axis; by default ``round(40000 ** (1/d))`` clipped to ``[6, 40]``;
-    ``n_quad ** d`` may not exceed 2,000,000). In time, since the model has hazard
-    ``lambda0 e^{theta'X}`` and censoring is non-informative, ``dG(t) = lambda0 s0(t)
-    dt`` on ``[0, tau)``, and ``P(Y >= t | X) = exp(-(lambda0 e^{theta'X} + c) t)``.
-    Thus
+    nodes per axis). In time, since the model has hazard ``lambda0 e^{theta'X}`` and
+    censoring is non-informative, ``dG(t) = lambda0 s0(t) dt`` on ``[0, tau)``, and
+    ``P(Y >= t | X) = exp(-(lambda0 e^{theta'X} + c) t)``. Thus::
 
         s_k(t) = E_X[ e^{theta'X} X^{(k)} exp(-(lambda0 e^{theta'X} + c) t) ],
         A = lambda0 int_0^tau (s2 - s1 s1'/s0) dt,
         K0(y) = int_0^y dG/s0^2 = lambda0 int_0^y dt/s0,
         K1(y) = int_0^y r dG/s0^2 = lambda0 int_0^y s1/s0^2 dt.
 
-    ``s0, s1`` and the integrands of ``K0, K1`` are cubic splines on ``n_grid``
-    points of ``[0, tau]`` (default 2049, at least 16). For the default
-    ``CoxDesign()`` their relative error is about 1e-14 (the tests require 1e-10 for
-    ``s0`` and 1e-9 for ``K0``); it grows when the highest-risk rows leave the risk
-    set fast, so that ``s0`` bends sharply near 0 (about 1e-6 near ``t = 0`` for
-    ``theta=(2, -1.5), x_bound=1.5, tau=2``, 3e-10 there with ``n_grid=8193``): raise
-    ``n_grid`` for such designs. ``A`` uses a 64-point Gauss-Legendre rule in time.
+    Parameters
+    ----------
+    design : CoxDesign
+        The design; its ``tau`` must be finite.
+    n_quad : int, optional
+        Gauss-Legendre nodes per covariate axis; by default ``round(40000 ** (1/d))``
+        clipped to ``[6, 40]``. ``n_quad ** d`` may not exceed 2,000,000.
+    n_grid : int, default 2049
+        Points of ``[0, tau]`` for the splines (at least 16).
+
+    Attributes
+    ----------
+    theta : numpy.ndarray
+        theta*.
+    information : numpy.ndarray
+        ``(d, d)`` the population information ``A``.
+    tau : float
+        The end of follow-up.
+
+    Raises
+    ------
+    ValueError
+        ``design`` is not a :class:`CoxDesign`, its ``tau`` is None (condition 3 fails
+        and ``int dG/s0^2`` diverges), ``d`` is too large for tensor quadrature (use
+        :func:`monte_carlo_population`), or ``n_grid < 16``.
+
+    See Also
+    --------
+    monte_carlo_population : the same quantities for any design, from a large sample.
+
+    Notes
+    -----
+    ``s0, s1`` and the integrands of ``K0, K1`` are cubic splines on ``n_grid`` points of
+    ``[0, tau]``. For the default ``CoxDesign()`` their relative error is about 1e-14 (the
+    tests require 1e-10 for ``s0`` and 1e-9 for ``K0``); it grows when the highest-risk
+    rows leave the risk set fast, so that ``s0`` bends sharply near 0 (about 1e-6 near
+    ``t = 0`` for ``theta=(2, -1.5), x_bound=1.5, tau=2``, 3e-10 there with
+    ``n_grid=8193``): raise ``n_grid`` for such designs. ``A`` uses a 64-point
+    Gauss-Legendre rule in time.
+
+    Examples
+    --------
+    >>> from coxinfluence.asymptotics import CoxDesign, QuadraturePopulation
+    >>> pop = QuadraturePopulation(CoxDesign())
+    >>> print(np.round(pop.G([0.5, 1.0]), 4))
+    [0.3925 0.583 ]
+    >>> pop.information.shape
+    (2, 2)
     """
 
     def __init__(self, design: CoxDesign, *, n_quad: int | None = None, n_grid: int = 2049):
@@ -384,36 +595,140 @@ class QuadraturePopulation(_Population):
         return np.clip(t, 0.0, self.tau)
 
     def s0(self, t):
-        """``s0(t) = E[I(Y >= t) exp(theta*' X)]`` for ``0 <= t <= tau``."""
+        """``s0(t) = E[I(Y >= t) exp(theta*' X)]`` for ``0 <= t <= tau``.
+
+        Parameters
+        ----------
+        t : float or array-like
+            Times in ``[0, tau]``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``s0(t)``, the shape of ``t``.
+
+        Raises
+        ------
+        ValueError
+            A time outside ``[0, tau]``.
+        """
         return self._s0(self._check_t(t))
 
     def s1(self, t):
-        """``s1(t) = E[I(Y >= t) exp(theta*' X) X]``, shape ``t.shape + (d,)``."""
+        """``s1(t) = E[I(Y >= t) exp(theta*' X) X]`` for ``0 <= t <= tau``.
+
+        Parameters
+        ----------
+        t : float or array-like
+            Times in ``[0, tau]``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``s1(t)``, shape ``t.shape + (d,)``.
+
+        Raises
+        ------
+        ValueError
+            A time outside ``[0, tau]``.
+        """
         return self._s1(self._check_t(t))
 
     def s0_exact(self, t):
-        """``s0`` by direct quadrature (no spline); for checks."""
+        """``s0`` by direct quadrature (no spline); for checks.
+
+        Parameters
+        ----------
+        t : float or array-like
+            Times in ``[0, tau]``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``s0(t)``, one value per time (1-D).
+
+        Raises
+        ------
+        ValueError
+            A time outside ``[0, tau]``.
+        """
         return self._moments(self._check_t(t), second=False)[0]
 
     def G(self, t):
-        """``G(t) = P(Y <= t, Delta = 1) = lambda0 int_0^t s0(u) du``."""
+        """``G(t) = P(Y <= t, Delta = 1) = lambda0 int_0^t s0(u) du``.
+
+        Parameters
+        ----------
+        t : float or array-like
+            Times in ``[0, tau]``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``G(t)``, the shape of ``t``.
+
+        Raises
+        ------
+        ValueError
+            A time outside ``[0, tau]``.
+        """
         t = self._check_t(t)
         return self._lam * self._s0.antiderivative()(t)
 
     def K(self, y):
-        """``(int_0^y dG/s0^2, int_0^y r dG/s0^2)`` for the leading term."""
+        """``(int_0^y dG/s0^2, int_0^y r dG/s0^2)`` for the leading term.
+
+        Parameters
+        ----------
+        y : float or array-like
+            Times in ``[0, tau]``.
+
+        Returns
+        -------
+        K0 : numpy.ndarray
+            ``int_0^y dG/s0^2``, the shape of ``y``.
+        K1 : numpy.ndarray
+            ``int_0^y r dG/s0^2``, shape ``y.shape + (d,)``.
+
+        Raises
+        ------
+        ValueError
+            A time outside ``[0, tau]``.
+        """
         y = self._check_t(y)
         return self._K0(y), self._K1(y)
 
     def leading_term_sup(self, *, n_x: int = 100_000, n_y: int = 129) -> dict:
-        """``sup ||L(z)||`` over the support (grid search): ``X`` on a regular grid of
-        about ``n_x`` points of the cube (``round(n_x ** (1/d))``, at least 3, per axis),
-        ``Y`` on ``n_y`` equispaced points of ``[0, tau]``, ``Delta`` in {0, 1}. Returns
-        the value and where it is attained (a dict with ``sup, x, y, event``).
+        """``sup ||L(z)||`` over the support, by grid search.
 
+        ``X`` on a regular grid of about ``n_x`` points of the cube (``round(n_x ** (1/d))``,
+        at least 3, per axis), ``Y`` on ``n_y`` equispaced points of ``[0, tau]``, ``Delta``
+        in {0, 1}.
+
+        Parameters
+        ----------
+        n_x : int, default 100000
+            Approximate number of covariate grid points.
+        n_y : int, default 129
+            Number of time points.
+
+        Returns
+        -------
+        dict
+            ``sup`` (the value) and where it is attained: ``x``, ``y``, ``event``.
+
+        Notes
+        -----
         ``L`` is bounded here (the theorem's conditions), so the max over ``n`` rows of
-        ``||n Diff_n(i)||`` tends to this finite value; how slowly the sample reaches
-        the maximizing corner explains the slower slope of the max gap.
+        ``||n Diff_n(i)||`` tends to this finite value; how slowly the sample reaches the
+        maximizing corner explains the slower slope of the max gap.
+
+        Examples
+        --------
+        >>> from coxinfluence.asymptotics import CoxDesign
+        >>> best = CoxDesign().population().leading_term_sup(n_x=400, n_y=17)
+        >>> round(best["sup"], 2), best["x"].tolist(), best["y"], best["event"]
+        (168.82, [1.0, -1.0], 1.0, False)
         """
         d, b = self.theta.size, self.design.x_bound
         m = max(3, int(round(n_x ** (1.0 / d))))
@@ -437,6 +752,45 @@ class MonteCarloPopulation(_Population):
     delta_{Y_j}``, ``A = N^{-1} sum_j Delta_j (s2/s0 - r r')(Y_j)``; they converge to
     the population values at rate ``N^{-1/2}``. Build it with
     :func:`monte_carlo_population`.
+
+    Parameters
+    ----------
+    X : array-like
+        ``(N, d)`` covariates (1-D: one covariate).
+    time : array-like
+        ``(N,)`` times.
+    event : array-like
+        ``(N,)`` event indicators.
+    theta : array-like
+        ``(d,)`` the true coefficients theta*.
+
+    Attributes
+    ----------
+    theta : numpy.ndarray
+        theta*.
+    information : numpy.ndarray
+        ``(d, d)`` the information ``A``.
+    n_mc : int
+        ``N``.
+
+    Raises
+    ------
+    ValueError
+        ``theta`` and ``X`` differ in ``d``.
+
+    See Also
+    --------
+    monte_carlo_population : draws the sample from a design.
+    QuadraturePopulation : the same by quadrature, for a :class:`CoxDesign`.
+
+    Examples
+    --------
+    >>> from coxinfluence.asymptotics import CoxDesign, MonteCarloPopulation
+    >>> design = CoxDesign()
+    >>> X, time, event = design.sample(20_000, 1)
+    >>> pop = MonteCarloPopulation(X, time, event, design.theta_star)
+    >>> pop.n_mc, pop.information.shape
+    (20000, (2, 2))
     """
 
     def __init__(self, X, time, event, theta):
@@ -473,18 +827,70 @@ class MonteCarloPopulation(_Population):
         self.n_mc = N
 
     def s0(self, t):
+        """The empirical ``s0(t) = N^{-1} sum_k I(Y_k >= t) e_k``.
+
+        Parameters
+        ----------
+        t : float or array-like
+            Times.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``s0(t)``, the shape of ``t``.
+        """
         idx = np.searchsorted(self._times, np.asarray(t, dtype=np.float64), side="left")
         return self._S0[idx]
 
     def s1(self, t):
+        """The empirical ``s1(t) = N^{-1} sum_k I(Y_k >= t) e_k X_k``.
+
+        Parameters
+        ----------
+        t : float or array-like
+            Times.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``s1(t)``, shape ``t.shape + (d,)``.
+        """
         idx = np.searchsorted(self._times, np.asarray(t, dtype=np.float64), side="left")
         return self._S1[idx]
 
     def G(self, t):
+        """The empirical ``G(t) = N^{-1} sum_j Delta_j I(Y_j <= t)``.
+
+        Parameters
+        ----------
+        t : float or array-like
+            Times.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``G(t)``, the shape of ``t``.
+        """
         return np.searchsorted(self._event_times, np.asarray(t, dtype=np.float64),
                                side="right") / self.n_mc
 
     def K(self, y):
+        """``(int_0^y dG/s0^2, int_0^y r dG/s0^2)``: sums over the events strictly before ``y``.
+
+        As the sum over ``j: Y_j < Y_i`` of the finite-n identity.
+
+        Parameters
+        ----------
+        y : float or array-like
+            Times.
+
+        Returns
+        -------
+        K0 : numpy.ndarray
+            ``int_0^y dG/s0^2``, the shape of ``y``.
+        K1 : numpy.ndarray
+            ``int_0^y r dG/s0^2``, shape ``y.shape + (d,)``.
+        """
         # integral over [0, y): events strictly before y, as the sum over j: Y_j < Y_i
         idx = np.searchsorted(self._event_times, np.asarray(y, dtype=np.float64), side="left")
         return self._K0[idx], self._K1[idx]
@@ -494,7 +900,38 @@ def monte_carlo_population(design, n_mc: int = 1_000_000, *, seed=12345,
                            theta=None) -> MonteCarloPopulation:
     """Population quantities of any design from one very large sample (``n_mc`` rows).
 
-    ``theta`` defaults to ``design.theta_star``; a user generator needs it given.
+    Parameters
+    ----------
+    design : CoxDesign, GeneratorDesign, object with ``.sample(n, rng)``, or callable
+        The design (a callable is a generator ``f(rng, n) -> (X, time, event)``).
+    n_mc : int, default 1000000
+        Rows of the sample.
+    seed : int, numpy.random.SeedSequence or numpy.random.Generator, default 12345
+        The sample's random stream.
+    theta : array-like, optional
+        The true coefficients; default ``design.theta_star``. A user generator needs it
+        given.
+
+    Returns
+    -------
+    MonteCarloPopulation
+        The empirical ``s0, s1, G, A`` and the leading term.
+
+    Raises
+    ------
+    ValueError
+        No true ``theta`` (pass ``theta=...``), or a bad ``design`` or ``n_mc``.
+
+    See Also
+    --------
+    QuadraturePopulation : the same by quadrature, for a :class:`CoxDesign`.
+
+    Examples
+    --------
+    >>> from coxinfluence.asymptotics import CoxDesign, monte_carlo_population
+    >>> pop = monte_carlo_population(CoxDesign(), 20_000, seed=1)
+    >>> print(np.round(pop.s0([0.0, 0.5, 1.0]), 3))
+    [1.124 0.531 0.266]
     """
     design = _as_design(design)
     if theta is None:
