@@ -19,8 +19,26 @@ from coxinfluence.audit.sksurv_targets import RiskScore as _RiskScore
 __all__ = ["AFTSurvival", "LifelinesSurvival", "SurvivalQuantile", "RiskScore"]
 
 
-def _deprecated(impl, old, new):
-    """A subclass of ``impl`` named ``old`` that warns, when constructed, to use ``new``."""
+def _deprecated(impl, old, new, doc):
+    """A subclass of ``impl`` named ``old`` that warns, when constructed, to use ``new``.
+
+    Parameters
+    ----------
+    impl : type
+        The family's implementation the alias stands for.
+    old : str
+        The alias's name (``ci.<old>``).
+    new : str
+        What replaces it, as a user writes it.
+    doc : str
+        The alias's docstring.
+
+    Returns
+    -------
+    type
+        The alias: a subclass of ``impl`` whose ``__init__`` warns with a
+        ``DeprecationWarning`` and then is ``impl``'s.
+    """
 
     def __init__(self, *args, **kwargs):
         warnings.warn(f"ci.{old} is deprecated and will be removed in the next release: use "
@@ -29,12 +47,198 @@ def _deprecated(impl, old, new):
         impl.__init__(self, *args, **kwargs)
 
     return type(old, (impl,), {"__init__": __init__, "__module__": __name__,
-                               "__doc__": f"Deprecated: use {new}. {impl.__doc__}"})
+                               "__doc__": doc})
 
 
-AFTSurvival = _deprecated(_AFTSurvival, "AFTSurvival", "ci.targets.Survival(X_new, times)")
+_AFT_SURVIVAL_DOC = """An AFT model's survival probability of new patients (deprecated).
+
+    .. deprecated:: 0.1.0
+       Use ``ci.targets.Survival(X_new, times)``, the same target dispatched on the
+       model; ``ci.AFTSurvival`` will be removed in the next release.
+
+    The AFT family's implementation of ``ci.targets.Survival``: ``S(t | x) = S0((log t
+    - x'beta) / sigma)`` at ``times`` under an AFT fit, R's ``1 - psurvreg(t,
+    predict(fit, newdata, type = "lp"), fit$scale, dist)``; the same arguments and
+    values. One column per (patient, time), ``"S(t|label)"``.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        The arguments of :class:`coxinfluence.audit.aft_targets.AFTSurvival`:
+        ``X_new``, ``times`` and ``strata=None``.
+
+    Warns
+    -----
+    DeprecationWarning
+        When constructed, naming the target of ``ci.targets`` that replaces it.
+
+    See Also
+    --------
+    coxinfluence.targets.Survival : The target to use.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi[["fin", "age", "prio"]]
+    >>> aft = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     old = ci.AFTSurvival(X.iloc[:2], [20, 40])
+    >>> caught[0].category.__name__
+    'DeprecationWarning'
+    >>> np.round(old.value(aft, aft.coef[None, :]), 4)
+    array([[0.9286, 0.8223, 0.8021, 0.5587]])
+    >>> new = ci.targets.Survival(X.iloc[:2], [20, 40])
+    >>> np.array_equal(old.value(aft, aft.coef[None, :]), new.value(aft, aft.coef[None, :]))
+    True
+    """
+
+_LIFELINES_SURVIVAL_DOC = """A lifelines parametric regression's survival function (deprecated).
+
+    .. deprecated:: 0.1.0
+       Use ``ci.targets.Survival(df_new, times)``, the same target dispatched on the
+       model; ``ci.LifelinesSurvival`` will be removed in the next release.
+
+    The implementation of ``ci.targets.Survival`` for lifelines' parametric regressions:
+    ``model.predict_survival_function(df_new, times)`` at any parameters, with the
+    Jacobian by autograd; the same arguments and values. One column per (patient,
+    time), ``"S(t|label)"``.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        The arguments of :class:`coxinfluence.audit.lifelines_targets.LifelinesSurvival`:
+        ``df_new`` (new patients as lifelines takes them) and ``times``.
+
+    Warns
+    -----
+    DeprecationWarning
+        When constructed, naming the target of ``ci.targets`` that replaces it.
+
+    See Also
+    --------
+    coxinfluence.targets.Survival : The target to use.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from lifelines import WeibullAFTFitter
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> model = WeibullAFTFitter().fit(rossi, "week", "arrest")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     old = ci.LifelinesSurvival(rossi.iloc[:2], [20, 40])
+    >>> caught[0].category.__name__
+    'DeprecationWarning'
+    >>> res = ci.influence(model, rossi, target=old, method="vif")
+    >>> res.loo_change.columns.tolist()
+    ['S(20|0)', 'S(40|0)', 'S(20|1)', 'S(40|1)']
+    >>> new = ci.influence(model, rossi, method="vif",
+    ...                    target=ci.targets.Survival(rossi.iloc[:2], [20, 40]))
+    >>> np.allclose(res.loo_change, new.loo_change)
+    True
+    """
+
+_SURVIVAL_QUANTILE_DOC = """The quantiles of new patients' survival times, AFT (deprecated).
+
+    .. deprecated:: 0.1.0
+       Use ``ci.targets.Quantile(X_new, p)``, the same target dispatched on the model;
+       ``ci.SurvivalQuantile`` will be removed in the next release.
+
+    The AFT family's implementation of ``ci.targets.Quantile``: ``Q_p(x) = exp(x'beta +
+    sigma w_p)``, R's ``predict(fit, newdata, type = "quantile", p = p)``; the same
+    arguments and values. One column per (patient, p), ``"Q(p|label)"``.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        The arguments of :class:`coxinfluence.audit.aft_targets.SurvivalQuantile`:
+        ``X_new``, ``p=0.5`` and ``strata=None``.
+
+    Warns
+    -----
+    DeprecationWarning
+        When constructed, naming the target of ``ci.targets`` that replaces it.
+
+    See Also
+    --------
+    coxinfluence.targets.Quantile : The target to use.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi[["fin", "age", "prio"]]
+    >>> aft = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     old = ci.SurvivalQuantile(X.iloc[:2])
+    >>> caught[0].category.__name__
+    'DeprecationWarning'
+    >>> old.columns(aft)
+    ['Q(0.5|0)', 'Q(0.5|1)']
+    >>> np.round(old.value(aft, aft.coef[None, :]), 2)
+    array([[98.73, 45.31]])
+    """
+
+_RISK_SCORE_DOC = """scikit-survival's risk score ``predict(X_new)`` (deprecated).
+
+    .. deprecated:: 0.1.0
+       Use ``ci.targets.LinearPredictor(X_new)``, the same target dispatched on the
+       model; ``ci.RiskScore`` will be removed in the next release.
+
+    The scikit-survival family's implementation of ``ci.targets.LinearPredictor``:
+    ``x'beta`` for ``CoxPHSurvivalAnalysis``, ``(x - mean)'beta`` (centred on the
+    training means, which a deletion also changes) for ``CoxnetSurvivalAnalysis``; the
+    same argument and values. One column per patient, ``"risk[<label>]"``.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        The arguments of :class:`coxinfluence.audit.sksurv_targets.RiskScore`:
+        ``X_new``.
+
+    Warns
+    -----
+    DeprecationWarning
+        When constructed, naming the target of ``ci.targets`` that replaces it.
+
+    See Also
+    --------
+    coxinfluence.targets.LinearPredictor : The target to use.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from lifelines.datasets import load_rossi
+    >>> from sksurv.linear_model import CoxPHSurvivalAnalysis
+    >>> from sksurv.util import Surv
+    >>> rossi = load_rossi()
+    >>> X = rossi[["fin", "age", "prio"]]
+    >>> y = Surv.from_arrays(rossi["arrest"].astype(bool), rossi["week"])
+    >>> est = CoxPHSurvivalAnalysis().fit(X, y)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     old = ci.RiskScore(X.iloc[:2])
+    >>> caught[0].category.__name__
+    'DeprecationWarning'
+    >>> res = ci.influence(est, X, y=y, target=old, method="vif")
+    >>> res.loo_change.head(3).round(4)
+       risk[0]  risk[1]
+    0  -0.0466  -0.0290
+    1   0.0318   0.0064
+    2   0.0060  -0.0167
+    """
+
+AFTSurvival = _deprecated(_AFTSurvival, "AFTSurvival", "ci.targets.Survival(X_new, times)",
+                          _AFT_SURVIVAL_DOC)
 LifelinesSurvival = _deprecated(_LifelinesSurvival, "LifelinesSurvival",
-                                "ci.targets.Survival(df_new, times)")
+                                "ci.targets.Survival(df_new, times)", _LIFELINES_SURVIVAL_DOC)
 SurvivalQuantile = _deprecated(_SurvivalQuantile, "SurvivalQuantile",
-                               "ci.targets.Quantile(X_new, p)")
-RiskScore = _deprecated(_RiskScore, "RiskScore", "ci.targets.LinearPredictor(X_new)")
+                               "ci.targets.Quantile(X_new, p)", _SURVIVAL_QUANTILE_DOC)
+RiskScore = _deprecated(_RiskScore, "RiskScore", "ci.targets.LinearPredictor(X_new)",
+                        _RISK_SCORE_DOC)
