@@ -3,7 +3,7 @@
 **The design** (Fine & Gray 1999, JASA 94:496-509, Section 5's simulation, with ``d``
 covariates): ``X ~ Uniform[-x_bound, x_bound]^d``; the cause of interest (status 1)
 happens with probability ``P(cause 1 | x) = 1 - (1 - p)^{exp(x'theta)}`` and then at the
-time drawn from
+time drawn from::
 
     F_1(t | x) = 1 - [1 - p (1 - e^{-t})]^{exp(x'theta)},
 
@@ -17,8 +17,9 @@ the end (crr's weights ``G(t-)/G(T_j-)`` keep the competing subjects in with a p
 weight), the analogue of the Cox theorem's condition 3.
 
 **One replicate** (:func:`fine_gray_gap_row`): ``ci.fit_fine_gray``, then on the paper's
-scale (``n (theta_hat - theta_hat_{-i})``, :mod:`coxinfluence.influence_functions.
-fine_gray_audit`): ``VIF_n(i)`` (subject deleted, censoring Kaplan-Meier re-estimated),
+scale (``n (theta_hat - theta_hat_{-i})``,
+:mod:`coxinfluence.influence_functions.fine_gray_audit`): ``VIF_n(i)`` (subject deleted,
+censoring Kaplan-Meier re-estimated),
 crr's influence function ``IF_n(i) = n H^{-1} (eta_i + psi_i)`` (Reid's, with the
 censoring weights' term ``psi_i``) and the weights-held-fixed ``IF^fix_n(i) = n H^{-1}
 eta_i``. The paper's Cox theorem gives ``VIF_n - IF_n = O_p(1/n)``; no theorem covers
@@ -59,13 +60,47 @@ def _vector(value, name):
 
 @dataclass(frozen=True)
 class FineGrayDesign(_TrueCoefficients):
-    """Competing risks with a true Fine-Gray model for cause 1 (module docstring).
+    """Competing risks with a true Fine-Gray model for cause 1.
 
-    ``theta``: the subdistribution hazard's coefficients of cause 1; ``gamma``: the
-    log-rate coefficients of the competing cause's exponential time (default
-    ``-theta``); ``p``: ``P(cause 1)`` at ``x = 0`` (in (0, 1)); ``censor_rate``:
-    exponential censoring (0: none); ``tau``: end of follow-up (None: none).
-    ``sample(n, rng)`` returns ``(X (n, d), time (n,), status (n,) in {0, 1, 2})``.
+    The design of Fine & Gray (1999), Section 5, with ``d`` covariates (module docstring):
+    cause 1 has the subdistribution hazard ``exp(x'theta) lambda_10(t)``, the competing
+    cause (status 2) an exponential time of rate ``exp(x'gamma)``.
+
+    Parameters
+    ----------
+    theta : tuple of float, default (0.7, -0.5)
+        The subdistribution hazard's coefficients of cause 1 (theta*).
+    gamma : tuple of float, optional
+        The log-rate coefficients of the competing cause's exponential time (default
+        ``-theta``; one per covariate).
+    p : float, default 0.5
+        ``P(cause 1)`` at ``x = 0``, in (0, 1).
+    x_bound : float, default 1.0
+        Half-width of the covariate cube (> 0).
+    censor_rate : float, default 0.3
+        Rate of the exponential censoring (>= 0; 0: none).
+    tau : float or None, default 3.0
+        End of follow-up (> 0; None: none).
+
+    Raises
+    ------
+    ValueError
+        A parameter out of its range, or ``gamma`` of another length than ``theta``.
+
+    See Also
+    --------
+    CoxDesign : the Cox design of the paper's theorem.
+    simulate_gap : with this design, also records the weights-held-fixed gap.
+
+    Examples
+    --------
+    >>> from coxinfluence.asymptotics import FineGrayDesign
+    >>> design = FineGrayDesign()
+    >>> X, time, status = design.sample(200, 0)
+    >>> np.bincount(status).tolist()  # censored, cause 1, competing cause
+    [45, 71, 84]
+    >>> print(np.round(design.cumulative_incidence([0.5, 1.0, 3.0], [0.0, 0.0]), 4))
+    [0.1967 0.3161 0.4751]
     """
 
     theta: tuple = (0.7, -0.5)
@@ -91,13 +126,56 @@ class FineGrayDesign(_TrueCoefficients):
         _check_follow_up(self)
 
     def cumulative_incidence(self, t, X):
-        """``F_1(t | x) = 1 - [1 - p (1 - e^{-t})]^{exp(x'theta)}`` (rows of ``X``)."""
+        """The true cumulative incidence of cause 1, ``F_1(t | x)``.
+
+        ``F_1(t | x) = 1 - [1 - p (1 - e^{-t})]^{exp(x'theta)}`` for the rows of ``X``.
+
+        Parameters
+        ----------
+        t : float or array-like
+            Times (broadcast against the rows of ``X``).
+        X : array-like
+            ``(m, d)`` covariates, or one row ``(d,)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``F_1(t | x)``, broadcast over ``t`` and the rows of ``X``.
+
+        Examples
+        --------
+        >>> from coxinfluence.asymptotics import FineGrayDesign
+        >>> F = FineGrayDesign().cumulative_incidence(1.0, [[0.0, 0.0], [1.0, -1.0]])
+        >>> print(np.round(F, 4))
+        [0.3161 0.7167]
+        """
         e = np.exp(np.atleast_2d(np.asarray(X, dtype=np.float64)) @ self.theta_star)
         return 1.0 - (1.0 - self.p * -np.expm1(-np.asarray(t, dtype=np.float64))) ** e
 
     def sample(self, n: int, rng: np.random.Generator):
-        """``n`` i.i.d. subjects: ``(X, time, status)``, status 0 censored, 1 the cause of
-        the model, 2 the competing cause."""
+        """Draw ``n`` i.i.d. subjects.
+
+        Parameters
+        ----------
+        n : int
+            Sample size (>= 2).
+        rng : numpy.random.Generator, numpy.random.SeedSequence or int
+            The random stream (or a seed for one).
+
+        Returns
+        -------
+        X : numpy.ndarray
+            ``(n, d)`` covariates.
+        time : numpy.ndarray
+            ``(n,)`` times ``min(T, C, tau)``.
+        status : numpy.ndarray
+            ``(n,)`` int64: 0 censored, 1 the cause of the model, 2 the competing cause.
+
+        Raises
+        ------
+        ValueError
+            ``n`` is not an integer >= 2, or ``rng`` is not a generator or seed.
+        """
         n = _check_n(n)
         rng = _as_generator(rng)
         X = rng.uniform(-self.x_bound, self.x_bound, size=(n, self.d))
@@ -116,13 +194,46 @@ class FineGrayDesign(_TrueCoefficients):
 
 
 def fine_gray_gap_row(design, X, time, status, include_loo=False):
-    """One replicate's row of :class:`~coxinfluence.asymptotics.GapResult`'s table for a
-    Fine-Gray sample: the norms over subjects of ``VIF_n - IF_n`` (``gap_*``), of
-    ``VIF_n - IF^fix_n`` (``fixed_gap_*``), of ``IF_n - IF^fix_n`` (``weight_term_*``,
-    ``n H^{-1} psi_i``) and of ``IF_n`` (``if_*``) (module docstring); with
-    ``include_loo``, the gaps of ``VIF_n``, ``IF_n`` and ``IF^fix_n`` to
-    ``n (theta_hat - theta_hat_{-i})`` by exact refits (``vif_loo_*``, ``if_loo_*``,
-    ``fixed_loo_*``)."""
+    """One replicate's row of the simulation table for a Fine-Gray sample.
+
+    A row of :class:`~coxinfluence.asymptotics.GapResult`'s table: fits
+    ``ci.fit_fine_gray`` (cause 1) and records the norms over subjects of
+    ``VIF_n - IF_n`` (``gap_*``), of ``VIF_n - IF^fix_n`` (``fixed_gap_*``), of
+    ``IF_n - IF^fix_n`` (``weight_term_*``, ``n H^{-1} psi_i``) and of ``IF_n`` (``if_*``)
+    (module docstring).
+
+    Parameters
+    ----------
+    design : FineGrayDesign
+        The design (its ``theta_star`` gives ``theta_err``).
+    X : numpy.ndarray
+        ``(n, d)`` covariates.
+    time : numpy.ndarray
+        ``(n,)`` times.
+    status : numpy.ndarray
+        ``(n,)`` status: 0 censored, 1 the cause of the model, 2 the competing cause.
+    include_loo : bool, default False
+        Also the gaps of ``VIF_n``, ``IF_n`` and ``IF^fix_n`` to
+        ``n (theta_hat - theta_hat_{-i})`` by exact refits (``vif_loo_*``, ``if_loo_*``,
+        ``fixed_loo_*``).
+
+    Returns
+    -------
+    dict
+        The row: ``n_events``, ``n_competing``, ``converged``, ``gap_mean``, ``gap_max``,
+        ``n_gap_mean``, ``n_gap_max``, ``fixed_gap_mean``, ``fixed_gap_max``,
+        ``weight_term_mean``, ``if_mean``, ``if_max``, ``argmax_time_q``, ``theta_err``
+        (and the ``*_loo_*`` columns).
+
+    Examples
+    --------
+    >>> from coxinfluence.asymptotics import FineGrayDesign
+    >>> from coxinfluence.asymptotics.fine_gray_design import fine_gray_gap_row
+    >>> design = FineGrayDesign()
+    >>> row = fine_gray_gap_row(design, *design.sample(200, 0))
+    >>> row["n_events"], row["n_competing"], round(row["gap_mean"], 3)
+    (71, 84, 0.035)
+    """
     n = X.shape[0]
     fit = fit_fine_gray(X, time, status, 1)
     audit = FineGrayAudit(fit)
