@@ -231,67 +231,176 @@ class TopNotVerifiedWarning(UserWarning):
 def influence(model, data=None, *, method="auto", target=None, include_data_effect=True,
               progress=None, executor=None, groups=None, robust=None, y=None,
               alpha=None) -> InfluenceResult:
-    """Influence of every training patient on a fitted Cox model (module docstring).
+    """Influence of every training patient on a fitted survival model.
+
+    For every unit of deletion g (a patient, a subject, a cluster) it estimates the
+    leave-one-out change ``theta_hat_{-g} - theta_hat`` of the parameters, or
+    ``g_{-g} - g`` of a target (hazard ratios, a survival probability, ...), with the
+    standardised changes (dfbetas), the likelihood displacement, LMAX and flags for
+    the numbers that cannot be trusted. By default (``method="auto"``) the numbers the
+    audit is read for, the top ones, come from exact refits.
 
     Parameters
     ----------
-    model : a ``CoxFit`` (``ci.fit_cox``), a fitted lifelines ``CoxPHFitter`` (then
-        ``data`` is its training DataFrame: formulas, strata, weights are read from the
-        fitter), a statsmodels ``PHRegResults``, or a parametric AFT model: an ``AFTFit``
-        (``ci.fit_aft``, R's ``survreg``) or a fitted lifelines ``WeibullAFTFitter``,
-        ``LogNormalAFTFitter``, ``LogLogisticAFTFitter`` (audited by
-        :class:`coxinfluence.influence_functions.aft_audit.AFTAudit` in R's
-        parametrisation, results indexed like the model's ``params_``:
-        :mod:`coxinfluence.influence_functions.reparametrised`), or any other lifelines
-        parametric regression (``ancillary`` AFT fits, ``PiecewiseExponentialRegressionFitter``,
-        ``GeneralizedGammaRegressionFitter``, ``CoxPHFitter`` with a spline or piecewise
-        baseline, a user's ``ParametricRegressionFitter``: its own likelihood, audited by
-        :class:`~coxinfluence.influence_functions.decomposable_audit.DecomposableAudit`).
-    data : the training DataFrame (required for lifelines; optional extra columns for
-        the ``top`` table otherwise).
-    method : "auto" (default): VIF for every unit and exact refits where the audit is
-        read (the top units by likelihood displacement until the top 10 cannot change,
-        every flagged unit, and, for a target other than the coefficients, the top units
-        by the target's change until its top 10 cannot change either, ``top(k,
+    model : fitted model
+        One of:
+
+        - a ``CoxFit`` (:func:`~coxinfluence.fit_cox`);
+        - a fitted lifelines ``CoxPHFitter`` (then ``data`` is its training DataFrame:
+          formulas, strata, weights are read from the fitter), or a lifelines
+          ``CoxTimeVaryingFitter``;
+        - a statsmodels ``PHRegResults``;
+        - a parametric AFT model: an ``AFTFit`` (:func:`~coxinfluence.fit_aft`, R's
+          ``survreg``) or a fitted lifelines ``WeibullAFTFitter``,
+          ``LogNormalAFTFitter``, ``LogLogisticAFTFitter`` (audited by
+          :class:`coxinfluence.influence_functions.aft_audit.AFTAudit` in R's
+          parametrisation, results indexed like the model's ``params_``:
+          :mod:`coxinfluence.influence_functions.reparametrised`);
+        - any other lifelines parametric regression (``ancillary`` AFT fits,
+          ``PiecewiseExponentialRegressionFitter``, ``GeneralizedGammaRegressionFitter``,
+          ``CoxPHFitter`` with a spline or piecewise baseline, a user's
+          ``ParametricRegressionFitter``: its own likelihood, audited by
+          :class:`~coxinfluence.influence_functions.decomposable_audit.DecomposableAudit`);
+        - a ``FineGrayFit`` (:func:`~coxinfluence.fit_fine_gray`; its units are its
+          subjects);
+        - a fitted scikit-survival ``CoxPHSurvivalAnalysis`` or
+          ``CoxnetSurvivalAnalysis`` (with ``y=``);
+        - a model behind the seam (:mod:`coxinfluence.influence_functions.seam`, e.g. an
+          autodiff model), used as it is.
+
+    data : DataFrame, optional
+        The training DataFrame: required for lifelines (the frame the model was fitted
+        on) and for scikit-survival (its training ``X``); otherwise optional extra
+        columns for the ``top`` table.
+    method : {"auto", "vif", "reid", "newton", "exact"}, default "auto"
+        ``"auto"``: the VIF for every unit and exact refits where the audit is read (the
+        top units by likelihood displacement until the top 10 cannot change, every
+        flagged unit, and, for a target other than the coefficients, the top units by
+        the target's change until its top 10 cannot change either, ``top(k,
         by="target")``; :mod:`coxinfluence.audit.verification`), ``verified`` saying which
-        numbers are exact; or "vif", "reid", "newton", "exact" for one method throughout.
-    target : None / "coef" (coefficients), "hr" (hazard ratios; Cox), "tr" (time ratios
-        ``exp(coef)`` of an AFT model's covariates), or a
-        :class:`coxinfluence.audit.targets.Target` (``RelativeRisk(X_new)``,
-        ``LinearPredictor(X_new)``, ``Survival(X_new, times)``; a lifelines parametric
-        model's own ``predict_survival_function``: ``LifelinesSurvival(df_new, times)``);
-        new patients may be raw frames for lifelines formula models (transformed as
-        lifelines does).
-    include_data_effect : for survival targets, add the baseline hazard's direct
-        dependence on the removed patient (default True; see :mod:`.targets`).
-    progress, executor : passed to the exact refits (``method="exact"`` and ``"auto"``).
-    groups : the units of deletion, one label per training row (caller's order): a
-        cluster (a hospital) is deleted whole. Default: the model's subjects (a
-        ``CoxFit`` or an ``AFTFit`` with ``id=``, a lifelines ``CoxTimeVaryingFitter``'s
-        ``id_col``; a Fine-Gray fit's rows are its subjects), or its
-        clusters (a lifelines ``cluster_col``), else the rows. Results are then indexed
-        by the sorted unit labels, and ``top(k)`` shows each unit's rows, follow-up span
-        and events.
-    robust : divide dfbetas by the robust (grouped sandwich) SE (True) or the model-based
-        SE (False); default: as the model reports its SE (lifelines ``robust=True`` or
+        numbers are exact. Or one method throughout: ``"vif"`` (the closed-form VIF,
+        deletion of the unit), ``"reid"`` (Reid's IF), ``"newton"`` (one-step Newton),
+        ``"exact"`` (refit without each unit); Notes.
+    target : None, str or Target, optional
+        What to attribute: None or ``"coef"`` (the coefficients), ``"hr"`` (hazard
+        ratios; Cox, Fine-Gray), ``"tr"`` (time ratios ``exp(coef)`` of an AFT model's
+        covariates), or a target of :mod:`coxinfluence.targets` for new patients
+        (``RelativeRisk(X_new)``, ``LinearPredictor(X_new)``, ``Survival(X_new,
+        times)``, ``Quantile(X_new, p)``, ``CumulativeIncidence(X_new, times)``), each
+        evaluated as the model's own (for a lifelines parametric model ``Survival`` is
+        its ``predict_survival_function``). New patients may be raw frames for lifelines
+        formula models (transformed as lifelines does).
+    include_data_effect : bool, default True
+        For survival and cumulative-incidence targets, add the baseline hazard's direct
+        dependence on the removed unit (:mod:`coxinfluence.audit.targets`).
+    progress : bool, optional
+        Show a progress bar of the exact refits (``method="exact"`` and ``"auto"``);
+        default: when there are more than 2000 units to refit.
+    executor : concurrent.futures.Executor, optional
+        Where the exact refits run (``method="exact"`` and ``"auto"``): a
+        ``concurrent.futures.Executor`` (e.g. ``ProcessPoolExecutor``) or a
+        ``dask.distributed.Client``; results are identical to the serial run.
+    groups : array_like, optional
+        The units of deletion, one label per training row (caller's order): a cluster (a
+        hospital) is deleted whole. Default: the model's subjects (a ``CoxFit`` or an
+        ``AFTFit`` with ``id=``, a lifelines ``CoxTimeVaryingFitter``'s ``id_col``; a
+        Fine-Gray fit's rows are its subjects), or its clusters (a lifelines
+        ``cluster_col``), else the rows. Results are then indexed by the sorted unit
+        labels, and ``top(k)`` shows each unit's rows, follow-up span and events.
+    robust : bool, optional
+        Divide dfbetas by the robust (grouped sandwich) SE (True) or the model-based SE
+        (False); default: as the model reports its SE (lifelines ``robust=True`` or
         ``cluster_col``: robust; a ``CoxFit``: model-based).
-    y, alpha : for a fitted scikit-survival ``CoxPHSurvivalAnalysis`` or
-        ``CoxnetSurvivalAnalysis`` (then ``data`` is its training ``X``): ``y`` its
-        training structured array; ``alpha`` the Coxnet alpha audited (one of its
-        ``alphas_``; default its only one). :mod:`coxinfluence.integrations.sksurv`.
+    y : structured array, optional
+        For a fitted scikit-survival ``CoxPHSurvivalAnalysis`` or
+        ``CoxnetSurvivalAnalysis`` (then ``data`` is its training ``X``): its training
+        structured array (:mod:`coxinfluence.integrations.sksurv`).
+    alpha : float, optional
+        For a ``CoxnetSurvivalAnalysis``: the alpha audited (one of its ``alphas_``;
+        default its only one).
 
     Returns
     -------
     InfluenceResult
+        One row per unit: ``loo_change``, ``theta_change``, ``dfbetas``,
+        ``likelihood_displacement``, ``lmax``, ``flags``, ``verified``, ``top(k)``.
+
+    Raises
+    ------
+    ValueError
+        If ``method`` is not one of the five, the target is unknown or not available for
+        the model, ``y=``/``alpha=`` are given for a model that is not a scikit-survival
+        estimator, or ``groups=``/``robust=`` for a model whose units are fixed.
 
     Warns
     -----
     TargetBeyondFollowUpWarning
-        for each stratum where a target time is past the last event time of the data
+        For each stratum where a target time is past the last event time of the data
         (``S(t|x)``, ``F(t|x)``: the last plateau; a parametric model's ``S(t|x)``: its
         extrapolation); the sentences are kept in ``InfluenceResult.target_notes``.
     TopNotVerifiedWarning
         ``method="auto"`` could not make its top 10 certain within its refit limit.
+    LeaveOneOutWarning
+        With ``method="exact"``: one warning naming the units whose refit does not exist
+        (a covariate left constant, no event left) or failed; their numbers are NaN and
+        they are flagged (``undefined``, ``refit_failed``).
+
+    See Also
+    --------
+    InfluenceResult : What is returned.
+    coxinfluence.vif : The VIF alone, on the paper's scale.
+    coxinfluence.exact_loo : The exact leave-one-out refits alone.
+
+    Notes
+    -----
+    The methods (``Delta_g = theta_hat_{-g} - theta_hat``; ``n`` the number of units,
+    ``H`` the Hessian of the loss, the negative log partial likelihood)::
+
+        "vif"    Delta_g = -VIF_n(g) / n           closed-form VIF (deletion of unit g)
+        "reid"   Delta_g = -IF_n(g) / n            Reid's IF; equals -R's resid(fit, "dfbeta")
+        "newton" Delta_g = -H_{-g}^{-1} grad L_{-g}(theta_hat)   one-step Newton
+        "exact"  Delta_g = theta_hat_{-g} - theta_hat            refit without unit g
+
+    A target ``g`` changes by ``J_g Delta_g`` (plus the data effect of a baseline
+    estimated from the data). Standardised changes (dfbetas) are ``Delta_g / se`` with
+    ``se = sqrt(diag(J I^{-1} J'))`` (for coefficients with ``method="reid"``: minus R's
+    ``resid(fit, "dfbetas")``, since R reports ``theta_hat - theta_hat_{-g}``). The
+    likelihood displacement is ``LD_g = 2 [logL(theta_hat) - logL(theta_hat_{-g})]``
+    (exact: the full-data log likelihood at the refit), ``LD_g ~ Delta_g' I Delta_g`` for
+    the approximate methods (``I`` the information); for a penalised lifelines model,
+    ``logL`` is minus the penalised objective and ``I`` its Hessian.
+
+    The VIF is from "A Versatile Influence Function for Data Attribution with
+    Non-Decomposable Loss"; Reid's IF from Reid and Crepeau (1985).
+
+    Examples
+    --------
+    Audit a lifelines model on its training data:
+
+    >>> from lifelines import CoxPHFitter
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> cph = CoxPHFitter().fit(rossi, duration_col="week", event_col="arrest")
+    >>> res = ci.influence(cph, rossi)
+    >>> res
+    InfluenceResult(method='auto', target='coef', patients=432, columns=7, verified=29,
+                    source='lifelines')
+    >>> cols = ["change age", "change prio", "likelihood_displacement", "verified"]
+    >>> res.top(3)[cols].round(4)
+         change age  change prio  likelihood_displacement  verified
+    100     -0.0105       0.0008                   0.2461      True
+    118     -0.0081       0.0018                   0.1687      True
+    180     -0.0085       0.0012                   0.1650      True
+
+    One method throughout, on a model fitted here:
+
+    >>> X = rossi[["fin", "age", "prio"]]
+    >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+    >>> ci.influence(fit, method="reid").loo_change.head(3).round(5)
+           fin      age     prio
+    0  0.01448 -0.00178  0.00036
+    1  0.01204  0.00146 -0.00247
+    2  0.00829  0.00060 -0.00352
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
