@@ -23,7 +23,38 @@ __all__ = ["SlopeFit", "loglog_slope", "GapResult"]
 
 @dataclass(frozen=True)
 class SlopeFit:
-    """Least-squares slope of ``log(value)`` on ``log(n)`` with a bootstrap interval."""
+    """Least-squares slope of ``log(value)`` on ``log(n)`` with a bootstrap interval.
+
+    Made by :func:`loglog_slope`.
+
+    Parameters
+    ----------
+    column : str
+        The table's column.
+    slope : float
+        The least-squares slope through the per-``n`` means of ``log(value)``.
+    ci_low : float
+        Lower end of the percentile bootstrap interval.
+    ci_high : float
+        Upper end of the interval.
+    intercept : float
+        The line's intercept (``log(value) = intercept + slope log(n)``).
+    level : float
+        The interval's level.
+    n_boot : int
+        Bootstrap resamples.
+
+    See Also
+    --------
+    loglog_slope : computes it.
+
+    Examples
+    --------
+    >>> from coxinfluence.asymptotics import SlopeFit
+    >>> fit = SlopeFit("gap_mean", -1.02, -1.05, -0.98, 1.18, 0.95, 500)
+    >>> fit.ci
+    (-1.05, -0.98)
+    """
 
     column: str
     slope: float
@@ -35,6 +66,9 @@ class SlopeFit:
 
     @property
     def ci(self):
+        """The interval ``(ci_low, ci_high)``.
+
+        """
         return (self.ci_low, self.ci_high)
 
 
@@ -47,6 +81,44 @@ def loglog_slope(table: pd.DataFrame, column: str, *, n_boot: int = 2000, level:
     this is also the least-squares line through all rows). The interval is a
     percentile bootstrap over replicates, resampled within each ``n`` (replicates
     are independent across and within sizes).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per replicate, with a column ``n`` and the column to fit.
+    column : str
+        The column; its values must be finite and > 0.
+    n_boot : int, default 2000
+        Bootstrap resamples (>= 1).
+    level : float, default 0.95
+        The interval's level, in (0, 1).
+    seed : int, numpy.random.SeedSequence or numpy.random.Generator, default 0
+        The bootstrap's random stream.
+
+    Returns
+    -------
+    SlopeFit
+        Slope, interval and intercept.
+
+    Raises
+    ------
+    ValueError
+        ``column`` missing or not finite and positive, ``level`` or ``n_boot`` out of
+        range, or fewer than two distinct sample sizes.
+
+    See Also
+    --------
+    GapResult.fit : the slope of a simulation's column.
+
+    Examples
+    --------
+    >>> from coxinfluence.asymptotics import loglog_slope
+    >>> rng = np.random.default_rng(0)
+    >>> n = np.repeat([100, 200, 400, 800], 5)
+    >>> table = pd.DataFrame({"n": n, "gap": 3.0 / n * np.exp(rng.normal(0, 0.1, n.size))})
+    >>> fit = loglog_slope(table, "gap", n_boot=500)
+    >>> round(fit.slope, 3), np.round(fit.ci, 3).tolist()
+    (-1.017, [-1.051, -0.983])
     """
     if column not in table.columns:
         raise ValueError(f"column {column!r} is not in the table")
@@ -91,6 +163,31 @@ _NORM_PREFIXES = ("gap", "n_gap", "if_", "vif_", "lead_", "fixed_", "weight_term
 class GapResult:
     """Outcome of :func:`~coxinfluence.asymptotics.simulate_gap`.
 
+    Holds the tidy table and gives the log-log slopes (:meth:`fit`, :meth:`slopes`), a
+    per-``n`` summary, a figure and markdown tables.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per ``(n, rep)`` (the columns are listed below).
+    n_boot : int, default 2000
+        Bootstrap resamples for the slopes' intervals.
+    level : float, default 0.95
+        The intervals' level.
+    seed : object, default 0
+        The simulation's seed (int or ``SeedSequence``); the bootstrap is seeded from the
+        same root.
+    design : object, optional
+        The design simulated.
+    _fits : dict, optional
+        Cache of the :class:`SlopeFit` of each column (internal; leave it out).
+
+    See Also
+    --------
+    simulate_gap : makes it.
+
+    Notes
+    -----
     ``table`` has one row per ``(n, rep)``: ``n_events`` and ``converged`` (of the
     fit); ``gap_mean``/``gap_max`` are the mean and max over ``i`` of
     ``||VIF_n(i) - IF_n(i)||`` (Euclidean norm over coefficients), ``n_gap_*`` the
@@ -107,6 +204,15 @@ class GapResult:
     (``||VIF_n(i) - IF^fix_n(i)||``, the censoring weights held fixed),
     ``weight_term_mean`` (``||IF_n(i) - IF^fix_n(i)||``) and, with ``include_loo``,
     ``fixed_loo_*`` (:func:`~coxinfluence.asymptotics.fine_gray_design.fine_gray_gap_row`).
+
+    Examples
+    --------
+    >>> from coxinfluence.asymptotics import simulate_gap
+    >>> result = simulate_gap([50, 100, 200], 3, n_boot=200)
+    >>> result.table.shape
+    (9, 18)
+    >>> round(result.slope, 2), np.round(result.slope_ci, 2).tolist()
+    (-1.03, [-1.13, -0.95])
     """
 
     table: pd.DataFrame
@@ -117,7 +223,28 @@ class GapResult:
     _fits: dict = field(default_factory=dict, repr=False)
 
     def fit(self, column: str = "gap_mean") -> SlopeFit:
-        """Log-log slope of a column against ``n`` (cached; bootstrap seeded by ``seed``)."""
+        """Log-log slope of a column against ``n``.
+
+        Cached; the bootstrap is seeded from ``seed`` (spawned from replicate ``(0, 0)``'s
+        seed).
+
+        Parameters
+        ----------
+        column : str, default "gap_mean"
+            A column of ``table``.
+
+        Returns
+        -------
+        SlopeFit
+            The slope and its bootstrap interval.
+
+        Examples
+        --------
+        >>> from coxinfluence.asymptotics import simulate_gap
+        >>> result = simulate_gap([50, 100, 200], 3, n_boot=200)
+        >>> print(f"{result.fit('if_mean').slope:.3f}")  # IF_n = Omega_p(1): slope 0
+        -0.004
+        """
         if column not in self._fits:
             boot_seed = replicate_seed(self.seed, 0, 0).spawn(1)[0]
             self._fits[column] = loglog_slope(self.table, column, n_boot=self.n_boot,
@@ -126,16 +253,42 @@ class GapResult:
 
     @property
     def slope(self) -> float:
-        """Slope of ``log mean_i |VIF_n(i) - IF_n(i)|`` against ``log n`` (theory: -1)."""
+        """Slope of ``log mean_i |VIF_n(i) - IF_n(i)|`` against ``log n`` (theory: -1).
+
+        """
         return self.fit("gap_mean").slope
 
     @property
     def slope_ci(self) -> tuple:
+        """The bootstrap interval of :attr:`slope`, ``(ci_low, ci_high)``.
+
+        """
         return self.fit("gap_mean").ci
 
     def slopes(self, columns=_SLOPE_COLUMNS) -> pd.DataFrame:
-        """Slopes and intervals for each of ``columns`` present (default: every
-        slope-worthy column)."""
+        """Slopes and intervals for each of ``columns`` present in the table.
+
+        Parameters
+        ----------
+        columns : sequence of str, optional
+            Default: every slope-worthy column (``gap_mean``, ``gap_max``, ``if_mean``,
+            ``if_max``, ``lead_relerr``, ``lead_max``, ``vif_loo_mean``, ``if_loo_mean``,
+            ``fixed_gap_mean``, ``fixed_gap_max``, ``weight_term_mean``, ``fixed_loo_mean``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``column``, ``slope``, ``ci_low``, ``ci_high``; one row per column present.
+
+        Examples
+        --------
+        >>> from coxinfluence.asymptotics import simulate_gap
+        >>> result = simulate_gap([50, 100, 200], 3, n_boot=200)
+        >>> print(result.slopes(["gap_mean", "gap_max"]).round(2).to_string())
+             column  slope  ci_low  ci_high
+        0  gap_mean  -1.03   -1.13    -0.95
+        1   gap_max  -0.91   -1.18    -0.60
+        """
         rows = []
         for col in columns:
             if col in self.table.columns:
@@ -145,9 +298,28 @@ class GapResult:
         return pd.DataFrame(rows)
 
     def summary(self) -> pd.DataFrame:
-        """Per-``n`` summary: geometric means over replicates of the norm columns
-        (``gap*``, ``n_gap*``, ``if_*``, ``vif_*``, ``lead_*``; the arithmetic mean
-        where a value is <= 0), arithmetic means of the rest."""
+        """Per-``n`` summary of the table.
+
+        Geometric means over replicates of the norm columns (``gap*``, ``n_gap*``, ``if_*``,
+        ``vif_*``, ``lead_*``, ``fixed_*``, ``weight_term*``; the arithmetic mean where a value
+        is <= 0), arithmetic means of the rest.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per ``n``: ``n``, ``reps`` and the summarised columns.
+
+        Examples
+        --------
+        >>> from coxinfluence.asymptotics import simulate_gap
+        >>> result = simulate_gap([50, 100, 200], 3, n_boot=200)
+        >>> cols = ["n", "reps", "gap_mean", "n_gap_mean", "if_mean"]
+        >>> print(result.summary()[cols].round(3).to_string())
+             n  reps  gap_mean  n_gap_mean  if_mean
+        0   50     3     0.115       5.752    2.756
+        1  100     3     0.053       5.310    2.708
+        2  200     3     0.027       5.481    2.740
+        """
         cols = [c for c in self.table.columns if c not in ("n", "rep")]
         out = []
         for n, g in self.table.groupby("n", sort=True):
@@ -162,7 +334,23 @@ class GapResult:
         return pd.DataFrame(out)
 
     def plot(self):
-        """Log-log figure of the gaps and the size of ``IF_n`` against ``n``; a Figure."""
+        """Log-log figure of the gaps and the size of ``IF_n`` against ``n``.
+
+        Left: each replicate's ``gap_mean``, ``gap_max`` and ``if_mean`` with their fitted
+        lines and a slope -1 reference; right: ``n`` times the gaps and the leading term.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure (two axes).
+
+        Examples
+        --------
+        >>> from coxinfluence.asymptotics import simulate_gap
+        >>> fig = simulate_gap([50, 100], 2, n_boot=100).plot()
+        >>> len(fig.axes)
+        2
+        """
         from matplotlib.figure import Figure
 
         fig = Figure(figsize=(11, 4.2), layout="constrained")
@@ -199,7 +387,31 @@ class GapResult:
         return fig
 
     def to_markdown(self) -> str:
-        """Per-n summary and slopes as a markdown table."""
+        """Per-``n`` summary and slopes as markdown tables.
+
+        Returns
+        -------
+        str
+            The summary table, a blank line, the slopes table.
+
+        Examples
+        --------
+        >>> from coxinfluence.asymptotics import simulate_gap
+        >>> result = simulate_gap([50, 100, 200], 3, n_boot=200, leading_term=False)
+        >>> print(result.to_markdown())
+        | n | reps | gap_mean | gap_max | n_gap_mean | n_gap_max | if_mean |
+        |---|---|---|---|---|---|---|
+        | 50 | 3 | 0.115 | 0.9381 | 5.752 | 46.9 | 2.756 |
+        | 100 | 3 | 0.0531 | 0.4335 | 5.31 | 43.35 | 2.708 |
+        | 200 | 3 | 0.0274 | 0.2664 | 5.481 | 53.28 | 2.74 |
+        <BLANKLINE>
+        | column | slope | ci_low | ci_high |
+        |---|---|---|---|
+        | gap_mean | -1.035 | -1.131 | -0.9521 |
+        | gap_max | -0.9081 | -1.179 | -0.5994 |
+        | if_mean | -0.004222 | -0.1017 | 0.06304 |
+        | if_max | 0.05943 | -0.07285 | 0.2148 |
+        """
         s = self.summary()
         keep = [c for c in ("n", "reps", "gap_mean", "gap_max", "n_gap_mean", "n_gap_max",
                             "fixed_gap_mean", "weight_term_mean", "if_mean", "lead_relerr",

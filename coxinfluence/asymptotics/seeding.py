@@ -21,6 +21,33 @@ def replicate_seed(seed, rep: int, n: int) -> np.random.SeedSequence:
     ``SeedSequence(seed).spawn(n_reps)[rep]`` spawned once more by ``n`` (spawn key
     ``(rep, n)``): independent streams, the same whatever executor runs the replicate
     and whichever other sizes are in the run.
+
+    Parameters
+    ----------
+    seed : int or numpy.random.SeedSequence
+        The run's root seed.
+    rep : int
+        The replicate.
+    n : int
+        The sample size.
+
+    Returns
+    -------
+    numpy.random.SeedSequence
+        The replicate's seed (entropy of ``seed``, spawn key extended by ``(rep, n)``).
+
+    See Also
+    --------
+    simulate_gap : draws replicate ``rep`` at size ``n`` from this seed.
+
+    Examples
+    --------
+    >>> from coxinfluence.asymptotics import replicate_seed
+    >>> ss = replicate_seed(0, 1, 100)
+    >>> ss.entropy, ss.spawn_key
+    (0, (1, 100))
+    >>> np.random.default_rng(ss).integers(0, 100, 3).tolist()
+    [75, 24, 46]
     """
     root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     return np.random.SeedSequence(root.entropy,
