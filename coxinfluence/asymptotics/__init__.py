@@ -3,7 +3,7 @@
 The paper's Theorem "Approximation Error Bound under Cox Model" (appendix section
 "Formal Statement and Proof" of the informal theorem "Approximation Error under Cox
 Regression", section "Approximation Quality in Special Cases") proves, for the Cox
-model with no tied events,
+model with no tied events::
 
     Diff_n(i) := VIF_n(i) - IF_n(i) = O_p(1/n),      while  IF_n(i) = Omega_p(1),
 
@@ -24,9 +24,9 @@ Modules:
 * :mod:`.fine_gray_design`: :class:`FineGrayDesign`, competing risks with a true
   Fine-Gray model (Fine & Gray 1999's simulation design); :func:`simulate_gap` then
   records also the gap of the influence function with the censoring weights held fixed;
-* :mod:`.population`: :class:`QuadraturePopulation` / :func:`monte_carlo_population`:
-  the population quantities ``s0, s1, G, A`` and the leading term of
-  ``n * Diff_n(i)`` from the end of the proof, by Gauss-Legendre quadrature (for
+* :mod:`.designs` (also): :class:`QuadraturePopulation` /
+  :func:`monte_carlo_population`: the population quantities ``s0, s1, G, A`` and the
+  leading term of ``n * Diff_n(i)`` from the end of the proof, by Gauss-Legendre quadrature (for
   :class:`CoxDesign`) or from a very large Monte Carlo sample (any design with a
   known theta*); its docstring states the leading term and the exact finite-n
   identity the tests use as an oracle;

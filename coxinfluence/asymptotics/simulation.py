@@ -90,35 +90,77 @@ def simulate_gap(sample_sizes: Sequence[int], n_reps: int, *, design=None, seed=
     Checks the paper's Theorem "Approximation Error Bound under Cox Model" (its
     appendix): ``VIF_n(i) - IF_n(i) = O_p(1/n)`` and ``IF_n(i) = Omega_p(1)``, so the
     log-log slope of the mean gap should be -1 and that of the size of ``IF_n`` 0.
+    Each replicate draws a sample from the design, fits the model and records the gaps
+    (one row of :class:`~coxinfluence.asymptotics.GapResult`'s table).
 
     Parameters
     ----------
-    sample_sizes : sizes ``n`` (integers >= 10; at least two distinct).
-    n_reps : replicates per size (>= 2, for the bootstrap).
-    design : a :class:`~coxinfluence.asymptotics.CoxDesign` (default ``CoxDesign()``),
-        any object with ``.sample(n, rng)``, or a callable
+    sample_sizes : sequence of int
+        Sizes ``n`` (integers >= 10; at least two distinct).
+    n_reps : int
+        Replicates per size (>= 2, for the bootstrap).
+    design : CoxDesign, FineGrayDesign, object with ``.sample(n, rng)``, or callable, optional
+        A :class:`~coxinfluence.asymptotics.CoxDesign` (default ``CoxDesign()``), any
+        object with ``.sample(n, rng)``, or a callable
         ``generator(rng, n) -> (X, time, event)``; a
         :class:`~coxinfluence.asymptotics.FineGrayDesign` fits ``ci.fit_fine_gray`` and
         records also the gap of the weights-held-fixed IF
         (:func:`~coxinfluence.asymptotics.fine_gray_design.fine_gray_gap_row`).
-    seed : non-negative int (default 0), ``SeedSequence``, or ``Generator`` (one
-        integer is drawn from it and used as the seed); replicate ``rep`` at size ``n``
-        uses :func:`~coxinfluence.asymptotics.replicate_seed` ``(seed, rep, n)``, so the
-        table is identical whatever the executor.
-    executor : any ``concurrent.futures.Executor`` (threads, processes), or a
+    seed : int, numpy.random.SeedSequence or numpy.random.Generator, default 0
+        A non-negative int, a ``SeedSequence``, or a ``Generator`` (one integer is drawn
+        from it and used as the seed); replicate ``rep`` at size ``n`` uses
+        :func:`~coxinfluence.asymptotics.replicate_seed` ``(seed, rep, n)``, so the table
+        is identical whatever the executor.
+    executor : concurrent.futures.Executor or dask.distributed.Client, optional
+        Any ``concurrent.futures.Executor`` (threads, processes), or a
         ``dask.distributed.Client`` or its ``get_executor()`` (the design and the
-        population are then scattered once to every worker); ``None`` runs serially.
-    include_loo : also refit without each row (``coxinfluence.exact_loo``; a Fine-Gray
-        design: ``FineGrayAudit.refit``, the Kaplan-Meier re-estimated) and record
-        the gaps of VIF and IF to ``n (theta_hat - theta_hat_{-i})`` (slow; small n).
-    progress : show a tqdm progress bar.
-    leading_term : ``None`` (use ``design.population()`` when the design is a
-        ``CoxDesign`` with ``satisfies_theorem``, i.e. a finite ``tau``; no leading
-        term otherwise), ``False`` (skip) or a population object
+        population are then scattered once to every worker); None runs serially.
+    include_loo : bool, default False
+        Also refit without each row (``coxinfluence.exact_loo``; a Fine-Gray design:
+        ``FineGrayAudit.refit``, the Kaplan-Meier re-estimated) and record the gaps of VIF
+        and IF to ``n (theta_hat - theta_hat_{-i})`` (slow; small n).
+    progress : bool, default False
+        Show a tqdm progress bar.
+    leading_term : None, False or population object, optional
+        None: use ``design.population()`` when the design is a ``CoxDesign`` with
+        ``satisfies_theorem`` (a finite ``tau``), no leading term otherwise; False: skip;
+        or a population object
         (:class:`~coxinfluence.asymptotics.QuadraturePopulation`,
         :class:`~coxinfluence.asymptotics.MonteCarloPopulation`).
-    n_boot, level : bootstrap resamples (default 2000) and interval level (default
-        0.95) for the slopes.
+    n_boot : int, default 2000
+        Bootstrap resamples for the slopes.
+    level : float, default 0.95
+        The slopes' interval level.
+
+    Returns
+    -------
+    GapResult
+        The table (one row per ``(n, rep)``), slopes, summary, figure.
+
+    Raises
+    ------
+    ValueError
+        ``sample_sizes`` not integers >= 10 with two distinct values, ``n_reps`` not an
+        integer >= 2, a bad ``seed``, ``executor`` or ``leading_term``.
+
+    See Also
+    --------
+    CoxDesign : the default design.
+    GapResult : the result.
+
+    Notes
+    -----
+    ``VIF_n`` and ``IF_n`` are on the paper's scale, approximating
+    ``n (theta_hat - theta_hat_{-i})``.
+
+    Examples
+    --------
+    >>> from coxinfluence.asymptotics import simulate_gap
+    >>> result = simulate_gap([50, 100, 200], 3, n_boot=200)
+    >>> round(result.slope, 2)  # the theorem: -1
+    -1.03
+    >>> print(f"{result.fit('if_mean').slope:.3f}")  # IF_n = Omega_p(1): 0
+    -0.004
     """
     design = _as_design(design)
     try:
