@@ -19,17 +19,100 @@ from coxinfluence.numerics.rows import matmul_reduce_rows, matmul_rows
 
 @dataclass(eq=False)
 class InfluenceResult:
-    """Per-unit leave-one-out changes of a Cox model (:func:`influence`).
+    """Per-unit leave-one-out changes of a fitted model: the result of an audit.
 
-    ``loo_change``: DataFrame indexed by unit (the training rows' index, or the sorted
-    subject / cluster labels), one column per coefficient or target entry: the change
-    ``g_{-i} - g``; exact for the units in ``verified``, an estimate of ``method``
-    elsewhere. ``theta_change``: the coefficient changes behind it (same index).
-    ``flags``: why a number cannot be trusted (module docstring); ``fit_ok``: whether the
-    full fit converged to a maximum (else every number is measured against a maximum
-    that does not exist). ``target_notes``: the warnings ``influence()`` issued about the
-    target (:class:`~coxinfluence.audit.targets.TargetBeyondFollowUpWarning`: target
-    times past the last event time of the data), one sentence each; empty otherwise.
+    Returned by :func:`coxinfluence.influence` (not constructed by users), for any model
+    it audits (Cox, AFT, Fine-Gray, lifelines, scikit-survival, ...). One row per unit of
+    deletion, indexed by the training rows' index or the sorted subject / cluster labels.
+    ``loo_change`` is the change ``g_{-i} - g`` of the target; it is exact for the units
+    in :attr:`verified` and an estimate of ``method`` elsewhere. The derived tables
+    (:attr:`dfbetas`, :attr:`likelihood_displacement`, :attr:`lmax`, :attr:`flags`,
+    :meth:`top`, :meth:`summary_frame`) are computed from it and from the model's seam
+    (:mod:`coxinfluence.influence_functions.seam`), never from a model family.
+
+    Parameters
+    ----------
+    loo_change : DataFrame
+        Indexed by unit, one column per coefficient or target entry: the change
+        ``g_{-i} - g``; exact for the units in ``verified``, an estimate of ``method``
+        elsewhere.
+    theta_change : DataFrame
+        The coefficient changes ``theta_hat_{-i} - theta_hat`` behind it (same index, one
+        column per parameter).
+    method : str
+        ``"auto"``, ``"vif"``, ``"reid"``, ``"newton"`` or ``"exact"``.
+    target : Target
+        The target the changes are of (:mod:`coxinfluence.targets`).
+    fit : object
+        The fit audited (``CoxFit``, ``AFTFit``, ``FineGrayFit``, ...).
+    frame : DataFrame
+        The units' covariates, time and event (and the caller's extra columns), for the
+        :meth:`top` table.
+    source : str, default "coxinfluence"
+        Where the model came from (``"lifelines"``, ``"scikit-survival"``, ...).
+    _resolved : object, optional
+        Internal: the resolved model (its training frame, ``groups``, whether SEs are
+        robust).
+    _exact : InfluenceResult, optional
+        Internal: the cache of :meth:`exact`.
+    objective_loo : numpy.ndarray, optional
+        The full-data objective (minus the log likelihood) at each unit's refit (NaN where
+        not refitted); None without refits.
+    objective_at_fit : float, optional
+        The objective at ``theta_hat``, from the same kernel call as ``objective_loo``.
+    units : object, optional
+        The model's units of deletion (:mod:`coxinfluence.data.units`).
+    model : object, optional
+        The model behind the seam (:mod:`coxinfluence.influence_functions.seam`).
+    _rerun : callable, optional
+        Internal: ``(method, progress) ->`` the same audit by another method.
+    include_data_effect : bool, default True
+        Whether the target's changes include the data effect (``influence()``'s
+        argument).
+    refits : Refits, optional
+        The exact refits made (``"auto"``, ``"exact"``): their units, coefficients and
+        status.
+    verification : Verification, optional
+        ``"auto"``'s stopping rule: what it refitted and whether the top is certain
+        (:mod:`coxinfluence.audit.verification`).
+    approx : InfluenceResult, optional
+        ``"auto"``: the VIF result the refits replace where the audit is read.
+    fit_ok : bool, default True
+        Whether the full fit converged to a maximum (else every number is measured
+        against a maximum that does not exist).
+    _flags : DataFrame, optional
+        Internal: the cache of :attr:`flags`.
+    target_notes : tuple of str, default ()
+        The warnings ``influence()`` issued about the target
+        (:class:`~coxinfluence.audit.targets.TargetBeyondFollowUpWarning`: target times
+        past the last event time of the data), one sentence each; empty otherwise.
+
+    See Also
+    --------
+    coxinfluence.influence : Makes it.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi[["fin", "age", "prio"]]
+    >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+    >>> res = ci.influence(fit)
+    >>> res
+    InfluenceResult(method='auto', target='coef', patients=432, columns=3, verified=18,
+                    source='coxinfluence')
+    >>> res.loo_change.head(3).round(4)
+          fin     age    prio
+    0  0.0145 -0.0018  0.0004
+    1  0.0121  0.0015 -0.0025
+    2  0.0084  0.0006 -0.0036
+    >>> int(res.verified.sum()), int(res.flagged.sum())
+    (18, 3)
+    >>> res.likelihood_displacement.nlargest(3).round(4)
+    100    0.2249
+    118    0.1525
+    270    0.1381
+    Name: likelihood_displacement, dtype: float64
     """
 
     loo_change: pd.DataFrame
@@ -85,8 +168,10 @@ class InfluenceResult:
 
     @property
     def unit_name(self) -> str:
-        """What a result row is: "patients" (rows or subjects) or "clusters"; a model
-        behind the seam may name its own (``unit_name``, e.g. "objects")."""
+        """What a result row is: "patients" (rows or subjects) or "clusters".
+
+        A model behind the seam may name its own (``unit_name``, e.g. "objects").
+        """
         own = getattr(self.model, "unit_name", None)
         if own:
             return own
@@ -118,11 +203,16 @@ class InfluenceResult:
 
     @property
     def flags(self) -> pd.DataFrame:
-        """Booleans per unit, one column per reason (module docstring, :data:`FLAGS`):
-        ``undefined`` (the exact change does not exist: NaN), ``unstable`` (the
-        first-order estimate is predicted to be off:
-        :mod:`coxinfluence.influence_functions.stability`),
-        ``refit_failed``, ``unverified_top``."""
+        """Why a unit's number cannot be trusted: booleans per unit, one column per reason.
+
+        ``undefined`` (the exact change does not exist: deleting the unit leaves the model
+        undefined, e.g. a covariate constant; NaN), ``unstable`` (the first-order
+        estimate is predicted to be off:
+        :mod:`coxinfluence.influence_functions.stability`), ``refit_failed`` (its exact
+        refit failed), ``unverified_top`` (``"auto"`` could not refit it, and it may
+        belong in the top 10); a model may add its own (e.g. the elastic net's
+        ``selection_changes``).
+        """
         if self._flags is None:
             self._flags = _flags(self)
         return self._flags
@@ -135,12 +225,14 @@ class InfluenceResult:
     # ---------------------------------------------------------------- derived tables
     @property
     def target_se(self) -> pd.Series:
-        """Delta-method standard error ``sqrt(diag(J V J'))`` of each target column, with
-        ``V`` the covariance the user sees: model-based ``I^{-1}``, or the robust
+        """Delta-method standard error ``sqrt(diag(J V J'))`` of each target column.
+
+        ``V`` is the covariance the user sees: model-based ``I^{-1}``, or the robust
         (grouped sandwich) :meth:`CoxFit.robust_covariance` when the model reports robust
         standard errors (lifelines ``robust=True`` or ``cluster_col``), as R does; for
         ``S(t|x)`` plus the baseline hazard's own variance, as R's ``survfit``
-        (:meth:`coxinfluence.audit.targets.Survival.baseline_variance`)."""
+        (:meth:`coxinfluence.targets.Target.baseline_variance`).
+        """
         J = self.target.jacobian(self.fit)
         V = self.model.covariance(self.robust)
         var = np.einsum("ij,jk,ik->i", J, V, J)
@@ -150,15 +242,20 @@ class InfluenceResult:
 
     @property
     def dfbetas(self) -> pd.DataFrame:
-        """Standardised changes ``loo_change / se`` (``target_se``). Sign: ours is
-        ``g_{-i} - g``; R's ``resid(fit, "dfbetas")`` is ``theta_hat - theta_hat_{-i}``,
-        so for coefficients with method "reid" this is minus R's."""
+        """Standardised changes ``loo_change / se`` (:attr:`target_se`).
+
+        Sign: ours is ``g_{-i} - g``; R's ``resid(fit, "dfbetas")`` is ``theta_hat -
+        theta_hat_{-i}``, so for coefficients with method "reid" this is minus R's.
+        """
         return self.loo_change / self.target_se
 
     @property
     def ld_approx(self) -> pd.Series:
-        """The quadratic form ``Delta_i' I Delta_i`` of the first-order change (VIF for
-        ``auto``; the method's own change for "vif", "reid", "newton"; NaN for "exact")."""
+        """The approximate likelihood displacement ``Delta_i' I Delta_i``.
+
+        The quadratic form of the first-order change (VIF for ``auto``; the method's own
+        change for "vif", "reid", "newton"; NaN for "exact"), ``I`` the information.
+        """
         if self.method == "exact":
             ld = np.full(len(self.loo_change), np.nan)
         else:
@@ -172,9 +269,11 @@ class InfluenceResult:
 
     @property
     def ld_exact(self) -> pd.Series:
-        """``2 [logL(theta_hat) - logL(theta_hat_{-i})]`` (full-data log likelihood at the
-        refit; minus the penalised objective for penalised fits) where the unit was
-        refitted to a maximum, else NaN."""
+        """The exact likelihood displacement ``2 [logL(theta_hat) - logL(theta_hat_{-i})]``.
+
+        The full-data log likelihood at the refit (minus the penalised objective for
+        penalised fits), where the unit was refitted to a maximum; else NaN.
+        """
         ld = np.full(len(self.loo_change), np.nan)
         if self.objective_loo is not None:
             ld = 2.0 * (self.objective_loo - self.objective_at_fit)
@@ -182,9 +281,11 @@ class InfluenceResult:
 
     @property
     def likelihood_displacement(self) -> pd.Series:
-        """The displacement the result ranks by: exact (:attr:`ld_exact`) where the unit
-        was refitted, NaN where its refit is undefined or failed, else the quadratic form
-        (:attr:`ld_approx`)."""
+        """The likelihood displacement the result ranks by.
+
+        Exact (:attr:`ld_exact`) where the unit was refitted, NaN where its refit is
+        undefined or failed, else the quadratic form (:attr:`ld_approx`).
+        """
         exact = self.ld_exact.to_numpy()
         refitted = np.zeros(exact.shape[0], dtype=bool)
         if self.refits is not None:
@@ -194,44 +295,99 @@ class InfluenceResult:
 
     @property
     def lmax(self) -> pd.Series:
-        """LMAX (Pettitt and Bin Daud 1989; SAS PHREG ``LMAX=``, Stata ``predict, lmax``):
+        """LMAX, the direction of largest curvature of the likelihood displacement.
+
+        Pettitt and Bin Daud (1989); SAS PHREG ``LMAX=``, Stata ``predict, lmax``:
         ``|l_max|``, the unit's entry of the unit-length eigenvector of the largest
         eigenvalue of ``B = U I^{-1} U'``, the curvature of the likelihood displacement
         under case-weight perturbation; ``U`` (n_units, d) the per-unit score residuals
         (summed over a unit's rows: ``U_g = I IF_n(g) / n``, Reid's IF). The squares
-        sum to 1; the sign of an eigenvector is arbitrary, hence the absolute value."""
+        sum to 1; the sign of an eigenvector is arbitrary, hence the absolute value.
+        """
         return pd.Series(lmax_from_scores(self.model.unit_scores(), self.model.information),
                          index=self.loo_change.index, name="lmax")
 
     @property
     def target_influence(self) -> pd.Series:
-        """The magnitude of each unit's change of the target, ``max_j |loo_change_j| /
-        target_se_j`` over the target's columns (the largest ``|dfbetas|``; columns whose
-        SE is zero or not finite left out, all columns unscaled if every one is): what
-        ``top(by="target")`` ranks by, and whose top 10 ``method="auto"`` verifies for
-        every target but the coefficients (:mod:`coxinfluence.audit.verification`). With
-        one target column, the order of ``|loo_change|``. NaN where the change is."""
+        """The magnitude of each unit's change of the target.
+
+        ``max_j |loo_change_j| / target_se_j`` over the target's columns (the largest
+        ``|dfbetas|``; columns whose SE is zero or not finite left out, all columns
+        unscaled if every one is): what ``top(by="target")`` ranks by, and whose top 10
+        ``method="auto"`` verifies for every target but the coefficients
+        (:mod:`coxinfluence.audit.verification`). With one target column, the order of
+        ``|loo_change|``. NaN where the change is.
+        """
         return pd.Series(target_magnitude(self.loo_change.to_numpy(),
                                           self.target_se.to_numpy()),
                          index=self.loo_change.index, name="target_influence")
 
     def summary_frame(self) -> pd.DataFrame:
-        """One table per unit (as statsmodels' ``summary_frame``): the changes
-        (``change <col>``), ``dfbetas <col>``, ``likelihood_displacement`` (exact where
-        verified), ``ld_exact``, ``ld_approx``, ``lmax``, the flags, ``flagged`` and
-        ``verified``."""
+        """Every per-unit quantity in one table, as statsmodels' ``summary_frame``.
+
+        Returns
+        -------
+        DataFrame
+            One row per unit: the changes (``change <col>``), ``dfbetas <col>``,
+            ``likelihood_displacement`` (exact where verified), ``ld_exact``,
+            ``ld_approx``, ``lmax``, the flags, ``flagged`` and ``verified``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> table = ci.influence(fit, method="vif").summary_frame()
+        >>> table.columns.tolist()[:7]
+        ['change fin', 'change age', 'change prio', 'dfbetas fin', 'dfbetas age',
+         'dfbetas prio', 'likelihood_displacement']
+        """
         parts = [self.loo_change.add_prefix("change "), self.dfbetas.add_prefix("dfbetas "),
                  self.likelihood_displacement, self.ld_exact, self.ld_approx, self.lmax,
                  self.flags, self.flagged, self.verified]
         return pd.concat(parts, axis=1)
 
     def top(self, k=5, by=None) -> pd.DataFrame:
-        """The ``k`` most influential units: by likelihood displacement (``by=None``, the
-        default; exact where verified), by the target's change (``by="target"``:
-        :attr:`target_influence`, a column of the table then) or by ``|loo_change[by]|``
-        (a column's name, which wins over "target"); with their changes, displacement,
-        ``verified``, ``flagged`` and covariates, time and event (for subjects and
-        clusters: rows, follow-up span and events). Undefined units (NaN) come last."""
+        """The ``k`` most influential units.
+
+        Parameters
+        ----------
+        k : int, default 5
+            How many units (positive).
+        by : None or str, optional
+            What to rank by: None (the default), the likelihood displacement (exact where
+            verified); ``"target"``, the target's change (:attr:`target_influence`, a
+            column of the table then); or a column of ``loo_change``, ``|loo_change[by]|``
+            (a column's name wins over ``"target"``).
+
+        Returns
+        -------
+        DataFrame
+            One row per unit, largest first, undefined units (NaN) last: ``rank``, the
+            changes (``change <col>``), ``likelihood_displacement``, ``verified``,
+            ``flagged`` and the unit's covariates, time and event (for subjects and
+            clusters: rows, follow-up span and events).
+
+        Raises
+        ------
+        ValueError
+            If ``k`` is not a positive integer, or ``by`` is none of the above.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> res = ci.influence(fit)
+        >>> top = res.top(3)
+        >>> top[["rank", "change prio", "likelihood_displacement", "verified"]].round(4)
+             rank  change prio  likelihood_displacement  verified
+        100     1       0.0009                   0.2249      True
+        118     2       0.0020                   0.1525      True
+        270     3       0.0007                   0.1381      True
+        """
         if not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be a positive integer; got {k!r}")
         ld = self.likelihood_displacement
@@ -260,9 +416,21 @@ class InfluenceResult:
         return out
 
     def largest_error(self):
-        """Among verified units of an ``auto`` result: ``(label, ld_approx, ld_exact)`` of
-        the unit whose VIF displacement is furthest from its exact one (relative), or
-        None."""
+        """The verified unit whose VIF displacement is furthest from its exact one.
+
+        Among the verified units of an ``auto`` result, relative to the exact
+        displacement.
+
+        Returns
+        -------
+        tuple or None
+            ``(label, ld_approx, ld_exact)`` of that unit; None when the result is not
+            ``auto`` or no unit was verified.
+
+        See Also
+        --------
+        top_vif_error : The same in absolute terms, among the top units.
+        """
         if self.approx is None:
             return None
         ok = self.verified.to_numpy() & np.isfinite(self.ld_exact.to_numpy())
@@ -273,14 +441,37 @@ class InfluenceResult:
         return self.loo_change.index[ok][j], float(a[j]), float(e[j])
 
     def top_vif_error(self, k=10):
-        """How far VIF is off where the ranking is decided: among the top ``k`` units by
-        :attr:`likelihood_displacement` (fewer when fewer are defined) that were verified,
-        the one whose VIF displacement is furthest from its exact one, in absolute terms.
-        Returns ``(label, ld_vif, ld_exact, scale, k_used)`` with ``scale`` the
-        ``k_used``-th largest displacement (the scale on which the top ``k`` is decided),
-        or None when no result has both (not ``auto``, or none of the top verified).
-        Unlike :meth:`largest_error` (relative, over every verified unit) it never picks a
-        negligible unit whose displacements are both near zero."""
+        """How far the VIF is off where the ranking is decided.
+
+        Among the top ``k`` units by :attr:`likelihood_displacement` (fewer when fewer are
+        defined) that were verified, the one whose VIF displacement is furthest from its
+        exact one, in absolute terms. Unlike :meth:`largest_error` (relative, over every
+        verified unit) it never picks a negligible unit whose displacements are both
+        near zero.
+
+        Parameters
+        ----------
+        k : int, default 10
+            The size of the top.
+
+        Returns
+        -------
+        tuple or None
+            ``(label, ld_vif, ld_exact, scale, k_used)`` with ``scale`` the
+            ``k_used``-th largest displacement (the scale on which the top ``k`` is
+            decided); None when no result has both (not ``auto``, or none of the top
+            verified).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> label, ld_vif, ld_exact, scale, k = ci.influence(fit).top_vif_error()
+        >>> print(f"{label}: VIF {ld_vif:.3f}, exact {ld_exact:.3f}, top {k} from {scale:.3f}")
+        100: VIF 0.210, exact 0.225, top 10 from 0.054
+        """
         if self.approx is None or self.refits is None:
             return None
         ld = self.likelihood_displacement.to_numpy()
@@ -299,14 +490,54 @@ class InfluenceResult:
                 int(order.size))
 
     def correlation(self, other: "InfluenceResult") -> pd.Series:
-        """Pearson correlation, per column, of this result's changes with ``other``'s."""
+        """Pearson correlation, per column, of this result's changes with ``other``'s.
+
+        Units whose changes are not finite in either result are left out.
+
+        Parameters
+        ----------
+        other : InfluenceResult
+            A result with the same columns and units (e.g. :meth:`exact`).
+
+        Returns
+        -------
+        Series
+            One correlation per column of ``loo_change``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> vif = ci.influence(fit, method="vif")
+        >>> vif.correlation(vif.exact()).round(4)
+        fin     0.9999
+        age     0.9999
+        prio    0.9996
+        Name: correlation, dtype: float64
+        """
         a, b = self.loo_change, other.loo_change
         ok = np.isfinite(a.to_numpy()).all(axis=1) & np.isfinite(b.to_numpy()).all(axis=1)
         return pd.Series([np.corrcoef(a.iloc[ok, j], b.iloc[ok, j])[0, 1]
                           for j in range(a.shape[1])], index=a.columns, name="correlation")
 
     def exact(self, progress=None) -> "InfluenceResult":
-        """The same target by exact refits of every unit (computed once, then cached)."""
+        """The same audit by exact refits of every unit.
+
+        Computed once, then cached; the result itself for ``method="exact"``.
+
+        Parameters
+        ----------
+        progress : bool, optional
+            Show a progress bar of the refits (default: when there are more than 2000
+            units).
+
+        Returns
+        -------
+        InfluenceResult
+            The same target, ``method="exact"``.
+        """
         if self.method == "exact":
             return self
         if self._exact is None:
@@ -315,14 +546,58 @@ class InfluenceResult:
 
     # ------------------------------------------------------------------------ plots
     def plot_index(self, columns=None, label_top=3, max_tick_labels=30):
-        """Index plot: the change of each column against the unit's label
-        (:func:`coxinfluence.plotting.index_plot`)."""
+        """Index plot: the change of each column against the unit's label.
+
+        One panel per column (R's ``plot(resid(fit, "dfbeta")[, j])``); verified units
+        (exact refits) in orange with a dot, first-order estimates in blue
+        (:func:`coxinfluence.plotting.index_plot`).
+
+        Parameters
+        ----------
+        columns : list of str, optional
+            The columns of ``loo_change`` to plot (default: all).
+        label_top : int, default 3
+            How many of the largest changes of each panel to label.
+        max_tick_labels : int, default 30
+            With at most this many units, one tick per unit labelled with it.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure (not shown).
+
+        Raises
+        ------
+        ValueError
+            If a column is not one of ``loo_change``'s.
+        """
         from coxinfluence.plotting import index_plot
         return index_plot(self, columns=columns, label_top=label_top,
                           max_tick_labels=max_tick_labels)
 
     def plot_vs_exact(self, exact=None, columns=None):
-        """Scatter of this method's changes against exact refits, with the correlation."""
+        """Scatter of this method's changes against exact refits, with the correlation.
+
+        One panel per column, with the identity line and the Pearson correlation
+        (:func:`coxinfluence.plotting.scatter_vs`).
+
+        Parameters
+        ----------
+        exact : InfluenceResult, optional
+            The reference (default: :meth:`exact`, refitting every unit).
+        columns : list of str, optional
+            The columns of ``loo_change`` to plot (default: all).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure (not shown).
+
+        Raises
+        ------
+        ValueError
+            If a column is not one of ``loo_change``'s.
+        """
         from coxinfluence.plotting import scatter_vs
         return scatter_vs(self, exact if exact is not None else self.exact(), columns=columns)
 
