@@ -248,7 +248,9 @@ class AFTFit(FitInterface):
 
     @property
     def se(self):
-        """Standard errors ``sqrt(diag(var))``, an array: R's ``Std. Error``.
+        """Standard errors ``sqrt(diag(var))``, an array (R's standard errors).
+
+        The summary's ``Std. Error`` column.
 
         Examples
         --------

@@ -250,19 +250,6 @@ class FineGrayFit(FitInterface):
 
         It treats the censoring weights as known, so it is not a valid variance of the
         estimate: ``var`` (the sandwich) is.
-
-        Examples
-        --------
-        >>> rng = np.random.default_rng(1)
-        >>> n = 200
-        >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(1 / np.exp(0.5 * X["age"] - 0.7 * X["treated"]))
-        >>> t2, censor = rng.exponential(2.0, n), rng.exponential(3.0, n)
-        >>> time = np.minimum.reduce([t1, t2, censor]).round(3)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
-        >>> fit = ci.fit_fine_gray(X, time, status, cause=1)
-        >>> np.sqrt(np.diag(fit.naive_var)).round(3), fit.se.round(3)
-        (array([0.114, 0.209]), array([0.117, 0.204]))
         """
         return np.linalg.inv(self.information)
 
@@ -279,7 +266,26 @@ class FineGrayFit(FitInterface):
 
     @property
     def se(self):
-        """crr's standard errors, ``sqrt(diag(var))`` (the sandwich), an array."""
+        """crr's standard errors, ``sqrt(diag(var))`` (the sandwich), an array.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(1)
+        >>> n = 200
+        >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2), "treated": rng.integers(0, 2, n)})
+        >>> t1 = rng.exponential(1 / np.exp(0.5 * X["age"] - 0.7 * X["treated"]))
+        >>> t2, censor = rng.exponential(2.0, n), rng.exponential(3.0, n)
+        >>> time = np.minimum.reduce([t1, t2, censor]).round(3)
+        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> fit = ci.fit_fine_gray(X, time, status, cause=1)
+        >>> fit.se.round(3)
+        array([0.117, 0.204])
+
+        The model-based ones (``naive_var``) treat the censoring weights as known:
+
+        >>> np.sqrt(np.diag(fit.naive_var)).round(3)
+        array([0.114, 0.209])
+        """
         return np.sqrt(np.diag(self.var))
 
     def robust_covariance(self, groups=None):
