@@ -17,6 +17,24 @@ A quantity is dispatched on the model (:class:`Dispatched`): ``ci.influence`` ev
 model family's own implementation, which a family registers (:func:`register_target`).
 Each equals the model's prediction (:mod:`coxinfluence.models.predictions`) at the fitted
 parameters.
+
+Every target is a :class:`Target`: it names its entries (``columns``), has a value at any
+coefficients (``value``) and a Jacobian at the fitted ones (``jacobian``); a first-order
+method's change of the target is ``J (theta_hat_{-i} - theta_hat)``, plus the data effect
+for a target whose baseline is estimated from the data (a Cox model's ``S(t|x)``, a
+Fine-Gray model's ``F(t|x)``). A target time past the last event time of the data is
+warned about (:class:`TargetBeyondFollowUpWarning`).
+
+Examples
+--------
+>>> import coxinfluence as ci
+>>> from lifelines.datasets import load_rossi
+>>> rossi = load_rossi()
+>>> X = rossi[["fin", "age", "prio"]]
+>>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+>>> res = ci.influence(fit, target=ci.targets.Survival(X.iloc[:2], [20, 40]), method="vif")
+>>> res.loo_change.columns.tolist()
+['S(20|0)', 'S(40|0)', 'S(20|1)', 'S(40|1)']
 """
 from coxinfluence.audit.fine_gray_targets import CumulativeIncidence
 from coxinfluence.audit.targets import (  # noqa: F401 (the engine's helpers, re-exported)

@@ -56,10 +56,10 @@ _AFT_SURVIVAL_DOC = """An AFT model's survival probability of new patients (depr
        Use ``ci.targets.Survival(X_new, times)``, the same target dispatched on the
        model; ``ci.AFTSurvival`` will be removed in the next release.
 
-    The AFT family's implementation of ``ci.targets.Survival``: ``S(t | x) = S0((log t
-    - x'beta) / sigma)`` at ``times`` under an AFT fit, R's ``1 - psurvreg(t,
-    predict(fit, newdata, type = "lp"), fit$scale, dist)``; the same arguments and
-    values. One column per (patient, time), ``"S(t|label)"``.
+    The AFT family's implementation of ``ci.targets.Survival``:
+    ``S(t | x) = S0((log t - x'beta) / sigma)`` at ``times`` under an AFT fit, R's
+    ``1 - psurvreg(t, predict(fit, newdata, type = "lp"), fit$scale, dist)``; the same
+    arguments and values. One column per (patient, time), ``"S(t|label)"``.
 
     Parameters
     ----------

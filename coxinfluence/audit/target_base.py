@@ -389,9 +389,8 @@ def register_target(cls):
     latest registered implementation that evaluates on the fit. A new family registers
     its implementations and touches no generic code.
 
-    The one argument, ``cls``, is a subclass of :class:`Target` with ``name`` and
-    ``quantity`` set (numpydoc's validator reads a first argument named ``cls`` as a
-    class method's, so it is described here rather than under Parameters).
+    Its one argument, ``cls``, is a subclass of :class:`Target` with ``name`` and
+    ``quantity`` set.
 
     Returns
     -------
