@@ -1,6 +1,6 @@
 """Inverse-Hessian solvers for the VIF: explicit (Cholesky), conjugate gradient, LiSSA.
 
-All solvers solve, for a batch of right-hand sides ``V`` (k, d), the linear systems
+All solvers solve, for a batch of right-hand sides ``V`` (k, d), the linear systems::
 
     A x = v,    A = H / n + damping * I,    H = grad^2_theta L(theta_hat, 1),
 
@@ -49,10 +49,22 @@ _CACHE_STRONG = {}
 
 
 def per_loss_cache(loss_fn) -> dict:
-    """The dict of compiled functions kept for ``loss_fn`` (weakly keyed on the loss
-    object; by identity, kept alive, for callables that cannot be weakly referenced).
-    Compiled functions stored here take ``theta`` and the presence vector as
-    arguments, so JAX's jit cache serves every later call with the same shapes."""
+    """The dict of compiled functions kept for ``loss_fn``.
+
+    Weakly keyed on the loss object (by identity, kept alive, for callables that cannot be
+    weakly referenced). Compiled functions stored here take ``theta`` and the presence
+    vector as arguments, so JAX's jit cache serves every later call with the same shapes.
+
+    Parameters
+    ----------
+    loss_fn : callable
+        The loss.
+
+    Returns
+    -------
+    dict
+        The loss's cache (created empty on first use).
+    """
     try:
         d = _CACHE.get(loss_fn)
         if d is None:
@@ -84,8 +96,36 @@ def _loss_hvp_cols(loss_fn):
 
 
 class NotPositiveDefiniteError(ValueError):
-    """``H/n + damping I`` is not positive definite; ``min_eigenvalue`` is that of ``H/n``
-    (a damping above ``-min_eigenvalue`` makes the explicit solve possible)."""
+    """``H/n + damping I`` is not positive definite.
+
+    Raised by :class:`ExplicitSolver`: ``theta_hat`` may not be a strict local minimum.
+    A damping above ``-min_eigenvalue`` makes the explicit solve possible.
+
+    Parameters
+    ----------
+    message : str
+        The error message.
+    min_eigenvalue : float
+        The smallest eigenvalue of ``H/n`` (without damping).
+
+    Examples
+    --------
+    The negative of a convex loss has a negative definite Hessian:
+
+    >>> import jax.numpy as jnp
+    >>> from coxinfluence import autodiff
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 2))
+    >>> y = X @ np.array([1.0, -0.5]) + rng.normal(size=40)
+    >>> def loss(theta, presence):  # least squares: H = X'X
+    ...     return 0.5 * jnp.sum(presence * (y - X @ theta) ** 2)
+    >>> theta_hat = np.linalg.lstsq(X, y, rcond=None)[0]
+    >>> try:
+    ...     autodiff.ExplicitSolver(lambda th, b: -loss(th, b), theta_hat, 40)
+    ... except autodiff.NotPositiveDefiniteError as err:
+    ...     print(round(err.min_eigenvalue, 4))
+    -1.1151
+    """
 
     def __init__(self, message, min_eigenvalue):
         super().__init__(message)
@@ -93,7 +133,26 @@ class NotPositiveDefiniteError(ValueError):
 
 
 class HessianMemoryError(MemoryError):
-    """The explicit d x d Hessian would exceed the allowed memory (use CG or LiSSA)."""
+    """The explicit d x d Hessian would exceed the allowed memory (use CG or LiSSA).
+
+    Raised by :func:`hessian_matrix` and :class:`ExplicitSolver` when ``2*d*d*8`` bytes
+    (the Hessian and its Cholesky factor, float64) exceed ``max_bytes``; the message states
+    the bytes needed.
+
+    See Also
+    --------
+    CGSolver, LiSSASolver : solvers that never form the Hessian.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from coxinfluence import autodiff
+    >>> try:
+    ...     autodiff.hessian_matrix(lambda th: jnp.sum(th ** 2), np.zeros(3), max_bytes=10)
+    ... except autodiff.HessianMemoryError as err:
+    ...     print(err)
+    explicit Hessian with d=3 parameters needs 144 bytes ... use solver='cg' or solver='lissa'
+    """
 
 
 def _hvp_fn(f, theta):
@@ -107,12 +166,55 @@ def _hvp_fn(f, theta):
 
 
 def hessian_extreme_eigenvalues(loss_fn, theta_hat, n_objects, *, iters=80, seed=0):
-    """Estimates ``(lambda_min, lambda_max)`` of ``H/n``, ``H = grad^2 L(theta_hat, 1)``,
-    by ``iters`` Lanczos steps on Hessian-vector products (full reorthogonalization;
-    never forms H).  The extreme Ritz values converge first (Golub & Van Loan 2013,
-    Sec. 10.1); they lie inside the spectrum, so ``lambda_min`` is an upper bound on
-    the true smallest eigenvalue: add a margin when choosing a damping from it.
-    Memory: ``iters`` vectors of length d.  ``seed``: start vector (int)."""
+    """Estimates of the smallest and largest eigenvalues of ``H/n``.
+
+    ``H = grad^2 L(theta_hat, 1)``, by ``iters`` Lanczos steps on Hessian-vector products
+    (full reorthogonalization; never forms H).  The extreme Ritz values converge first
+    (Golub & Van Loan 2013, Sec. 10.1); they lie inside the spectrum, so ``lambda_min`` is
+    an upper bound on the true smallest eigenvalue: add a margin when choosing a damping
+    from it.  Memory: ``iters`` vectors of length d.
+
+    Parameters
+    ----------
+    loss_fn : callable
+        ``loss_fn(theta, presence) -> scalar``.
+    theta_hat : array-like
+        ``(d,)`` the fitted parameters.
+    n_objects : int
+        The number of objects ``n``.
+    iters : int, default 80
+        Lanczos steps (at most d are taken; >= 1).
+    seed : int, default 0
+        Seed of the start vector.
+
+    Returns
+    -------
+    lambda_min : float
+        Estimate of the smallest eigenvalue of ``H/n`` (an upper bound).
+    lambda_max : float
+        Estimate of the largest eigenvalue (a lower bound).
+
+    Raises
+    ------
+    ValueError
+        ``iters < 1``, or the Hessian-vector products are not finite.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from coxinfluence import autodiff
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 2))
+    >>> y = X @ np.array([1.0, -0.5]) + rng.normal(size=40)
+    >>> def loss(theta, presence):  # least squares: H = X'X
+    ...     return 0.5 * jnp.sum(presence * (y - X @ theta) ** 2)
+    >>> theta_hat = np.linalg.lstsq(X, y, rcond=None)[0]
+    >>> lo, hi = autodiff.hessian_extreme_eigenvalues(loss, theta_hat, 40)
+    >>> print(round(lo, 4), round(hi, 4))
+    0.771 1.1151
+    >>> print(np.round(np.linalg.eigvalsh(X.T @ X / 40), 4))
+    [0.771  1.1151]
+    """
     theta = jnp.asarray(theta_hat, dtype=jnp.float64)
     d, n = int(theta.shape[0]), float(n_objects)
     k = int(min(iters, d))
@@ -171,13 +273,46 @@ def _hessian_from_cols(hvp_rows, d, chunk_size):
 
 
 def hessian_matrix(f, theta, *, chunk_size=None, max_bytes=DEFAULT_MAX_HESSIAN_BYTES):
-    """Dense Hessian of scalar ``f`` at ``theta`` (d,) as a float64 numpy array.
+    """Dense Hessian of a scalar function ``f`` at ``theta`` as a float64 numpy array.
 
     Columns are built from Hessian-vector products on basis vectors, ``chunk_size``
-    at a time (vmapped; default all d at once when d <= 256, else 64), so the
-    intermediate memory is bounded.  Raises :class:`HessianMemoryError`, stating the
-    bytes needed, if ``2*d*d*8`` (H and the Cholesky factor that usually follows)
-    exceeds ``max_bytes``.
+    at a time (vmapped), so the intermediate memory is bounded. The result is symmetrized.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(theta) -> scalar``, JAX-traceable.
+    theta : array-like
+        ``(d,)`` the point.
+    chunk_size : int, optional
+        Basis vectors per batch (default all d at once when d <= 256, else 64).
+    max_bytes : int or None, default 4 GiB
+        Memory budget for ``2*d*d*8`` bytes (H and the Cholesky factor that usually
+        follows); None: no limit.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(d, d)`` the Hessian.
+
+    Raises
+    ------
+    HessianMemoryError
+        ``2*d*d*8`` exceeds ``max_bytes`` (the message states the bytes needed).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from coxinfluence import autodiff
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 2))
+    >>> y = X @ np.array([1.0, -0.5]) + rng.normal(size=40)
+    >>> def loss(theta, presence):  # least squares: H = X'X
+    ...     return 0.5 * jnp.sum(presence * (y - X @ theta) ** 2)
+    >>> theta_hat = np.linalg.lstsq(X, y, rcond=None)[0]
+    >>> H = autodiff.hessian_matrix(lambda th: loss(th, np.ones(40)), theta_hat)
+    >>> bool(np.allclose(H, X.T @ X))
+    True
     """
     theta = jnp.asarray(theta, dtype=jnp.float64)
     d = int(theta.shape[0])
@@ -212,8 +347,56 @@ class _Base:
 class ExplicitSolver(_Base):
     """Cholesky solve with the explicit Hessian ``A = H/n + damping*I``.
 
-    Raises ``ValueError`` naming the smallest eigenvalue when ``A`` is not positive
-    definite, and :class:`HessianMemoryError` when ``H`` would not fit in ``max_bytes``.
+    The Hessian is materialized from Hessian-vector products on basis vectors
+    (:func:`hessian_matrix`), then factorized (scipy). Memory O(d^2).
+
+    Parameters
+    ----------
+    loss_fn : callable
+        ``loss_fn(theta, presence) -> scalar``.
+    theta_hat : array-like
+        ``(d,)`` the fitted parameters.
+    n_objects : int
+        The number of objects ``n``.
+    damping : float, default 0.0
+        Tikhonov term added to ``H/n`` (finite, >= 0).
+    max_bytes : int or None, default 4 GiB
+        Memory budget of the Hessian and its Cholesky factor.
+    chunk_size : int, optional
+        Basis vectors per Hessian-vector batch (as :func:`hessian_matrix`).
+
+    Attributes
+    ----------
+    A : numpy.ndarray
+        ``(d, d)`` the matrix ``H/n + damping I``.
+
+    Raises
+    ------
+    NotPositiveDefiniteError
+        ``A`` is not positive definite (the message names the smallest eigenvalue).
+    HessianMemoryError
+        ``H`` would not fit in ``max_bytes``.
+    ValueError
+        A bad ``damping``, or the Hessian has non-finite entries.
+
+    See Also
+    --------
+    CGSolver, LiSSASolver : solvers that never form ``H``.
+    make_solver : builds a solver by name.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from coxinfluence import autodiff
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 2))
+    >>> y = X @ np.array([1.0, -0.5]) + rng.normal(size=40)
+    >>> def loss(theta, presence):  # least squares: H = X'X
+    ...     return 0.5 * jnp.sum(presence * (y - X @ theta) ** 2)
+    >>> theta_hat = np.linalg.lstsq(X, y, rcond=None)[0]
+    >>> solver = autodiff.ExplicitSolver(loss, theta_hat, 40)
+    >>> print(np.round(solver.solve([1.0, 0.0]), 4))  # (H/n)^{-1} e_1
+    [[ 1.0857 -0.1998]]
     """
 
     name = "explicit"
@@ -240,6 +423,23 @@ class ExplicitSolver(_Base):
                 lam_h) from None
 
     def solve(self, V):
+        """Apply ``A^{-1}`` to a batch of right-hand sides.
+
+        Parameters
+        ----------
+        V : array-like
+            ``(k, d)`` right-hand sides (one vector: ``(d,)``).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(k, d)`` the solutions ``x = A^{-1} v``, one row per right-hand side.
+
+        Raises
+        ------
+        ValueError
+            ``V`` has not ``d`` columns.
+        """
         V = np.asarray(_check_rhs(V, self.d))
         if self.d <= 64:
             # small d: apply A^{-1} (from the Cholesky factor) as one matrix product;
@@ -255,8 +455,58 @@ class ExplicitSolver(_Base):
 class CGSolver(_Base):
     """Conjugate gradient on Hessian-vector products, batched over right-hand sides.
 
-    Stops a column when ``||A x - v|| <= tol * ||v||``; warns if ``max_iter`` is hit.
-    ``rhs_batch`` bounds how many systems are solved at once (memory ~ rhs_batch HVPs).
+    Never forms ``H`` (forward-over-reverse Hessian-vector products; paper appendix
+    "Efficient Inverse Hessian Approximation"). Stops a column when
+    ``||A x - v|| <= tol * ||v||``; warns if ``max_iter`` is hit.
+
+    Parameters
+    ----------
+    loss_fn : callable
+        ``loss_fn(theta, presence) -> scalar``.
+    theta_hat : array-like
+        ``(d,)`` the fitted parameters.
+    n_objects : int
+        The number of objects ``n``.
+    damping : float, default 0.0
+        Tikhonov term added to ``H/n`` (finite, >= 0).
+    tol : float, default 1e-10
+        Relative residual at which a column stops.
+    max_iter : int, optional
+        Iterations at most (default ``max(10 d, 100)``).
+    rhs_batch : int, default 64
+        How many systems are solved at once (memory ~ ``rhs_batch`` HVPs).
+
+    Attributes
+    ----------
+    last_n_iter : int
+        Iterations of the last :meth:`solve`.
+    last_max_rel_residual : float
+        Its worst relative residual.
+
+    Raises
+    ------
+    ValueError
+        A bad ``damping``.
+
+    See Also
+    --------
+    ExplicitSolver : Cholesky with the explicit Hessian.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from coxinfluence import autodiff
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 2))
+    >>> y = X @ np.array([1.0, -0.5]) + rng.normal(size=40)
+    >>> def loss(theta, presence):  # least squares: H = X'X
+    ...     return 0.5 * jnp.sum(presence * (y - X @ theta) ** 2)
+    >>> theta_hat = np.linalg.lstsq(X, y, rcond=None)[0]
+    >>> solver = autodiff.CGSolver(loss, theta_hat, 40)
+    >>> print(np.round(solver.solve([1.0, 0.0]), 4))
+    [[ 1.0857 -0.1998]]
+    >>> solver.last_n_iter
+    2
     """
 
     name = "cg"
@@ -308,6 +558,29 @@ class CGSolver(_Base):
         self.last_max_rel_residual = 0.0
 
     def solve(self, V):
+        """Apply ``A^{-1}`` to a batch of right-hand sides.
+
+        Parameters
+        ----------
+        V : array-like
+            ``(k, d)`` right-hand sides (one vector: ``(d,)``).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(k, d)`` the solutions ``x = A^{-1} v``, one row per right-hand side.
+
+        Raises
+        ------
+        ValueError
+            ``V`` has not ``d`` columns.
+
+        Warns
+        -----
+        RuntimeWarning
+            CG did not reach ``tol`` in ``max_iter`` iterations (is ``H/n + damping I``
+            positive definite?).
+        """
         V = _check_rhs(V, self.d)
         out = []
         worst, iters = 0.0, 0
@@ -339,8 +612,59 @@ class LiSSASolver(_Base):
     be unbiased, when the loss exposes ``n_terms`` and ``sampled_loss(theta, presence,
     idx)`` (= sum of the terms in ``idx`` plus ``len(idx)/n_terms`` of any
     regularizer); otherwise the full Hessian is used (deterministic Neumann series).
-    ``scale=None`` takes ``scale_factor`` times the largest eigenvalue of ``H/n +
-    damping I`` estimated by power iteration.  Randomness: ``seed`` (int or JAX key).
+
+    Parameters
+    ----------
+    loss_fn : callable
+        ``loss_fn(theta, presence) -> scalar``; with ``n_terms`` and ``sampled_loss`` for
+        sampled Hessians.
+    theta_hat : array-like
+        ``(d,)`` the fitted parameters.
+    n_objects : int
+        The number of objects ``n``.
+    damping : float, default 0.0
+        Tikhonov term added to ``H/n`` (finite, >= 0).
+    depth : int, default 1000
+        Steps of each chain (>= 1).
+    repeats : int, default 1
+        Independent chains averaged (>= 1).
+    batch_terms : int, optional
+        Loss terms per sampled Hessian; None: the full Hessian.
+    scale : float, optional
+        The series' scale; None takes ``scale_factor`` times the largest eigenvalue of
+        ``H/n + damping I`` estimated by ``power_iters`` steps of power iteration.
+    scale_factor : float, default 1.5
+        See ``scale``.
+    seed : int or jax.Array, default 0
+        Randomness: an int seed or a JAX key.
+    rhs_batch : int, default 256
+        Right-hand sides solved at once.
+    power_iters : int, default 50
+        Power-iteration steps for the default ``scale``.
+
+    Raises
+    ------
+    ValueError
+        ``depth`` or ``repeats`` < 1, ``batch_terms`` for a loss without
+        ``n_terms``/``sampled_loss``, a scale that is not positive, or a bad ``damping``.
+
+    See Also
+    --------
+    CGSolver : deterministic, also without forming ``H``.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from coxinfluence import autodiff
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 2))
+    >>> y = X @ np.array([1.0, -0.5]) + rng.normal(size=40)
+    >>> def loss(theta, presence):  # least squares: H = X'X
+    ...     return 0.5 * jnp.sum(presence * (y - X @ theta) ** 2)
+    >>> theta_hat = np.linalg.lstsq(X, y, rcond=None)[0]
+    >>> solver = autodiff.LiSSASolver(loss, theta_hat, 40, depth=100, scale=3.0)
+    >>> print(np.round(solver.solve([1.0, 0.0]), 4))
+    [[ 1.0857 -0.1998]]
     """
 
     name = "lissa"
@@ -416,6 +740,24 @@ class LiSSASolver(_Base):
         self._run = jax.jit(run)
 
     def solve(self, V):
+        """Apply ``A^{-1}`` to a batch of right-hand sides.
+
+        Parameters
+        ----------
+        V : array-like
+            ``(k, d)`` right-hand sides (one vector: ``(d,)``).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(k, d)`` the solutions ``x = A^{-1} v``, one row per right-hand side.
+
+        Raises
+        ------
+        ValueError
+            ``V`` has not ``d`` columns, or the series diverged (``scale`` too small for
+            the sampled Hessians: pass a larger ``scale`` or ``scale_factor``).
+        """
         V = _check_rhs(V, self.d)
         out = []
         for s in range(0, V.shape[0], self.rhs_batch):
@@ -433,8 +775,50 @@ _SOLVERS = {"explicit": ExplicitSolver, "cg": CGSolver, "lissa": LiSSASolver}
 
 
 def make_solver(solver, loss_fn, theta_hat, n_objects, *, damping=0.0, **options):
-    """Build the named solver (``"explicit"``, ``"cg"``, ``"lissa"``) or pass through
-    an already constructed solver object (anything with ``.solve(V)``)."""
+    """Build the named solver, or pass through an already constructed solver object.
+
+    Parameters
+    ----------
+    solver : {"explicit", "cg", "lissa"} or solver object
+        The name (:class:`ExplicitSolver`, :class:`CGSolver`, :class:`LiSSASolver`), or
+        anything with ``.solve(V)``, returned as it is.
+    loss_fn : callable
+        ``loss_fn(theta, presence) -> scalar``.
+    theta_hat : array-like
+        ``(d,)`` the fitted parameters.
+    n_objects : int
+        The number of objects ``n``.
+    damping : float, default 0.0
+        Tikhonov term added to ``H/n``.
+    **options
+        The solver's keyword options (e.g. ``tol``, ``depth``, ``seed``).
+
+    Returns
+    -------
+    object
+        The solver, with ``.solve(V)`` applying ``(H/n + damping I)^{-1}``.
+
+    Raises
+    ------
+    ValueError
+        An unknown solver name.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from coxinfluence import autodiff
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 2))
+    >>> y = X @ np.array([1.0, -0.5]) + rng.normal(size=40)
+    >>> def loss(theta, presence):  # least squares: H = X'X
+    ...     return 0.5 * jnp.sum(presence * (y - X @ theta) ** 2)
+    >>> theta_hat = np.linalg.lstsq(X, y, rcond=None)[0]
+    >>> solver = autodiff.make_solver("explicit", loss, theta_hat, 40)
+    >>> type(solver).__name__
+    'ExplicitSolver'
+    >>> autodiff.make_solver(solver, loss, theta_hat, 40) is solver
+    True
+    """
     if hasattr(solver, "solve"):
         return solver
     if solver not in _SOLVERS:
