@@ -3,7 +3,7 @@
 This subpackage generalizes the closed-form Cox VIF of :mod:`coxinfluence.influence_functions.vif`
 to any
 *non-decomposable loss* ``L(theta, b)`` (paper, Definition "Non-Decomposable Loss"),
-where ``b`` is a presence vector over the ``n`` objects (1 present, 0 removed):
+where ``b`` is a presence vector over the ``n`` objects (1 present, 0 removed)::
 
     VIF(i) = -(H/n)^{-1} grad_theta [ L(theta_hat, 1) - L(theta_hat, 1_{-i}) ],
     H = grad^2_theta L(theta_hat, 1)                     (paper, Eq. VIF)
@@ -12,11 +12,16 @@ Only this subpackage imports JAX; ``import coxinfluence`` never does.  Importing
 switches JAX to 64-bit floats (``jax_enable_x64``) for the whole process, because
 influence values are differences of nearly equal gradients and need float64.
 
-Public API
-----------
-vif, weight_influence            (core)
-explicit / cg / lissa solvers    (solvers: ExplicitSolver, CGSolver, LiSSASolver)
-losses.cox, losses.glm, losses.cox_mlp, losses.contrastive, losses.listmle
+The public API:
+
+- :func:`vif`, :func:`weight_influence` (:mod:`.core`);
+- the explicit, CG and LiSSA solvers (:mod:`.solvers`: :class:`ExplicitSolver`,
+  :class:`CGSolver`, :class:`LiSSASolver`, :func:`make_solver`, :func:`hessian_matrix`,
+  :func:`hessian_extreme_eigenvalues`, :class:`HessianMemoryError`,
+  :class:`NotPositiveDefiniteError`);
+- :class:`AutodiffModel` (:mod:`.audit_model`): any loss behind ``ci.influence``;
+- the losses ``losses.cox``, ``losses.glm``, ``losses.cox_mlp``, ``losses.contrastive``,
+  ``losses.listmle``.
 """
 import jax as _jax
 

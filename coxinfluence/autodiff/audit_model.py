@@ -7,14 +7,15 @@ that the audit of a Cox model (``method="auto"`` with its verified top, flags, l
 displacement, LMAX, dfbetas, the top table) is the same code for a GLM, the neural Cox
 model or any other loss. The unit of deletion is the loss's object (presence 0).
 
-- ``change("vif")``: ``-VIF(i)/n``, Eq. (VIF) by autodiff (:func:`coxinfluence.autodiff.vif`);
+- ``change("vif")``: ``-VIF(i)/n``, Eq. (VIF) by autodiff
+  (:func:`coxinfluence.autodiff.vif`);
 - ``change("reid")``: ``-IF(i)/n``, the case-weight IF
-(:func:`~coxinfluence.autodiff.weight_influence`);
+  (:func:`~coxinfluence.autodiff.weight_influence`);
 - ``change("newton")``: ``-H_{-i}^{-1} grad L(theta_hat, 1_{-i})``, both by autodiff;
 - ``refit``: the loss's own exact refits (``loss.loo``, Newton to ``max|grad| <= tol``),
   each checked: a refit whose gradient is not below ``tol`` is ``"refit_failed"``;
-- ``unstable``: the measured rule of :mod:`coxinfluence.influence_functions.stability` with
-  ``C_g = H - H_{-g}`` (the deleted Hessians by autodiff; for a decomposable loss this is
+- ``unstable``: the measured rule of :mod:`coxinfluence.influence_functions.stability`
+  with ``C_g = H - H_{-g}`` (the deleted Hessians by autodiff; for a decomposable loss this is
   the exact information split) and the third derivative by forward-over-reverse autodiff;
 - ``undefined``: none known in advance for a generic loss (a deletion without maximum
   shows as a failed refit, flagged ``refit_failed``).
@@ -43,10 +44,58 @@ _BATCH = 64
 
 
 class AutodiffModel:
-    """A loss fitted at ``theta_hat`` (default ``loss.fit()``), as the audit sees it.
+    """A loss fitted at ``theta_hat``, as the audit sees it: ``ci.influence(AutodiffModel(loss))``.
 
-    ``columns``: parameter names (default ``theta[j]``); ``labels``: one label per object
-    (default 0..n-1); ``tol``: the gradient tolerance of a converged fit and refit.
+    Implements the audit's seam
+    (:class:`coxinfluence.influence_functions.seam.AuditModel`) for a loss of
+    :mod:`coxinfluence.autodiff.losses` (module docstring): the unit of deletion is the
+    loss's object (presence 0). The gradient and the Hessian (``information``) at
+    ``theta_hat`` are computed on construction.
+
+    Parameters
+    ----------
+    loss : Loss
+        A loss object with ``n_objects``, ``loss(theta, presence)`` (a sum, to be
+        minimized), ``fit()`` and ``loo(theta_hat, objects)``.
+    theta_hat : array-like, optional
+        The fitted parameters (default ``loss.fit()``).
+    columns : list of str, optional
+        Parameter names (default ``theta[j]``).
+    labels : array-like, optional
+        One label per object (default ``0..n-1``).
+    tol : float, default 1e-8
+        The gradient tolerance of a converged fit and of each refit.
+    name : str, optional
+        What the report calls the model (default ``"<loss class> (autodiff)"``).
+
+    Attributes
+    ----------
+    coef : numpy.ndarray
+        ``(d,)`` the fitted parameters.
+    gradient : numpy.ndarray
+        ``(d,)`` the gradient of the loss at ``coef``.
+    information : numpy.ndarray
+        ``(d, d)`` the Hessian of the loss at ``coef``.
+    converged : bool
+        ``max |gradient| <= tol`` and the Hessian positive definite.
+    unit_labels : pandas.Index
+        The objects' labels.
+
+    Raises
+    ------
+    ValueError
+        ``columns`` or ``labels`` of the wrong length.
+
+    See Also
+    --------
+    coxinfluence.influence : the audit.
+    coxinfluence.autodiff.vif : the VIF of any loss, without the audit.
+
+    Notes
+    -----
+    Costs: the Hessians are d x d per object, so this suits models with few parameters
+    (the GLM, the linear Cox loss); the objective is the loss, summed. No example runs here:
+    the construction compiles for several seconds.
     """
 
     #: the targets (``Target.name``) this model's changes can be taken of
@@ -79,17 +128,53 @@ class AutodiffModel:
     # the audit reads the fitted object as ``fit`` (targets: coef and hr)
     @property
     def fit(self):
+        """The model itself: the audit reads the fitted object as ``fit`` (targets: coef and hr).
+
+        """
         return self
 
     units_are_rows = True
     unit_name = "objects"
 
     def objective(self, thetas):
+        """The full-data loss at each row of ``thetas``.
+
+        The likelihood displacement is ``2 [objective(theta_{-g}) - objective(theta_hat)]``.
+
+        Parameters
+        ----------
+        thetas : array-like
+            ``(m, d)`` parameter vectors (one vector: ``(d,)``).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(m,)`` the loss with every object present.
+        """
         thetas = jnp.asarray(np.atleast_2d(thetas), dtype=jnp.float64)
         return np.asarray(jax.vmap(lambda t: self.loss(t, self._ones))(thetas))
 
     # ---------------------------------------------------------------- estimates
     def change(self, method):
+        """First-order estimates of ``theta_hat_{-i} - theta_hat`` for every object.
+
+        Parameters
+        ----------
+        method : {"vif", "reid", "newton"}
+            ``"vif"``: ``-VIF(i)/n`` (:func:`~coxinfluence.autodiff.vif`); ``"reid"``:
+            ``-IF(i)/n``, the case-weight IF (:func:`~coxinfluence.autodiff.weight_influence`);
+            ``"newton"``: ``-H_{-i}^{-1} grad L(theta_hat, 1_{-i})``, both by autodiff.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(n, d)`` the estimated changes.
+
+        Raises
+        ------
+        ValueError
+            An unknown method.
+        """
         if method == "vif":
             return -np.asarray(vif(self.loss, self.coef, self.n)) / self.n
         if method == "reid":
@@ -124,6 +209,31 @@ class AutodiffModel:
         return self._over_deletions(jax.grad(self.loss), (self.coef.size,))
 
     def refit(self, codes=None, *, progress=None, executor=None):
+        """Exact refits without each object: the loss's own ``loss.loo``.
+
+        Newton to ``max |grad| <= tol``; each refit is checked, and one whose gradient is not
+        below ``tol`` (or not finite) is ``"refit_failed"`` with NaN coefficients.
+
+        Parameters
+        ----------
+        codes : array-like of int, optional
+            Positions of the objects to refit (default every object).
+        progress : bool, optional
+            Accepted for the seam's signature; not used.
+        executor : concurrent.futures.Executor, optional
+            Accepted for the seam's signature; not used.
+
+        Returns
+        -------
+        coxinfluence.influence_functions.refits.Refits
+            ``theta`` (m, d) and a status per object: ``"ok"`` or ``"refit_failed"``.
+
+        Raises
+        ------
+        ValueError
+            The fit is not at a minimum (gradient above ``tol`` or the Hessian not positive
+            definite): no exact refits.
+        """
         if not self.converged:
             raise ValueError(f"the {self.model_name} fit is not at a minimum (max |grad| "
                              f"{np.abs(self.gradient).max():.3g} > {self.tol:g} or the "
@@ -143,9 +253,35 @@ class AutodiffModel:
 
     # -------------------------------------------------------------------- trust
     def undefined(self):
+        """Which deletions leave a model without a maximum by construction: none for a generic loss.
+
+        A deletion without maximum shows as a failed refit, flagged ``refit_failed``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(n,)`` bool, all False.
+        """
         return np.zeros(self.n, dtype=bool)
 
     def unstable(self, delta_vif):
+        """Whether each first-order change is predicted to be off.
+
+        The measured rule of
+        :func:`coxinfluence.influence_functions.stability.unstable_from_split` with
+        ``C_g = H - H_{-g}`` (the deleted Hessians by autodiff) and the third derivative by
+        forward-over-reverse autodiff.
+
+        Parameters
+        ----------
+        delta_vif : numpy.ndarray
+            ``(n, d)`` the VIF's estimated changes.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(n,)`` bool.
+        """
         C = self.information[None] - self._deleted_hessians
         return unstable_from_split(self.information, C, self._third, delta_vif)
 
@@ -156,12 +292,48 @@ class AutodiffModel:
         return np.asarray(jax.jacfwd(hess)(jnp.asarray(self.coef)))
 
     def unit_scores(self):
+        """Each object's score contribution ``I IF_n(i) / n`` (LMAX's ``U``).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(n, d)``, from the case-weight IF.
+        """
         return self._weight_if @ self.information / self.n
 
     def covariance(self, robust):
+        """The model-based covariance ``I^{-1}``.
+
+        Parameters
+        ----------
+        robust : bool
+            Must be False: a robust covariance is for Cox models.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(d, d)`` the inverse of ``information``.
+
+        Raises
+        ------
+        ValueError
+            ``robust`` is true.
+        """
         if robust:
             raise ValueError("robust covariance is for Cox models")
         return np.linalg.inv(self.information)
 
     def unit_frame(self, frame):
+        """What ``top(k)`` shows beside each object: the training frame as it is.
+
+        Parameters
+        ----------
+        frame : pandas.DataFrame or None
+            The training frame, one row per object.
+
+        Returns
+        -------
+        pandas.DataFrame or None
+            ``frame``.
+        """
         return frame
