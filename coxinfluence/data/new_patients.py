@@ -18,7 +18,7 @@ from collections.abc import Hashable
 import numpy as np
 import pandas as pd
 
-from coxinfluence.data.inputs import show_labels
+from coxinfluence.data.inputs import InputError, show_labels
 
 __all__ = ["new_patient_matrix", "stratum_codes", "strata_from_frame", "positive_times",
            "nonnegative_times", "probabilities"]
@@ -44,22 +44,22 @@ def new_patient_matrix(X_new, columns, transform=None):
             frame = transform(X_new)
         else:
             missing = sorted(set(cols) - set(have))
-            raise ValueError(f"new patients lack the model's covariate column(s) {missing}")
+            raise InputError(f"new patients lack the model's covariate column(s) {missing}")
         non_num = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])
                    and not pd.api.types.is_bool_dtype(frame[c])]
         if non_num:
-            raise ValueError(f"new patients have non-numeric column(s) {non_num}")
+            raise InputError(f"new patients have non-numeric column(s) {non_num}")
         arr = frame.to_numpy(dtype=np.float64)
     else:
         arr = np.atleast_2d(np.asarray(X_new, dtype=np.float64))
         index = pd.RangeIndex(arr.shape[0])
     if arr.ndim != 2 or arr.shape[1] != len(cols):
-        raise ValueError(f"new patients must have {len(cols)} covariates {cols}; "
+        raise InputError(f"new patients must have {len(cols)} covariates {cols}; "
                          f"got shape {arr.shape}")
     bad = ~np.isfinite(arr).all(axis=1)
     if bad.any():
         labels = [str(v) for v in index]
-        raise ValueError(f"new patients contain NaN or infinite values in {int(bad.sum())} "
+        raise InputError(f"new patients contain NaN or infinite values in {int(bad.sum())} "
                          f"row(s): {show_labels([labels[k] for k in np.flatnonzero(bad)])}")
     return arr, index
 
@@ -70,10 +70,10 @@ def stratum_codes(labels, strata, m, what="new patients"):
     label: an unstratified fit, for which ``strata`` must be None)."""
     if labels is None or (len(labels) == 1 and strata is None):
         if strata is not None:
-            raise ValueError(f"strata given for {what}, but the model has no strata")
+            raise InputError(f"strata given for {what}, but the model has no strata")
         return np.zeros(m, dtype=np.intp)
     if strata is None:
-        raise ValueError(f"the model is stratified: give the stratum of the {what} "
+        raise InputError(f"the model is stratified: give the stratum of the {what} "
                          f"(strata=..., one of {list(labels)})")
     lookup = {lab: code for code, lab in enumerate(labels)}
     if isinstance(strata, tuple) and strata in lookup:       # one label of several columns
@@ -85,10 +85,10 @@ def stratum_codes(labels, strata, m, what="new patients"):
     if len(given) == 1 and m > 1:
         given = given * m
     if len(given) != m:
-        raise ValueError(f"strata has {len(given)} entries for {m} {what}")
+        raise InputError(f"strata has {len(given)} entries for {m} {what}")
     unknown = [g for g in given if not isinstance(g, Hashable) or g not in lookup]
     if unknown:
-        raise ValueError(f"unknown strata {unknown[:5]} for {what}; the model's strata are "
+        raise InputError(f"unknown strata {unknown[:5]} for {what}; the model's strata are "
                          f"{list(labels)}")
     return np.array([lookup[g] for g in given], dtype=np.intp)
 
@@ -109,7 +109,7 @@ def positive_times(times):
     """``times`` as a non-empty 1-D float64 array of finite positive numbers (a copy)."""
     t = np.array(times, dtype=np.float64, ndmin=1)
     if t.ndim != 1 or t.size == 0 or not np.isfinite(t).all() or (t <= 0).any():
-        raise ValueError(f"times must be finite positive numbers; got {times!r}")
+        raise InputError(f"times must be finite positive numbers; got {times!r}")
     return t
 
 
@@ -117,7 +117,7 @@ def nonnegative_times(times):
     """``times`` as a non-empty 1-D float64 array of finite non-negative numbers."""
     t = np.atleast_1d(np.asarray(times, dtype=np.float64))
     if t.ndim != 1 or t.size == 0 or not np.isfinite(t).all() or (t < 0).any():
-        raise ValueError(f"times must be finite non-negative numbers; got {times!r}")
+        raise InputError(f"times must be finite non-negative numbers; got {times!r}")
     return t
 
 
@@ -125,5 +125,5 @@ def probabilities(p):
     """``p`` as a non-empty 1-D float64 array of probabilities strictly in (0, 1)."""
     q = np.array(p, dtype=np.float64, ndmin=1)
     if q.ndim != 1 or q.size == 0 or not ((q > 0) & (q < 1)).all():
-        raise ValueError(f"p must be probabilities strictly between 0 and 1; got {p!r}")
+        raise InputError(f"p must be probabilities strictly between 0 and 1; got {p!r}")
     return q
