@@ -557,8 +557,8 @@ def predict_lp(fit, X_new) -> pd.Series:
     ------
     TypeError
         If ``fit`` is not one of the fits above.
-    ValueError
-        Naming what is wrong with ``X_new`` (missing or non-numeric columns, the shape,
+    coxinfluence.InputError
+        A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric columns, the shape,
         NaN), ``times``, ``strata`` or ``p``.
 
     See Also
@@ -629,8 +629,8 @@ def predict_risk(fit, X_new) -> pd.Series:
     ------
     TypeError
         If ``fit`` is not one of the fits above.
-    ValueError
-        Naming what is wrong with ``X_new`` (missing or non-numeric columns, the shape,
+    coxinfluence.InputError
+        A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric columns, the shape,
         NaN), ``times``, ``strata`` or ``p``.
 
     See Also
@@ -689,8 +689,8 @@ def predict_cumulative_hazard(fit, X_new, times, strata=None, ctype=None) -> pd.
     ------
     TypeError
         If ``fit`` is not a Cox fit.
-    ValueError
-        Naming what is wrong with ``X_new`` (missing or non-numeric columns, the shape,
+    coxinfluence.InputError
+        A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric columns, the shape,
         NaN), ``times``, ``strata`` or ``p``.
 
     See Also
@@ -754,8 +754,8 @@ def predict_survival(fit, X_new, times, strata=None, ctype=None) -> pd.DataFrame
     ------
     TypeError
         If ``fit`` is not one of the fits above.
-    ValueError
-        Naming what is wrong with ``X_new`` (missing or non-numeric columns, the shape,
+    coxinfluence.InputError
+        A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric columns, the shape,
         NaN), ``times``, ``strata`` or ``p``. Also a ``ctype`` for an AFT fit.
 
     See Also
@@ -828,8 +828,8 @@ def predict_quantile(fit, X_new, p=0.5, strata=None):
     ------
     TypeError
         If ``fit`` is not an AFT fit.
-    ValueError
-        Naming what is wrong with ``X_new`` (missing or non-numeric columns, the shape,
+    coxinfluence.InputError
+        A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric columns, the shape,
         NaN), ``times``, ``strata`` or ``p``.
 
     See Also
@@ -890,8 +890,8 @@ def predict_cumulative_incidence(fit, X_new, times, strata=None) -> pd.DataFrame
     ------
     TypeError
         If ``fit`` is not a Fine-Gray fit.
-    ValueError
-        Naming what is wrong with ``X_new`` (missing or non-numeric columns, the shape,
+    coxinfluence.InputError
+        A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric columns, the shape,
         NaN), ``times``, ``strata`` or ``p``.
 
     Examples
