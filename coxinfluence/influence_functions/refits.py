@@ -290,7 +290,7 @@ def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_
     (an audit computes each once); else they are computed here. ``split`` (U, d, d), or a
     function of unit codes returning theirs (m, d, d), the units' parts ``C_g`` of the
     information (flags), gives the start's deleted Hessians as
-    ``H - C_g`` instead of evaluating them (the start is then O(|D|/n) less accurate; the
+    ``H - C_g`` instead of evaluating them (the start is then ``O(|D|/n)`` less accurate; the
     refits converge to the same tolerance)."""
     data = fit.data
     U = units.n_units
