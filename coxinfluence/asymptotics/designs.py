@@ -214,7 +214,7 @@ class CoxDesign(_TrueCoefficients):
         return self.tau is not None and self.delta0 > 0
 
     def sample(self, n: int, rng: np.random.Generator):
-        """Draw ``n`` i.i.d. rows of the design.
+        """Draw ``n`` independent rows of the design.
 
         Parameters
         ----------

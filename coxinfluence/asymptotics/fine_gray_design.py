@@ -153,7 +153,7 @@ class FineGrayDesign(_TrueCoefficients):
         return 1.0 - (1.0 - self.p * -np.expm1(-np.asarray(t, dtype=np.float64))) ** e
 
     def sample(self, n: int, rng: np.random.Generator):
-        """Draw ``n`` i.i.d. subjects.
+        """Draw ``n`` independent subjects.
 
         Parameters
         ----------

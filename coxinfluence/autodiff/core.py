@@ -241,7 +241,7 @@ def _apply(loss_fn, theta, n, objs, grad_batch, directional, *, target_fn, solve
 
 def vif(loss_fn, theta_hat, n_objects, *, target_fn=None, solver="explicit",
         objects=None, batch_size=None, damping=0.0, solver_options=None, target_mode="auto"):
-    """Versatile Influence Function of every object (paper Eq. VIF / VIF-target).
+    """Versatile Influence Function of every object (the paper's equations VIF, VIF-target).
 
     ``VIF(i) = -(H/n)^{-1} grad_theta [L(theta_hat, 1) - L(theta_hat, 1_{-i})]`` with
     ``H = grad^2 L(theta_hat, 1)`` and ``n = n_objects`` (paper scale: approximates

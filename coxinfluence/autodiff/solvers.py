@@ -599,7 +599,7 @@ class CGSolver(_Base):
 
 
 class LiSSASolver(_Base):
-    """LiSSA: stochastic Neumann series for ``A^{-1} v`` (Agarwal et al. 2017).
+    """LiSSA: stochastic Neumann series for ``A^{-1} v`` (Agarwal, Bullins & Hazan 2017).
 
     Recursion (Koh & Liang 2017, with our scale/damping convention)::
 

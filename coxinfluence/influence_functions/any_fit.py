@@ -1,8 +1,8 @@
-"""The low-level functions for any fit: ``ci.vif``, ``ci.reid_influence``,
-``ci.newton_loo``, ``ci.exact_loo``.
+"""The low-level influence functions and leave-one-out refits for any fit.
 
-Each takes every fit ``ci.influence`` audits by itself and returns one convention, with
-``n`` the number of units and ``fit.coef`` the fitted parameters::
+``ci.vif``, ``ci.reid_influence``, ``ci.newton_loo`` and ``ci.exact_loo``: each takes
+every fit ``ci.influence`` audits by itself and returns one convention, with ``n`` the
+number of units and ``fit.coef`` the fitted parameters::
 
     ci.vif(fit)            = -n * ci.influence(fit, method="vif").theta_change
     ci.reid_influence(fit) = -n * ci.influence(fit, method="reid").theta_change
