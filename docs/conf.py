@@ -98,3 +98,21 @@ html_theme_options = {
 }
 html_sidebars = {"index": [], "getting_started": [], "citing": [], "changelog": []}
 html_show_sourcelink = False
+
+# The CLI page links to the report of the README's main job, written by each build with
+# the same command (`coxinfluence audit --demo`) and copied to the site's root.
+SITE_EXTRA = DOCS / "_build" / "site_extra"
+SITE_EXTRA.mkdir(parents=True, exist_ok=True)
+html_extra_path = [str(SITE_EXTRA)]
+
+
+def _write_demo_report(app):
+    if app.builder.format != "html":
+        return
+    from coxinfluence import cli
+    cli.main(["audit", "--demo", "--out", str(SITE_EXTRA / "demo_report.html"),
+              "--no-progress"])
+
+
+def setup(app):
+    app.connect("builder-inited", _write_demo_report)

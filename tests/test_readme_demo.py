@@ -1,4 +1,6 @@
-"""The README's example and the demo's printed table, checked value by value against
+"""The low-level functions' example (once the README's; now on the site, the section "The
+low-level functions" of ``docs/user_guide/cox.md``, executed at build time), the README's
+set-up commands and the demo's printed table, checked value by value against
 oracles: VIF by its definition (row deleted, gradient difference; tests/oracles.py),
 exact leave-one-out by refitting ``ci.fit_cox`` on the data with the row deleted,
 Reid's IF by the case-weight derivative, and R's ``coxph`` (live, where Rscript is
@@ -15,6 +17,13 @@ from coxinfluence import demo
 from coxinfluence.datasets import load_gbsg2
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+EXAMPLE_PAGE = Path(__file__).resolve().parents[1] / "docs" / "user_guide" / "cox.md"
+
+
+def example_code():
+    """The code of the example of the page's section "The low-level functions"."""
+    section = EXAMPLE_PAGE.read_text().split("## The low-level functions")[1].split("\n## ")[0]
+    return re.search(r"```\{code-cell\} ipython3\n(.*?)```", section, re.S).group(1)
 
 
 @pytest.fixture(scope="module")
@@ -25,13 +34,13 @@ def gbsg_design():
 
 @pytest.fixture(scope="module")
 def readme_run():
-    """Execute the README's example once; its namespace and what it printed."""
+    """Execute the example once; its namespace and what it printed."""
     import contextlib
     import io
-    code = re.search(r"```python\n(.*?)```", README.read_text(), re.S).group(1)
+    code = example_code()
     namespace, buf = {}, io.StringIO()
     with contextlib.redirect_stdout(buf):
-        exec(compile(code, "README.md", "exec"), namespace)
+        exec(compile(code, str(EXAMPLE_PAGE), "exec"), namespace)
     return namespace, buf.getvalue()
 
 
@@ -45,7 +54,7 @@ def test_readme_example_values(readme_run, gbsg_design):
     X, Xa, t, e = gbsg_design
     fit, change, exact = ns["fit"], ns["change"], ns["exact"]
     n = len(t)
-    assert "ci.influence(fit" in README.read_text().split("## Example")[1].split("```")[1]
+    assert "ci.influence(fit" in example_code()
     assert list(change.index) == list(X.index) and list(change.columns) == list(X.columns)
     # dfbeta_R = -(Reid's change) = IF_n / n, Reid's IF by the case-weight derivative
     rows = [115, 162, 0, 300]
@@ -53,7 +62,7 @@ def test_readme_example_values(readme_run, gbsg_design):
     ref_dfbeta = reid_rows(fit.coef, Xa, t, e, pos) / n
     np.testing.assert_allclose(ns["dfbeta_R"].iloc[pos].to_numpy(), ref_dfbeta, rtol=1e-6,
                                atol=1e-9 * np.abs(ref_dfbeta).max())
-    # the functions' conventions the README states under the example
+    # the functions' conventions the page states above the example
     np.testing.assert_allclose(ci.vif(fit).to_numpy(), -n * change.to_numpy(), rtol=1e-12)
     np.testing.assert_allclose(ci.reid_influence(fit).to_numpy(),
                                n * ns["dfbeta_R"].to_numpy(), rtol=1e-12)
@@ -78,13 +87,13 @@ def test_readme_example_values(readme_run, gbsg_design):
                                                   abs=5.01e-5)
     corr = np.corrcoef(ref[:, X.columns.get_loc("pnodes")], exact["pnodes"])[0, 1]
     assert float(lines[-1]) == pytest.approx(corr, abs=1e-12)
-    assert corr > 0.98            # the README's point; measured 0.98757 (deterministic)
+    assert corr > 0.98            # the example's point; measured 0.98757 (deterministic)
 
 
 @pytest.mark.needs_r
 @pytest.mark.skipif(not r_available(), reason=R_SKIP_REASON)
 def test_readme_fit_and_dfbeta_are_r(readme_run, gbsg_design, tmp_path):
-    """The README's claim ``dfbeta_R = -ci.influence(fit, method="reid").theta_change`` is R's
+    """The example's claim ``dfbeta_R = -ci.influence(fit, method="reid").theta_change`` is R's
     ``resid(fit, "dfbeta")`` on the same GBSG2 design (live R)."""
     ns, _ = readme_run
     X, Xa, t, e = gbsg_design
