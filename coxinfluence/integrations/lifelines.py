@@ -11,8 +11,9 @@ scale; our fit works on the original scale throughout, so no rescaling is needed
 wrong for covariates without unit variance (docs/conventions.md, "Oracles"); we compute our own.
 
 ``penalizer > 0`` with ``l1_ratio = 0`` (ridge) is handled in closed form
-(:mod:`coxinfluence.models.penalized_cox`: the penalty is on lifelines' standardised scale and scales with n, so
-deleting a patient changes it too). Not supported (a clear ``ValueError``):
+(:mod:`coxinfluence.models.penalized_cox`: the penalty is on lifelines' standardised
+scale and scales with n, so deleting a patient changes it too). Not supported (a clear
+``ValueError``):
 ``l1_ratio > 0`` (lifelines smooths |beta| with a sharpness that grows with its iteration
 count, so the fitted objective is not a fixed function), non-semiparametric baselines.
 

@@ -558,8 +558,8 @@ def predict_lp(fit, X_new) -> pd.Series:
     TypeError
         If ``fit`` is not one of the fits above.
     coxinfluence.InputError
-        A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric columns, the shape,
-        NaN), ``times``, ``strata`` or ``p``.
+        A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric
+        columns, the shape, NaN), ``times``, ``strata`` or ``p``.
 
     See Also
     --------
@@ -630,8 +630,8 @@ def predict_risk(fit, X_new) -> pd.Series:
     TypeError
         If ``fit`` is not one of the fits above.
     coxinfluence.InputError
-        A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric columns, the shape,
-        NaN), ``times``, ``strata`` or ``p``.
+        A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric
+        columns, the shape, NaN), ``times``, ``strata`` or ``p``.
 
     See Also
     --------
@@ -690,8 +690,8 @@ def predict_cumulative_hazard(fit, X_new, times, strata=None, ctype=None) -> pd.
     TypeError
         If ``fit`` is not a Cox fit.
     coxinfluence.InputError
-        A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric columns, the shape,
-        NaN), ``times``, ``strata`` or ``p``.
+        A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric
+        columns, the shape, NaN), ``times``, ``strata`` or ``p``.
 
     See Also
     --------
@@ -755,8 +755,8 @@ def predict_survival(fit, X_new, times, strata=None, ctype=None) -> pd.DataFrame
     TypeError
         If ``fit`` is not one of the fits above.
     coxinfluence.InputError
-        A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric columns, the shape,
-        NaN), ``times``, ``strata`` or ``p``. Also a ``ctype`` for an AFT fit.
+        A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric
+        columns, the shape, NaN), ``times``, ``strata`` or ``p``. Also a ``ctype`` for an AFT fit.
 
     See Also
     --------
@@ -829,8 +829,8 @@ def predict_quantile(fit, X_new, p=0.5, strata=None):
     TypeError
         If ``fit`` is not an AFT fit.
     coxinfluence.InputError
-        A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric columns, the shape,
-        NaN), ``times``, ``strata`` or ``p``.
+        A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric
+        columns, the shape, NaN), ``times``, ``strata`` or ``p``.
 
     See Also
     --------
@@ -891,8 +891,8 @@ def predict_cumulative_incidence(fit, X_new, times, strata=None) -> pd.DataFrame
     TypeError
         If ``fit`` is not a Fine-Gray fit.
     coxinfluence.InputError
-        A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric columns, the shape,
-        NaN), ``times``, ``strata`` or ``p``.
+        A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric
+        columns, the shape, NaN), ``times``, ``strata`` or ``p``.
 
     Examples
     --------
