@@ -48,6 +48,7 @@ def test_exact_changes_equal_statsmodels_refits(logistic):
     assert res.ld_exact.iloc[i] == pytest.approx(ld, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_auto_verifies_its_top_and_equals_exact_there(logistic):
     _, _, model = logistic
     auto, exact = ci.influence(model), ci.influence(model, method="exact")

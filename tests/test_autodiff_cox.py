@@ -100,6 +100,7 @@ def test_second_call_reuses_compiled_functions():
     assert _rel(v2, ci.vif(fit)) < 1e-8
 
 
+@pytest.mark.slow
 def test_target_and_objects_subset():
     X, t, e, _, _ = _data(5)
     fit = ci.fit_cox(X, t, e)
@@ -228,6 +229,7 @@ def test_explicit_solver_errors_and_damping():
         ad.vif(loss, np.zeros(3), 4, damping=lam, solver_options=dict(max_bytes=10))
 
 
+@pytest.mark.slow
 def test_input_validation_and_no_mutation():
     X, t, e, st, w = _data(8)
     copies = [a.copy() for a in (X, t, e, st, w)]

@@ -160,6 +160,7 @@ class _ListMLEOracle:
         return -self.n * np.linalg.solve(self.hessian(theta), G.T).T
 
 
+@pytest.mark.slow
 def test_listmle_item_removal_matches_direct_formula():
     F, R = _small_rank_data(1, m=30)
     L = losses.listmle(F, R, n_items=12, l2=0.0)

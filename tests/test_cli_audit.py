@@ -158,6 +158,7 @@ def test_demo_default_is_the_verified_audit(tmp_path, capsys):
     assert "What can be trusted" in out.read_text()
 
 
+@pytest.mark.slow
 def test_success_exit_code_subprocess(tmp_path):
     out = tmp_path / "r.html"
     proc = subprocess.run([sys.executable, "-m", "coxinfluence.cli", "audit", str(FIX),

@@ -127,6 +127,7 @@ def test_cox_report_keeps_its_words(tmp_path):
                                rtol=5.01e-4)
 
 
+@pytest.mark.slow
 def test_a_seam_without_report_members_gets_the_fallback(tmp_path):
     """An autodiff GLM: the title and statement are its model_name, the facts its number
     of parameters and objective, the Model table the Wald table of I^{-1}."""
