@@ -219,16 +219,12 @@ def _top_tables(result, top_k):
     without scrolling."""
     top = result.top(top_k)
     idx = top.index
-    flags = result.flags.loc[idx]
-    verified = result.verified.loc[idx]
-    reasons = [", ".join(_flag_cell(c, bool(verified.loc[i]))
-                         for c in flags.columns if flags.loc[i, c]) for i in idx]
     main = pd.DataFrame({"rank": top["rank"],
                          "displacement": top["likelihood_displacement"],
                          "exact": result.ld_exact.loc[idx],
                          "VIF": result.ld_approx.loc[idx],
                          "verified": np.where(result.verified.loc[idx], "\u2713", ""),
-                         "flags": reasons}, index=idx)
+                         "flags": _flag_cells(result, idx)}, index=idx)
     if result.method == "exact":
         main = main.drop(columns=["VIF"])
     elif result.refits is None:
@@ -257,14 +253,11 @@ def _target_top_table(result, top_k):
         return []
     top = result.top(top_k, by="target")
     idx = top.index
-    verified = result.verified.loc[idx]
-    flags = result.flags.loc[idx]
-    reasons = [", ".join(_flag_cell(c, bool(verified.loc[i]))
-                         for c in flags.columns if flags.loc[i, c]) for i in idx]
     table = pd.concat([pd.DataFrame({"rank": top["rank"],
                                      "largest |change| / SE": top["target_influence"],
-                                     "verified": np.where(verified, "\u2713", ""),
-                                     "flags": reasons}, index=idx),
+                                     "verified": np.where(result.verified.loc[idx],
+                                                          "\u2713", ""),
+                                     "flags": _flag_cells(result, idx)}, index=idx),
                        result.loo_change.loc[idx]], axis=1)
     return [f"<h3>Top {top_k} by the change of the target "
             f"{html.escape(result.target.name)}</h3><p>Ranked by each "
@@ -272,6 +265,14 @@ def _target_top_table(result, top_k):
             "'s largest standardised change over the target's columns (|change| / SE, "
             "the largest |dfbetas|): exact where verified (&#10003;).</p>",
             _wrap(_table(table, 4))]
+
+
+def _flag_cells(result, idx):
+    """The flags column of a top table: each unit's flags, as :func:`_flag_cell` words
+    them, joined."""
+    flags, verified = result.flags.loc[idx], result.verified.loc[idx]
+    return [", ".join(_flag_cell(c, bool(verified.loc[i]))
+                      for c in flags.columns if flags.loc[i, c]) for i in idx]
 
 
 def _flag_cell(flag, verified):
