@@ -59,7 +59,7 @@ from coxinfluence.influence_functions.aft_audit import AFTAudit
 from coxinfluence.influence_functions.cox_audit import CoxAudit
 from coxinfluence.influence_functions.decomposable_audit import DecomposableAudit, DecomposableFit
 from coxinfluence.influence_functions.fine_gray_audit import FineGrayAudit
-from coxinfluence.influence_functions.refits import warn_undefined
+from coxinfluence.influence_functions.refits import SeamUnits, warn_undefined
 from coxinfluence.influence_functions.seam import AuditModel
 from coxinfluence.influence_functions.sksurv_audit import CoxnetAudit, SksurvCoxAudit
 from coxinfluence.integrations import Resolved, attach_columns, resolve
@@ -126,18 +126,7 @@ def compute(model, resolved, method, target, *, progress=None, executor=None,
 
 def _warn_undefined(model, codes, what, failed=()):
     """The leave-one-out warning naming the units ``codes`` (any seam: by its labels)."""
-    warn_undefined(_LabelledUnits(model.unit_labels, model.units_are_rows), codes, what,
-                   failed=failed)
-
-
-class _LabelledUnits:
-    """What the warning reads of a seam's units: their labels and whether they are rows."""
-
-    def __init__(self, labels, is_rows):
-        self.labels, self.is_rows = labels, bool(is_rows)
-
-    def describe(self, codes):
-        return list(self.labels[np.asarray(codes, dtype=int)])
+    warn_undefined(SeamUnits(model), codes, what, failed=failed)
 
 
 def _result(model, resolved, method, target, frame, change, dtheta, *, target_notes=(),

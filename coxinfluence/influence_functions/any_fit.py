@@ -48,7 +48,7 @@ from coxinfluence.influence_functions import vif as _vif
 from coxinfluence.influence_functions.aft_audit import AFTAudit
 from coxinfluence.influence_functions.decomposable_audit import DecomposableAudit, DecomposableFit
 from coxinfluence.influence_functions.fine_gray_audit import FineGrayAudit
-from coxinfluence.influence_functions.refits import warn_undefined
+from coxinfluence.influence_functions.refits import SeamUnits, warn_undefined
 from coxinfluence.influence_functions.seam import AuditModel
 from coxinfluence.models.aft import AFTFit
 from coxinfluence.models.cox import ConvergenceWarning, CoxFit, NotConvergedError
@@ -322,7 +322,7 @@ def newton_loo(fit, *, groups=None, method="auto"):
         return _refits.newton_loo(fit, groups=groups, method=method)
     model = family_seam(fit, groups, "newton_loo", method=method)
     theta = np.asarray(model.coef, dtype=np.float64) + model.change("newton")
-    warn_undefined(_SeamUnits(model), np.flatnonzero(~np.isfinite(theta).all(axis=1)),
+    warn_undefined(SeamUnits(model), np.flatnonzero(~np.isfinite(theta).all(axis=1)),
                    "one-step Newton leave-one-out")
     return _wrap(model, theta)
 
@@ -432,7 +432,7 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
                          f"{type(fit).__name__}")
     model = family_seam(fit, groups, "exact_loo", refuse=True)
     res = model.refit(progress=progress, executor=executor)
-    warn_undefined(_SeamUnits(model), res.codes[~res.ok], "exact leave-one-out",
+    warn_undefined(SeamUnits(model), res.codes[~res.ok], "exact leave-one-out",
                    failed=res.codes[res.status == "refit_failed"])
     return _wrap(model, res.theta)
 
@@ -515,15 +515,3 @@ def _wrap(model, values):
     if model.units_are_rows and getattr(model.fit, "index", None) is None:
         return values
     return pd.DataFrame(values, index=model.unit_labels, columns=list(model.columns))
-
-
-class _SeamUnits:
-    """What :func:`~coxinfluence.influence_functions.refits.warn_undefined` reads of a
-    seam's units: their labels and whether they are rows."""
-
-    def __init__(self, model):
-        self.labels = model.unit_labels
-        self.is_rows = bool(model.units_are_rows)
-
-    def describe(self, codes):
-        return list(self.labels[np.asarray(codes, dtype=int)])

@@ -251,6 +251,20 @@ def warn_undefined(units, codes, what, failed=()):
                   LeaveOneOutWarning, stacklevel=3)
 
 
+class SeamUnits:
+    """What :func:`warn_undefined` reads of a seam's units (any model behind the seam,
+    :mod:`coxinfluence.influence_functions.seam`): their labels and whether they are
+    rows."""
+
+    def __init__(self, model):
+        self.labels = model.unit_labels
+        self.is_rows = bool(model.units_are_rows)
+
+    def describe(self, codes):
+        """The labels of the units at positions ``codes``."""
+        return list(self.labels[np.asarray(codes, dtype=int)])
+
+
 STATUSES = ("ok", "undefined", "refit_failed")
 
 
