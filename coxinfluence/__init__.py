@@ -45,7 +45,11 @@ from coxinfluence.models.cox import (
 )
 from coxinfluence.models.fine_gray import FineGrayFit, fit_fine_gray
 
+# the families register themselves with the one dispatcher when imported
+# (coxinfluence.influence_functions.registry): import them all here
 from . import datasets, metrics, targets
+from .influence_functions import fine_gray_audit as _fine_gray_family  # noqa: F401
+from .integrations import sksurv as _sksurv_family  # noqa: F401
 
 __version__ = "0.1.0"
 

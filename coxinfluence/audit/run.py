@@ -55,18 +55,9 @@ from coxinfluence.audit.targets import (
     target_exact,
 )
 from coxinfluence.audit.verification import verify, verify_target
-from coxinfluence.influence_functions.aft_audit import AFTAudit
-from coxinfluence.influence_functions.cox_audit import CoxAudit
-from coxinfluence.influence_functions.decomposable_audit import DecomposableAudit, DecomposableFit
-from coxinfluence.influence_functions.fine_gray_audit import FineGrayAudit
 from coxinfluence.influence_functions.refits import SeamUnits, warn_undefined
-from coxinfluence.influence_functions.seam import AuditModel
-from coxinfluence.influence_functions.sksurv_audit import CoxnetAudit, SksurvCoxAudit
-from coxinfluence.integrations import Resolved, attach_columns, resolve
-from coxinfluence.integrations.sksurv import is_sksurv_cox, resolve_sksurv
-from coxinfluence.models.aft import AFTFit
+from coxinfluence.influence_functions.registry import audit_model as seam_of
 from coxinfluence.models.base import register_audit
-from coxinfluence.models.fine_gray import FineGrayFit
 
 __all__ = ["influence", "InfluenceResult", "METHODS", "FLAGS", "TopNotVerifiedWarning",
            "TargetBeyondFollowUpWarning"]
@@ -218,8 +209,8 @@ class TopNotVerifiedWarning(UserWarning):
 
 
 def influence(model, data=None, *, method="auto", target=None, include_data_effect=True,
-              progress=None, executor=None, groups=None, robust=None, y=None,
-              alpha=None) -> InfluenceResult:
+              progress=None, executor=None, groups=None, robust=None,
+              **options) -> InfluenceResult:
     """Influence of every training patient on a fitted survival model.
 
     For every unit of deletion g (a patient, a subject, a cluster) it estimates the
@@ -300,13 +291,12 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
         Divide dfbetas by the robust (grouped sandwich) SE (True) or the model-based SE
         (False); default: as the model reports its SE (lifelines ``robust=True`` or
         ``cluster_col``: robust; a ``CoxFit``: model-based).
-    y : structured array, optional
-        For a fitted scikit-survival ``CoxPHSurvivalAnalysis`` or
-        ``CoxnetSurvivalAnalysis`` (then ``data`` is its training ``X``): its training
-        structured array (:mod:`coxinfluence.integrations.sksurv`).
-    alpha : float, optional
-        For a ``CoxnetSurvivalAnalysis``: the alpha audited (one of its ``alphas_``;
-        default its only one).
+    **options
+        Options of the model's family (:mod:`coxinfluence.influence_functions.registry`);
+        for a fitted scikit-survival ``CoxPHSurvivalAnalysis`` or
+        ``CoxnetSurvivalAnalysis`` (then ``data`` is its training ``X``): ``y`` its
+        training structured array, and for Coxnet ``alpha``, the alpha audited (one of
+        its ``alphas_``; default its only one) (:mod:`coxinfluence.integrations.sksurv`).
 
     Returns
     -------
@@ -393,8 +383,8 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")
-    audit_model, resolved = _seam(model, data, groups, robust, y, alpha)
-    allowed = tuple(getattr(audit_model, "target_names", ("coef",)))
+    audit_model, resolved = seam_of(model, data, groups=groups, robust=robust, **options)
+    allowed = tuple(audit_model.target_names)
     target = copy.copy(resolve_target(target, allowed, audit_model.model_name))
     if target.name not in allowed:
         raise ValueError(f"target {target.name!r} is not available for this model "
@@ -402,9 +392,7 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
                          f"{describe_targets(allowed)} (ci = coxinfluence)")
     if target.transform is None and resolved.transform is not None:
         target.transform = resolved.transform
-    adapt = getattr(audit_model, "adapt_target", None)   # a seam in another parametrisation
-    if adapt is not None:
-        target = adapt(target)
+    target = audit_model.adapt_target(target)     # a seam in another parametrisation
     notes = _followup_notes(target, audit_model.fit)
     for note in notes:
         warnings.warn(note, TargetBeyondFollowUpWarning, stacklevel=2)
@@ -418,52 +406,6 @@ def _followup_notes(target, fit):
     for a target object without them)."""
     notes = getattr(target, "followup_notes", None)
     return () if notes is None else tuple(notes(fit))
-
-
-def _seam(model, data, groups, robust, y=None, alpha=None):
-    """``(the model behind the seam, Resolved)``: the one place that knows the model
-    families. A seam object (an autodiff model) is used as it is; a ``FineGrayFit`` gets
-    its seam; every other model is resolved (:func:`coxinfluence.integrations.resolve`:
-    ``CoxFit``, ``AFTFit``, lifelines, statsmodels) and gets ``AFTAudit``,
-    ``DecomposableAudit`` (a lifelines parametric regression) or ``CoxAudit``."""
-    if is_sksurv_cox(model):
-        return sksurv_seam(model, data, y, alpha, groups, robust)
-    if y is not None or alpha is not None:
-        raise ValueError("y= and alpha= are for scikit-survival estimators")
-    if isinstance(model, FineGrayFit):
-        model = FineGrayAudit(model)
-    if isinstance(model, AuditModel):
-        if groups is not None or robust:
-            raise ValueError(f"groups= and robust= are not available for this model "
-                             f"({model.model_name}): its units are fixed by the model")
-        frame = (pd.DataFrame(index=model.unit_labels) if data is None
-                 else attach_columns(pd.DataFrame(index=model.unit_labels), data,
-                                     len(model.unit_labels)))
-        return model, Resolved(model, frame, model.model_name)
-    resolved = resolve(model, data)
-    if groups is not None:
-        resolved = dataclasses.replace(resolved, groups=groups)
-    if robust is not None:
-        resolved = dataclasses.replace(resolved, robust=bool(robust))
-    if resolved.seam is not None:                    # the integration's own choice
-        return resolved.seam(resolved.fit, resolved.groups), resolved
-    seam = (AFTAudit if isinstance(resolved.fit, AFTFit) else
-            DecomposableAudit if isinstance(resolved.fit, DecomposableFit) else CoxAudit)
-    return seam(resolved.fit, resolved.groups), resolved
-
-
-def sksurv_seam(estimator, X, y, alpha, groups, robust):
-    """A scikit-survival Cox estimator behind the seam: ``CoxPHSurvivalAnalysis`` ->
-    :class:`SksurvCoxAudit`, ``CoxnetSurvivalAnalysis`` -> :class:`CoxnetAudit` (units:
-    the rows; ``groups=`` and ``robust=`` refused)."""
-    if groups is not None or robust:
-        raise ValueError("groups= and robust= are not available for scikit-survival "
-                         "estimators: their units are the rows")
-    resolved = resolve_sksurv(estimator, X, y, alpha)
-    if type(estimator).__name__ == "CoxnetSurvivalAnalysis":
-        survival = bool(estimator.fit_baseline_model) and not estimator.normalize
-        return CoxnetAudit(resolved.fit, survival=survival), resolved
-    return SksurvCoxAudit(resolved.fit), resolved
 
 
 register_audit(influence)      # fit.influence(...) is ci.influence(fit, ...) (models/base.py)

@@ -35,6 +35,7 @@ import pandas as pd
 from coxinfluence.data.deletion import Deletion
 from coxinfluence.influence_functions.refits import Refits
 from coxinfluence.influence_functions.stability import unstable_from_split
+from coxinfluence.influence_functions.seam import AuditModel
 
 from .core import vif, weight_influence
 
@@ -43,7 +44,7 @@ __all__ = ["AutodiffModel"]
 _BATCH = 64
 
 
-class AutodiffModel:
+class AutodiffModel(AuditModel):
     """A loss fitted at ``theta_hat``, as the audit sees it: ``ci.influence(AutodiffModel(loss))``.
 
     Implements the audit's seam

@@ -39,6 +39,7 @@ import pandas as pd
 
 from coxinfluence.data.rank import rows_whose_deletion_breaks_rank
 from coxinfluence.influence_functions.refits import Refits
+from coxinfluence.influence_functions.registry import Family, as_seam, register_family
 from coxinfluence.influence_functions.seam import FitSeam, ReportHeader, label_text
 from coxinfluence.influence_functions.stability import unstable_from_split
 from coxinfluence.likelihood.fine_gray import CAUSE, crr_scores, loss_grad_hess
@@ -327,3 +328,13 @@ class FineGrayAudit(FitSeam):
         sandwich."""
         return self.fit.summary()
 
+
+
+def _build(fit, data, *, groups=None, robust=None):
+    """A ``FineGrayFit`` behind the seam: its subjects are its units (``groups=`` and
+    ``robust=`` refused: crr's variance is already the sandwich)."""
+    return as_seam(FineGrayAudit(fit), data, groups, robust)
+
+
+register_family(Family("fine_gray", lambda m: isinstance(m, FineGrayFit), _build,
+                       description="a FineGrayFit (ci.fit_fine_gray)"))

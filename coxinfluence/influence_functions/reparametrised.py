@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.influence_functions.refits import Refits
-from coxinfluence.influence_functions.seam import FitSeam, model_header
+from coxinfluence.influence_functions.seam import FitSeam
 
 __all__ = ["Reparametrised", "ReparametrisedFit", "TargetIn", "signed_permutation",
            "map_rows"]
@@ -195,6 +195,15 @@ class Reparametrised(FitSeam):
             return getattr(self.inner, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
+    # the base class's defaults of these would hide the wrapped seam's: read through
+    units = property(lambda self: self.inner.units)
+    unit_name = property(lambda self: self.inner.unit_name)
+    refit_every_flagged = property(lambda self: self.inner.refit_every_flagged)
+    flag_descriptions = property(lambda self: self.inner.flag_descriptions)
+
+    def extra_flags(self):
+        return self.inner.extra_flags()
+
     @property
     def columns(self):
         """The names as given (a ``pd.MultiIndex`` keeps its levels' names)."""
@@ -245,7 +254,7 @@ class Reparametrised(FitSeam):
     # --------------------------------------------------------------- targets
     @property
     def target_names(self):
-        inner = tuple(getattr(self.inner, "target_names", ("coef",)))
+        inner = tuple(self.inner.target_names)
         return ("coef",) + tuple(n for n in inner + self.own_targets if n != "coef")
 
     def adapt_target(self, target):
@@ -261,7 +270,7 @@ class Reparametrised(FitSeam):
     def report_header(self):
         """The wrapped seam's header (:func:`~coxinfluence.influence_functions.seam.
         model_header`), its statement followed by :attr:`note`."""
-        header = model_header(self.inner)
+        header = self.inner.report_header()
         if not self.note:
             return header
         return dataclasses.replace(header, statement=f"{header.statement}; {self.note}")

@@ -14,7 +14,6 @@ Conventions (``docs/conventions.md``): the objective is a loss, summed over its 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -26,62 +25,111 @@ from coxinfluence.models.cox import standard_errors, wald_z
 APPROXIMATIONS = ("vif", "reid", "newton")
 
 
-@runtime_checkable
-class AuditModel(Protocol):
-    """A fitted model as the audit sees it. Arrays are float64; unit axes follow
-    ``unit_labels``."""
+class AuditModel:
+    """Base class of every model behind the seam: what the audit (``ci.influence``) reads
+    of a fitted model. Arrays are float64; unit axes follow ``unit_labels``.
+
+    A family sets the required members (``model_name``, ``fit``, ``coef``, ``columns``,
+    ``information``, ``converged``, ``unit_labels``, ``units_are_rows``) and implements
+    ``objective``, ``change``, ``refit``, ``unstable``, ``unit_scores`` and
+    ``covariance`` (or inherits them from the engine,
+    :class:`coxinfluence.influence_functions.engine.Engine`). Every optional member has
+    its default here, so the generic layers read them without probing.
+    """
 
     #: what the report calls the model, e.g. "Cox proportional hazards"
-    model_name: str
-    #: the object the user fitted (a ``CoxFit``; the model itself otherwise): targets and
-    #: the report read it
-    fit: object
-    coef: np.ndarray            # (d,) the fitted parameters
-    columns: list               # d parameter names
-    information: np.ndarray     # (d, d) Hessian of the objective at ``coef``
-    converged: bool             # whether ``coef`` is a maximum the refits can return to
-    unit_labels: pd.Index       # one label per unit of deletion (rows, subjects, clusters)
-    units_are_rows: bool        # each unit is one training row
-    # optional: ``unit_name`` (what the report calls a unit; default "patients");
-    # ``report_header()`` and ``summary_table(robust)`` (the report's and the CLI's
-    # model-specific parts: :func:`model_header`, :func:`model_summary` give the defaults);
-    # ``ratio_name`` (what the report calls exp(coef), default "hazard ratio") and
-    # ``report_notes()`` (sentences under the report's Model table)
+    model_name = "model"
+    #: the object the user fitted (targets and the report read it)
+    fit = None
+    #: what the report calls a unit ("patients"; an autodiff model may say "objects")
+    unit_name = None
+    #: what the report calls exp(coef)
+    ratio_name = "hazard ratio"
+    #: the targets (``Target.name``) this model's changes can be taken of
+    target_names = ("coef",)
+    #: the report's sentence for each of the model's own flags (name -> text)
+    flag_descriptions: dict = {}
+    #: whether ``auto`` refits every flagged unit however many (else a limit applies)
+    refit_every_flagged = False
+    #: the units of deletion as :class:`coxinfluence.data.units.Units` where the family
+    #: has them (the Cox targets read them); None otherwise
+    units = None
 
+    # ------------------------------------------------------------------ required
     def objective(self, thetas) -> np.ndarray:
         """(m,) the full-data objective at each row of ``thetas`` (m, d): the likelihood
         displacement is ``2 [objective(theta_{-g}) - objective(theta_hat)]``."""
+        raise NotImplementedError
 
     def change(self, method: str) -> np.ndarray:
         """(U, d) first-order estimates of ``theta_hat_{-g} - theta_hat`` by ``method`` in
         :data:`APPROXIMATIONS` (NaN where the deletion has no estimate)."""
+        raise NotImplementedError
 
     def refit(self, codes=None, *, progress=None, executor=None):
         """Exact refits without each unit ``codes`` (positions in ``unit_labels``; None:
-        every unit): a
-        :class:`coxinfluence.influence_functions.refits.Refits` (``theta``, and a status
-        per unit: "ok", "undefined" (no maximum without the unit), "refit_failed")."""
-
-    def undefined(self) -> np.ndarray:
-        """(U,) bool: deleting the unit leaves a model without a maximum by construction."""
+        every unit): a :class:`coxinfluence.influence_functions.refits.Refits`."""
+        raise NotImplementedError
 
     def unstable(self, delta_vif) -> np.ndarray:
-        """(U,) bool: the first-order change ``delta_vif`` (U, d) is predicted to be off
-        (:func:`coxinfluence.influence_functions.stability.unstable_from_split`)."""
+        """(U,) bool: the first-order change ``delta_vif`` (U, d) is predicted to be off."""
+        raise NotImplementedError
 
     def unit_scores(self) -> np.ndarray:
         """(U, d) each unit's score contribution ``I IF_n(g) / n`` (LMAX's ``U``)."""
+        raise NotImplementedError
 
     def covariance(self, robust: bool) -> np.ndarray:
-        """(d, d) the covariance the user sees: model-based ``I^{-1}`` or the robust
-        (grouped sandwich) one."""
+        """(d, d) model-based ``I^{-1}`` or the robust (grouped sandwich) covariance."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ with defaults
+    def undefined(self) -> np.ndarray:
+        """(U,) bool: deleting the unit leaves a model without a maximum by construction
+        (default: none known)."""
+        return np.zeros(len(self.unit_labels), dtype=bool)
 
     def unit_frame(self, frame) -> pd.DataFrame:
         """What ``top(k)`` shows beside each unit, indexed by ``unit_labels``: the
-        training frame ``frame`` for rows, a summary of each unit's rows otherwise."""
+        training frame for rows (default), an empty frame otherwise."""
+        if self.units_are_rows and frame is not None:
+            return frame
+        return pd.DataFrame(index=self.unit_labels)
+
+    def extra_flags(self) -> dict:
+        """The model's own flags, name -> (U,) bool (default none)."""
+        return {}
+
+    def adapt_target(self, target):
+        """The target as this model evaluates it (default: as given; a model in another
+        parametrisation maps it)."""
+        return target
+
+    def report_header(self) -> "ReportHeader":
+        """The report's and the CLI's words for the model (default: its name, its number
+        of parameters and its objective at ``coef``)."""
+        value = float(np.asarray(self.objective(np.asarray(self.coef)[None, :]))[0])
+        return ReportHeader(name=str(self.model_name), statement=str(self.model_name),
+                            facts=f"{len(self.columns)} parameters, objective (loss) "
+                                  f"{value:.4f} at the fit")
+
+    def summary_table(self, robust: bool) -> pd.DataFrame:
+        """The coefficient table (default: the Wald table of ``coef`` and
+        ``covariance(robust)``: coef, se(coef), z, p)."""
+        from scipy import stats
+        coef = np.asarray(self.coef, dtype=np.float64)
+        se = standard_errors(np.diag(self.covariance(robust)))
+        z = wald_z(coef, se)
+        return pd.DataFrame({"coef": coef, "robust se" if robust else "se(coef)": se,
+                             "z": z, "p": 2 * stats.norm.sf(np.abs(z))},
+                            index=list(self.columns))
+
+    def report_notes(self) -> tuple:
+        """Sentences under the report's Model table (default none)."""
+        return ()
 
 
-class FitSeam:
+class FitSeam(AuditModel):
     """The members a seam reads straight from the fit it wraps (``self.fit``):
     ``model_name``, ``coef``, ``columns``, ``information``, ``converged``. A family
     overrides what differs (Cox names its model; Coxnet's information is its active
@@ -133,27 +181,10 @@ class ReportHeader:
 
 
 def model_header(model) -> ReportHeader:
-    """``model.report_header()``, or, for a seam without it (an autodiff loss), its
-    ``model_name``, its number of parameters and its objective at ``coef``."""
-    own = getattr(model, "report_header", None)
-    if own is not None:
-        return own()
-    value = float(np.asarray(model.objective(np.asarray(model.coef)[None, :]))[0])
-    return ReportHeader(name=str(model.model_name), statement=str(model.model_name),
-                        facts=f"{len(model.columns)} parameters, objective (loss) "
-                              f"{value:.4f} at the fit")
+    """``model.report_header()`` (kept for callers of the old helper)."""
+    return model.report_header()
 
 
 def model_summary(model, robust: bool) -> pd.DataFrame:
-    """``model.summary_table(robust)`` (the model's own coefficient table, with the robust
-    SE when ``robust``), or the Wald table of ``coef`` and ``covariance(robust)``: coef,
-    se(coef), z, p."""
-    own = getattr(model, "summary_table", None)
-    if own is not None:
-        return own(robust)
-    from scipy import stats
-    coef = np.asarray(model.coef, dtype=np.float64)
-    se = standard_errors(np.diag(model.covariance(robust)))
-    z = wald_z(coef, se)
-    return pd.DataFrame({"coef": coef, "robust se" if robust else "se(coef)": se, "z": z,
-                         "p": 2 * stats.norm.sf(np.abs(z))}, index=list(model.columns))
+    """``model.summary_table(robust)`` (kept for callers of the old helper)."""
+    return model.summary_table(robust)

@@ -16,29 +16,24 @@ a user's own subclass; ``CoxPHFitter`` with a spline or piecewise baseline) reso
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Optional
-
 import numpy as np
 import pandas as pd
 
-from coxinfluence.data.inputs import InputError, show_labels
+from coxinfluence.data.inputs import InputError
+from coxinfluence.influence_functions.aft_audit import AFTAudit
+from coxinfluence.influence_functions.cox_audit import CoxAudit
+from coxinfluence.influence_functions.decomposable_audit import DecomposableAudit, DecomposableFit
+from coxinfluence.influence_functions.registry import (  # noqa: F401 (re-exported)
+    Family,
+    Resolved,
+    attach_columns,
+    register_family,
+    with_overrides,
+)
 from coxinfluence.models.aft import AFTFit
 from coxinfluence.models.cox import CoxFit
 
 __all__ = ["Resolved", "resolve", "check_agreement", "lifelines_design"]
-
-
-@dataclass
-class Resolved:
-    fit: CoxFit
-    frame: pd.DataFrame              # covariates + time + event (+ strata/weights), caller order
-    source: str                      # "coxinfluence", "lifelines", "statsmodels"
-    transform: Optional[Callable] = None
-    groups: object = None            # default units (e.g. lifelines' cluster_col), caller order
-    robust: bool = False             # the library reports robust (sandwich) standard errors
-    seam: Optional[Callable] = None  # (fit, groups) -> the seam, where the integration
-                                     # chooses it (lifelines' AFT fits: in params_ naming)
 
 
 def agreement_tolerance(fit):
@@ -134,26 +129,6 @@ def check_agreement(fit, params, source, diagnose=None, *, tol=None, owner=None,
             f"{'' if fit.converged else '; our refit did not converge'}): {why}")
 
 
-def attach_columns(frame: pd.DataFrame, data, n) -> pd.DataFrame:
-    """``frame`` with ``data``'s other columns matched on the index (never by position):
-    ``data`` must have the model's ``n`` rows and the same index labels (any order), or an
-    ``InputError`` (a ``ValueError``) says what differs."""
-    if not isinstance(data, pd.DataFrame):
-        raise InputError(f"data must be a pandas DataFrame; got {type(data).__name__}")
-    if len(data) != n:
-        raise InputError(f"data has {len(data)} rows but the model was fitted on {n}")
-    if data.index.has_duplicates:
-        raise InputError("data has duplicate index labels; results are keyed by the index")
-    if not data.index.equals(frame.index):
-        if not (data.index.isin(frame.index).all() and frame.index.isin(data.index).all()):
-            missing = show_labels(frame.index[~frame.index.isin(data.index)], limit=5)
-            raise InputError(f"data's index does not match the model's rows (labels missing "
-                             f"from data: {missing}); pandas inputs are matched on the index")
-        data = data.reindex(frame.index)
-    extra = data.drop(columns=[c for c in data.columns if c in frame.columns])
-    return pd.concat([frame, extra], axis=1)
-
-
 def _frame_from_fit(fit: CoxFit) -> pd.DataFrame:
     data = fit.data
     index = data.index if data.index is not None else pd.RangeIndex(data.n)
@@ -197,3 +172,39 @@ def resolve(model, data=None) -> Resolved:
                     "regression (WeibullAFTFitter, LogNormalAFTFitter, LogLogisticAFTFitter, "
                     "PiecewiseExponentialRegressionFitter, GeneralizedGammaRegressionFitter, "
                     "any ParametricRegressionFitter), or a statsmodels PHRegResults")
+
+
+def _seam_of(resolved):
+    """The seam of a resolved fit: the integration's own choice (``resolved.seam``: a
+    lifelines AFT fit in ``params_`` naming), else by the fit's family."""
+    if resolved.seam is not None:
+        return resolved.seam(resolved.fit, resolved.groups)
+    fit = resolved.fit
+    seam = (AFTAudit if isinstance(fit, AFTFit) else
+            DecomposableAudit if isinstance(fit, DecomposableFit) else CoxAudit)
+    return seam(fit, resolved.groups)
+
+
+def _build(model, data, *, groups=None, robust=None):
+    resolved = with_overrides(resolve(model, data), groups, robust)
+    return _seam_of(resolved), resolved
+
+
+def _is_lifelines(model):
+    return any(c.__module__.startswith("lifelines") for c in type(model).__mro__)
+
+
+def _is_statsmodels(model):
+    return type(model).__module__.startswith("statsmodels")
+
+
+register_family(Family("cox", lambda m: isinstance(m, CoxFit), _build,
+                       description="a CoxFit (ci.fit_cox)"))
+register_family(Family("aft", lambda m: isinstance(m, AFTFit), _build,
+                       description="an AFTFit (ci.fit_aft)"))
+register_family(Family("lifelines", _is_lifelines, _build,
+                       description="a fitted lifelines CoxPHFitter, CoxTimeVaryingFitter or "
+                                   "parametric regression (WeibullAFTFitter, ..., any "
+                                   "ParametricRegressionFitter) with its training DataFrame"))
+register_family(Family("statsmodels", _is_statsmodels, _build,
+                       description="a statsmodels PHRegResults"))

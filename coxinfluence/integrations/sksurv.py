@@ -96,7 +96,8 @@ import pandas as pd
 
 from coxinfluence.data.cox_data import make_cox_data
 from coxinfluence.data.inputs import InputError
-from coxinfluence.integrations import Resolved
+from coxinfluence.influence_functions.registry import Family, Resolved, register_family
+from coxinfluence.influence_functions.sksurv_audit import CoxnetAudit, SksurvCoxAudit
 from coxinfluence.likelihood.objective import cox_objective
 from coxinfluence.likelihood.risk_sets import RiskSets
 from coxinfluence.models.cox import CoxFit, fit_cox
@@ -455,3 +456,23 @@ def _check_baseline(estimator, Xa, time, event, alpha):
     raise InputError(
         f"{what}. The estimator and these data do not match: pass exactly the X and y it "
         "was fitted on, in the same rows")
+
+
+def sksurv_seam(estimator, X, *, y=None, alpha=None, groups=None, robust=None):
+    """A scikit-survival Cox estimator behind the seam (its registered family's
+    ``build``): ``CoxPHSurvivalAnalysis`` -> :class:`SksurvCoxAudit`,
+    ``CoxnetSurvivalAnalysis`` -> :class:`CoxnetAudit` (units: the rows; ``groups=``
+    and ``robust=`` refused). ``ci.influence(estimator, X, y=y, alpha=alpha)``."""
+    if groups is not None or robust:
+        raise ValueError("groups= and robust= are not available for scikit-survival "
+                         "estimators: their units are the rows")
+    resolved = resolve_sksurv(estimator, X, y, alpha)
+    if type(estimator).__name__ == "CoxnetSurvivalAnalysis":
+        survival = bool(estimator.fit_baseline_model) and not estimator.normalize
+        return CoxnetAudit(resolved.fit, survival=survival), resolved
+    return SksurvCoxAudit(resolved.fit), resolved
+
+
+register_family(Family("scikit-survival", is_sksurv_cox, sksurv_seam, options=("y", "alpha"),
+                       description="a fitted scikit-survival CoxPHSurvivalAnalysis or "
+                                   "CoxnetSurvivalAnalysis with its training X and y="))
