@@ -66,21 +66,6 @@ METHODS = ("auto", "vif", "reid", "newton", "exact")
 FLAGS = ("undefined", "unstable", "refit_failed", "unverified_top")
 
 
-def theta_change(fit, method, *, groups=None, progress=None, executor=None):
-    """(n_units, d) estimates of ``theta_hat_{-g} - theta_hat`` of a ``CoxFit`` (unit order
-    of :func:`coxinfluence.data.units.resolve_units`) and, for ``method="exact"``, the
-    refitted coefficients (else None)."""
-    if method not in METHODS[1:]:
-        raise ValueError(f"method must be one of {METHODS[1:]}; got {method!r}")
-    model = CoxAudit(fit, groups)
-    if method != "exact":
-        return model.change(method), None
-    refits = model.refit(progress=progress, executor=executor)
-    warn_undefined(model.units, refits.codes[~refits.ok], "exact leave-one-out",
-                   failed=refits.codes[refits.status == "refit_failed"])
-    return refits.theta - fit.coef, refits.theta
-
-
 def compute(model, resolved, method, target, *, progress=None, executor=None,
             include_data_effect=True, target_notes=()):
     """The audit of ``model`` (a seam, :mod:`coxinfluence.influence_functions.seam`) by

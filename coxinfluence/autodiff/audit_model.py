@@ -34,8 +34,8 @@ import pandas as pd
 
 from coxinfluence.data.deletion import Deletion
 from coxinfluence.influence_functions.refits import Refits
-from coxinfluence.influence_functions.stability import unstable_from_split
 from coxinfluence.influence_functions.seam import AuditModel
+from coxinfluence.influence_functions.stability import unstable_from_split
 
 from .core import vif, weight_influence
 
