@@ -29,6 +29,7 @@ class NewtonResult:
     converged: np.ndarray  # (B,) bool
     n_iter: np.ndarray     # (B,) int
     failed: np.ndarray     # (B,) bool: singular Hessian or diverging coefficients
+    escaped: np.ndarray = None  # (B,) bool: stopped by ``escape`` (None: not asked)
 
 
 def solve_batch(H, g):
@@ -110,7 +111,8 @@ def converged(theta, grad, step, tol):
             | (step_size <= 1e-13 * size))
 
 
-def newton(objective, theta0, *, tol=1e-10, max_iter=50, max_halving=30) -> NewtonResult:
+def newton(objective, theta0, *, tol=1e-10, max_iter=50, max_halving=30,
+           escape=None) -> NewtonResult:
     """Newton-Raphson with step halving for a batch of B problems (module docstring).
 
     Each iteration tries the step ``H^{-1} g`` and its halvings ``2^-h H^{-1} g``,
@@ -118,6 +120,9 @@ def newton(objective, theta0, *, tol=1e-10, max_iter=50, max_halving=30) -> Newt
     (``1e-12`` relative slack); a problem whose
     Hessian is not positive definite, or where no halved step decreases the loss away
     from an optimum, is marked ``failed``. Convergence is :func:`converged`.
+    ``escape(theta) -> (k,) bool``, when given, stops the problems whose new iterate it
+    flags (failed, and ``escaped`` in the result): the iterate has left any
+    neighbourhood of a maximum (a refit running off along a monotone likelihood).
     """
     theta = np.array(np.atleast_2d(theta0), dtype=np.float64)
     B = theta.shape[0]
@@ -125,6 +130,7 @@ def newton(objective, theta0, *, tol=1e-10, max_iter=50, max_halving=30) -> Newt
     done = np.zeros(B, dtype=bool)
     failed = ~np.isfinite(loss)
     n_iter = np.zeros(B, dtype=int)
+    escaped = np.zeros(B, dtype=bool)
     for iteration in range(max_iter + 1):   # the last pass only tests convergence
         active = np.flatnonzero(~done & ~failed)
         if active.size == 0:
@@ -149,8 +155,13 @@ def newton(objective, theta0, *, tol=1e-10, max_iter=50, max_halving=30) -> Newt
         moved = active[accepted]
         theta[moved], loss[moved], grad[moved], hess[moved] = new
         failed |= ~np.isfinite(theta).all(axis=1)
+        if escape is not None and moved.size:
+            off = moved[np.asarray(escape(theta[moved]), dtype=bool)]
+            escaped[off] = True
+            failed[off] = True
     done &= ~failed
-    return NewtonResult(theta, loss, grad, hess, done, n_iter, failed)
+    return NewtonResult(theta, loss, grad, hess, done, n_iter, failed,
+                        None if escape is None else escaped)
 
 
 def _halve_until_descent(objective, active, theta, loss, step, max_halving):
