@@ -1,2 +1,10 @@
 """Model checks beside influence: residuals and the proportional-hazards test (R's
-``residuals.coxph``, ``cox.zph``, ``residuals.survreg``, crr's ``res``)."""
+``residuals.coxph``, ``cox.zph``, ``residuals.survreg``, crr's ``res``).
+
+Importing the package registers every built-in family's residuals
+(:mod:`coxinfluence.diagnostics.registry`)."""
+from coxinfluence.diagnostics import cox_residuals as _cox  # noqa: F401 (registers)
+from coxinfluence.diagnostics.ph_test import PHTest, ph_test
+from coxinfluence.diagnostics.registry import register_residuals, residuals
+
+__all__ = ["residuals", "ph_test", "PHTest", "register_residuals"]

@@ -1,0 +1,168 @@
+"""Residuals for every model ``ci.influence`` takes: one entry point, one table of families.
+
+:func:`residuals` resolves the user's model as the audit does
+(:func:`coxinfluence.influence_functions.registry.audit_model`: our fits, lifelines,
+statsmodels), then looks the resolved fit's class up in a small table filled by
+:func:`register_residuals`: each family (Cox, AFT, Fine-Gray) registers the kinds it
+defines and the function that computes them. The generic function never asks which
+model it holds; a kind the fit's family lacks is refused naming the valid ones, and, when
+another family has it, which.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from coxinfluence.data.inputs import InputError
+from coxinfluence.influence_functions.registry import audit_model
+
+__all__ = ["ResidualFamily", "register_residuals", "residual_family", "residuals",
+           "collapse_rows", "resolve_fit"]
+
+
+@dataclass(frozen=True)
+class ResidualFamily:
+    """A registered family: ``fit_class`` (the resolved fit's class), ``model`` (its
+    name in messages, e.g. "Cox"), ``kinds`` (the kinds it defines, the first its
+    default), ``function(fit, kind, collapse, weighted) -> Series or DataFrame``."""
+
+    fit_class: type
+    model: str
+    kinds: tuple
+    function: Callable
+
+
+_TABLE: dict = {}
+
+
+def register_residuals(fit_class, kinds, function, *, model=None):
+    """Register ``function`` for the ``kinds`` of fits of ``fit_class`` (the first kind is
+    the default). Registering a class again replaces its entry. Returns the
+    :class:`ResidualFamily`."""
+    entry = ResidualFamily(fit_class, model or fit_class.__name__, tuple(kinds), function)
+    _TABLE[fit_class] = entry
+    return entry
+
+
+def residual_family(fit) -> ResidualFamily:
+    """The registered family of ``fit`` (the nearest class of its MRO in the table)."""
+    for cls in type(fit).__mro__:
+        if cls in _TABLE:
+            return _TABLE[cls]
+    known = ", ".join(f"{e.model} ({e.fit_class.__name__})" for e in _TABLE.values())
+    raise TypeError(f"no residuals are defined for {type(fit).__name__}; they are for "
+                    f"{known}")
+
+
+def resolve_fit(model, data=None):
+    """The fit behind a user's model (our fits are used as they are; lifelines and
+    statsmodels models are resolved as ``ci.influence`` resolves them)."""
+    if any(isinstance(model, cls) for cls in _TABLE):
+        if data is not None:
+            raise InputError("data= is for models that do not keep their training data "
+                             "(lifelines, statsmodels); a coxinfluence fit keeps its own")
+        return model
+    _, resolved = audit_model(model, data)
+    return resolved.fit
+
+
+def _check_kind(entry, kind):
+    if not isinstance(kind, str):
+        raise InputError(f"kind must be a string; got {type(kind).__name__}")
+    if kind in entry.kinds:
+        return kind
+    owners = [e.model for e in _TABLE.values() if kind in e.kinds]
+    valid = ", ".join(repr(k) for k in entry.kinds)
+    if owners:
+        raise InputError(f"kind={kind!r} is not defined for a {entry.model} model; it is a "
+                         f"residual of {' and '.join(owners)} models. For a {entry.model} "
+                         f"model the kinds are {valid}")
+    raise InputError(f"unknown residual kind {kind!r}; for a {entry.model} model the kinds "
+                     f"are {valid}")
+
+
+def collapse_rows(values, labels, index=None):
+    """Sum per-row ``values`` (caller's row order; Series or DataFrame) over ``labels``
+    (one per row), as R's ``rowsum``: one row per label, sorted labels."""
+    if isinstance(labels, pd.Series) and index is not None and labels.index.equals(index):
+        labels = labels.to_numpy()
+    lab = np.asarray(labels)
+    if lab.ndim != 1 or lab.shape[0] != len(values):
+        raise InputError(f"collapse must have one label per row ({len(values)}); got shape "
+                         f"{lab.shape}")
+    if pd.isna(lab).any():
+        raise InputError("collapse has missing labels")
+    out = values.groupby(lab, sort=True).sum()
+    out.index.name = "unit"
+    return out
+
+
+def residuals(model, data=None, kind=None, collapse=None, *, weighted=None):
+    """Residuals of a fitted survival model, as R's ``residuals()`` gives them.
+
+    Cox models (``ci.fit_cox``, lifelines' ``CoxPHFitter`` and ``CoxTimeVaryingFitter``,
+    statsmodels' ``PHReg``): R's ``residuals.coxph`` types; AFT models (``ci.fit_aft``,
+    lifelines' AFT fitters): R's ``residuals.survreg`` types; Fine-Gray fits
+    (``ci.fit_fine_gray``): cmprsk's ``crr`` residuals and the subject-level score and
+    dfbeta (the influence function the audit uses, with the censoring-weight term).
+
+    Parameters
+    ----------
+    model : fitted model
+        Any model ``ci.influence`` takes.
+    data : pandas.DataFrame, optional
+        The training data, for models that do not keep it (lifelines, statsmodels).
+    kind : str, optional
+        Cox: "martingale" (default), "deviance", "score", "schoenfeld", "scaledsch",
+        "dfbeta", "dfbetas", "partial". AFT: "response" (default), "deviance",
+        "working", "dfbeta", "dfbetas", "ldcase", "ldresp", "ldshape". Fine-Gray:
+        "schoenfeld" (default), "score", "dfbeta".
+    collapse : bool or array_like, optional
+        Sum the per-row residuals per subject, as R's ``collapse=``: True for the fit's
+        subjects (``fit_cox(..., id=)``), or one label per row (caller's order).
+        Not for residuals with one row per event.
+    weighted : bool, optional
+        Multiply by the case weights, as R's ``weighted=``; default R's (True for
+        dfbeta and dfbetas of a Cox model, else False).
+
+    Returns
+    -------
+    pandas.Series or pandas.DataFrame
+        One value (or one row of covariates) per row, with the caller's index; per
+        subject (sorted labels) when collapsed; Schoenfeld-type residuals one row per
+        event, indexed by event time in R's order (strata, then time).
+
+    Raises
+    ------
+    InputError
+        An unknown kind (the message names the valid ones for the model), a kind the
+        model has no definition for (the message says which model has it), or bad
+        ``collapse`` labels.
+    TypeError
+        A model no registered family accepts.
+
+    See Also
+    --------
+    coxinfluence.ph_test : The proportional-hazards test (R's ``cox.zph``).
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi[["fin", "age", "prio"]]
+    >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+    >>> ci.residuals(fit, kind="martingale").round(4).head(3)
+    0   -0.1475
+    1   -0.2731
+    2    0.6919
+    Name: martingale, dtype: float64
+    >>> ci.residuals(fit, kind="dfbeta").shape
+    (432, 3)
+    """
+    fit = resolve_fit(model, data)
+    entry = residual_family(fit)
+    kind = entry.kinds[0] if kind is None else _check_kind(entry, kind)
+    return entry.function(fit, kind, collapse=collapse, weighted=weighted)

@@ -1,0 +1,79 @@
+"""Golden fixtures of R's residuals.coxph and cox.zph (tests/r/residuals_reference.R,
+written into tests/fixtures/r_residuals/): loading them and fitting the same models."""
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import coxinfluence as ci
+
+HERE = Path(__file__).parent
+FIXTURES = HERE / "fixtures" / "r_residuals"
+SCRIPT = HERE / "r" / "residuals_reference.R"
+
+
+def run_r(outdir, seed=None):
+    """Run the R script into ``outdir`` (live comparison)."""
+    cmd = [shutil.which("Rscript"), str(SCRIPT), str(outdir)]
+    if seed is not None:
+        cmd.append(str(seed))
+    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600)
+
+
+def load_cases(folder=FIXTURES):
+    folder = Path(folder)
+    cases = json.loads((folder / "cases.json").read_text())
+    data = {p.stem[5:]: pd.read_csv(p) for p in folder.glob("data_*.csv")}
+    refs = {}
+    for cs in cases:
+        with gzip.open(folder / f"case_{cs['case']}.json.gz", "rt") as fh:
+            refs[cs["case"]] = json.load(fh)
+    return cases, data, refs
+
+
+def as_list(v):
+    return [v] if isinstance(v, str) else list(v)
+
+
+def case_inputs(cs, data):
+    """The keyword arguments of ``ci.fit_cox`` for a case, and its data frame."""
+    d = data[cs["dataset"]]
+    cov = as_list(cs["covariates"])
+    kw = dict(ties=cs["ties"])
+    if cs["start"]:
+        kw.update(time=d["stop"], event=d["event"], start=d[cs["start"]])
+    else:
+        kw.update(time=d["time"], event=d["status"])
+    if cs["weights"]:
+        kw["weights"] = d["w"]
+    if cs["strata"]:
+        kw["strata"] = d[cs["strata"]]
+    if cs["id"]:
+        kw["id"] = d[cs["id"]]
+    return d[cov], kw, d
+
+
+def fit_case(cs, data):
+    X, kw, _ = case_inputs(cs, data)
+    return ci.fit_cox(X, **kw)
+
+
+def matrix(values):
+    """R's JSON (row-major; a vector for one column) as a 2-D float array."""
+    a = np.array(values, dtype=np.float64)
+    return a[:, None] if a.ndim == 1 else a
+
+
+def close(ours, ref, rtol=1e-8, atol_scale=1e-8):
+    """Agreement to ``rtol`` relative, with an absolute floor of ``atol_scale`` times the
+    reference's largest magnitude (for entries that are 0 up to rounding)."""
+    ours, ref = np.asarray(ours, dtype=np.float64), np.asarray(ref, dtype=np.float64)
+    assert ours.shape == ref.shape, (ours.shape, ref.shape)
+    scale = max(np.nanmax(np.abs(ref)), 1e-300) if ref.size else 1.0
+    np.testing.assert_allclose(ours, ref, rtol=rtol, atol=atol_scale * scale)
