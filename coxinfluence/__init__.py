@@ -44,6 +44,7 @@ from coxinfluence.models.cox import (
     fit_cox,
 )
 from coxinfluence.models.fine_gray import FineGrayFit, fit_fine_gray
+from coxinfluence.diagnostics import ph_test, residuals
 
 # the families register themselves with the one dispatcher when imported
 # (coxinfluence.influence_functions.registry): import them all here
@@ -59,6 +60,7 @@ __all__ = [
     "NotConvergedError",
     "fit_cox", "cox_loss", "cox_gradient", "cox_hessian", "fit_aft", "AFTFit",
     "fit_fine_gray", "FineGrayFit",
+    "residuals", "ph_test",
     "reid_influence", "score_residuals", "vif", "exact_loo", "newton_loo",
     "influence", "InfluenceResult", "targets", "datasets", "metrics",
     "CumulativeIncidence", "AFTSurvival", "SurvivalQuantile",
