@@ -17,19 +17,21 @@ approximating ``n (theta_hat - theta_hat_{-i})``, ``n`` the number of units), an
 R's ``resid(fit, "dfbeta") = IF_n / n``. Errors: ``InputError`` (a ``ValueError``) for
 every bad input, ``ConvergenceWarning`` the base of every convergence warning.
 """
+from coxinfluence.audit.result import InfluenceResult
+from coxinfluence.audit.run import influence
+from coxinfluence.audit.target_base import TargetBeyondFollowUpWarning
+from coxinfluence.data.cox_data import CoxData
+from coxinfluence.data.inputs import CoxInputError, InputError
+from coxinfluence.diagnostics import ph_test, residuals
+
 # the old names of targets (ci.targets has every target now): deprecated aliases
-from coxinfluence.audit.deprecated_targets import (
+from coxinfluence.families.deprecated_targets import (
     AFTSurvival,
     LifelinesSurvival,
     RiskScore,
     SurvivalQuantile,
 )
-from coxinfluence.audit.fine_gray_targets import CumulativeIncidence
-from coxinfluence.audit.result import InfluenceResult
-from coxinfluence.audit.run import influence
-from coxinfluence.audit.targets import TargetBeyondFollowUpWarning
-from coxinfluence.data.cox_data import CoxData
-from coxinfluence.data.inputs import CoxInputError, InputError
+from coxinfluence.families.fine_gray_targets import CumulativeIncidence
 from coxinfluence.influence_functions.any_fit import exact_loo, newton_loo, reid_influence, vif
 from coxinfluence.influence_functions.refits import LeaveOneOutWarning
 from coxinfluence.influence_functions.reid import score_residuals
@@ -44,7 +46,6 @@ from coxinfluence.models.cox import (
     fit_cox,
 )
 from coxinfluence.models.fine_gray import FineGrayFit, fit_fine_gray
-from coxinfluence.diagnostics import ph_test, residuals
 
 # the families register themselves with the one dispatcher when imported
 # (coxinfluence.influence_functions.registry): import them all here

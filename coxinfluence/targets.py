@@ -1,7 +1,9 @@
 """Every target of ``ci.influence``, one per quantity: ``ci.targets`` (``import
-coxinfluence.targets`` works as well). The definitions live in
-:mod:`coxinfluence.audit.targets` and the families' modules beside it; this module
-re-exports them.
+coxinfluence.targets`` works as well). The generic definitions live in
+:mod:`coxinfluence.audit.targets` (the quantities, dispatched on the model) and the
+families' implementations in :mod:`coxinfluence.families` (``cox_targets``,
+``aft_targets``, ``fine_gray_targets``, ``lifelines_targets``, ``sksurv_targets``), which
+register themselves when imported; this module imports them all and re-exports them.
 
 - ``"coef"``, ``"hr"``, ``"tr"`` (strings, or :class:`Coefficients`, :class:`HazardRatios`,
   :class:`TimeRatios`): the parameters, the hazard ratios, an AFT model's time ratios;
@@ -36,22 +38,15 @@ Examples
 >>> res.loo_change.columns.tolist()
 ['S(20|0)', 'S(40|0)', 'S(20|1)', 'S(40|1)']
 """
-from coxinfluence.audit.fine_gray_targets import CumulativeIncidence
 from coxinfluence.audit.targets import (  # noqa: F401 (the engine's helpers, re-exported)
     Coefficients,
-    CoxLinearPredictor,
-    CoxSurvival,
     Dispatched,
     HazardRatios,
     LinearPredictor,
     Quantile,
-    RelativeRisk,
     Survival,
     Target,
     TargetBeyondFollowUpWarning,
-    TimeRatios,
-    baseline_ctype,
-    baseline_cumhaz,
     describe_targets,
     followup_notes,
     implementation_of,
@@ -59,7 +54,21 @@ from coxinfluence.audit.targets import (  # noqa: F401 (the engine's helpers, re
     resolve_target,
     target_change,
     target_exact,
+    target_named,
 )
+
+# the families' implementations, registered when imported (coxinfluence.families)
+from coxinfluence.families.aft_targets import AFTSurvival, SurvivalQuantile, TimeRatios  # noqa: F401
+from coxinfluence.families.cox_targets import (  # noqa: F401
+    CoxLinearPredictor,
+    CoxSurvival,
+    RelativeRisk,
+    baseline_ctype,
+    baseline_cumhaz,
+)
+from coxinfluence.families.fine_gray_targets import CumulativeIncidence
+from coxinfluence.families.lifelines_targets import LifelinesSurvival  # noqa: F401
+from coxinfluence.families.sksurv_targets import RiskScore  # noqa: F401
 
 # the public names: the targets and what a family author registers; the engine's helpers
 # (resolve_target, target_change, target_exact, baseline_cumhaz, ...) stay importable

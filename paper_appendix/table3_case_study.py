@@ -19,8 +19,8 @@ import pandas as pd
 from _common import data_path, markdown_table, write_result
 
 import coxinfluence as ci
-from coxinfluence.audit.targets import RelativeRisk
 from coxinfluence.datasets import paper_split
+from coxinfluence.targets import RelativeRisk
 
 
 def main(argv=None):

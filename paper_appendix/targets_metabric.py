@@ -25,7 +25,7 @@ import pandas as pd
 from _common import data_path, markdown_table, write_result
 
 import coxinfluence as ci
-from coxinfluence.audit import targets as T
+from coxinfluence import targets as T
 from coxinfluence.datasets import paper_split
 from coxinfluence.influence_functions.cox_audit import CoxAudit
 from coxinfluence.metrics import relative_risk_correlation

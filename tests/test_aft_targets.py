@@ -27,7 +27,7 @@ import coxinfluence as ci
 
 # the family's implementation itself (ci.targets.Survival / Quantile dispatch to it;
 # the ci.* names of these classes are deprecated aliases)
-from coxinfluence.audit.aft_targets import AFTSurvival, SurvivalQuantile, standard_quantile
+from coxinfluence.families.aft_targets import AFTSurvival, SurvivalQuantile, standard_quantile
 from coxinfluence.influence_functions.aft_audit import AFTAudit
 
 HERE = Path(__file__).parent

@@ -27,7 +27,7 @@ import coxinfluence as ci
 
 # the family's implementation itself (ci.targets.Survival / Quantile dispatch to it;
 # the ci.* names of these classes are deprecated aliases)
-from coxinfluence.audit.lifelines_targets import LifelinesSurvival
+from coxinfluence.families.lifelines_targets import LifelinesSurvival
 
 lifelines = pytest.importorskip("lifelines")
 anp = pytest.importorskip("autograd.numpy")

@@ -18,8 +18,8 @@ from sksurv.linear_model import CoxnetSurvivalAnalysis, CoxPHSurvivalAnalysis  #
 from sksurv.preprocessing import OneHotEncoder  # noqa: E402
 
 import coxinfluence as ci  # noqa: E402
-from coxinfluence.audit.sksurv_targets import RiskScore  # noqa: E402
 from coxinfluence.audit.targets import Survival  # noqa: E402
+from coxinfluence.families.sksurv_targets import RiskScore  # noqa: E402
 
 TIGHT = 1e-15     # scikit-survival's tol for the oracle refits
 

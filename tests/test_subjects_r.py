@@ -11,7 +11,7 @@ import pytest
 from r_counting import CONFIGS, GOLDEN, has_quantity, load_data, reference, rel_err, run_r
 
 import coxinfluence as ci
-from coxinfluence.audit.targets import Survival, baseline_cumhaz
+from coxinfluence.targets import Survival, baseline_cumhaz
 
 pytestmark = pytest.mark.skipif(not CONFIGS, reason="counting-process fixtures missing")
 

@@ -17,7 +17,7 @@ from conftest import tied_data
 from oracles import R_SKIP_REASON, r_available
 
 import coxinfluence as ci
-from coxinfluence.audit import targets as T
+from coxinfluence import targets as T
 
 lifelines = pytest.importorskip("lifelines")
 from lifelines import CoxPHFitter  # noqa: E402

@@ -9,7 +9,7 @@ import pytest
 from conftest import r_matrix, tied_data
 
 import coxinfluence as ci
-from coxinfluence.audit import targets as T
+from coxinfluence import targets as T
 
 COVS = ["age", "tsize", "pnodes", "progrec", "estrec", "horTh"]
 NEWP = pd.DataFrame({"age": [45, 60, 70], "tsize": [20, 35, 50], "pnodes": [1, 5, 15],

@@ -15,8 +15,8 @@ from test_fine_gray import GOLDEN as FG_GOLDEN
 from test_fine_gray import fit_case, load
 
 import coxinfluence as ci
+from coxinfluence import targets as T
 from coxinfluence.audit import run, verification
-from coxinfluence.audit import targets as T
 
 ROSSI = load_rossi()
 RCOVS = [c for c in ROSSI.columns if c not in ("week", "arrest")]

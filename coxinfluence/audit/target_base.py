@@ -1,17 +1,18 @@
 """What every target of the audit shares (:mod:`coxinfluence.audit.targets` re-exports it):
-the base class :class:`Target`; the registry of the families' implementations of the
-quantities of ``ci.targets`` (:func:`register_target`, :func:`implementation_of`) and the
+the base class :class:`Target`, whose every member has a default; the registry of the
+families' implementations of the quantities of ``ci.targets`` (:func:`register_target`,
+:func:`implementation_of`, the strings a user may ask by, :func:`target_named`) and the
 :class:`Dispatched` quantities that resolve to them; how a user asks for each target
 (:func:`describe_targets`); the notes on target times past the follow-up
-(:func:`followup_notes`, :class:`TargetBeyondFollowUpWarning`)."""
+(:func:`followup_notes`, :class:`TargetBeyondFollowUpWarning`). It names no model family:
+the families register their implementations (:mod:`coxinfluence.families`)."""
 from __future__ import annotations
 
 import numpy as np
 
 from coxinfluence.data.inputs import show_labels
-from coxinfluence.data.new_patients import new_patient_matrix
 
-__all__ = ["Target", "Dispatched", "register_target", "implementation_of",
+__all__ = ["Target", "Dispatched", "register_target", "implementation_of", "target_named",
            "describe_targets", "followup_notes", "last_by_stratum",
            "TargetBeyondFollowUpWarning"]
 
@@ -45,8 +46,8 @@ class TargetBeyondFollowUpWarning(UserWarning):
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
     ...     res = ci.influence(fit, target=target, method="vif")
-    >>> [w.category.__name__ for w in caught]
-    ['TargetBeyondFollowUpWarning']
+    >>> [w.category is ci.TargetBeyondFollowUpWarning for w in caught]
+    [True]
     >>> print(res.target_notes[0])
     S(t|x) at time 60: past the last event time of the data, 52; the baseline does not
     change after it, so the value there is the last plateau carried forward, not an
@@ -134,13 +135,6 @@ def last_by_stratum(times, strata, n_strata):
     return out
 
 
-def _new_patients(X_new, fit, transform=None):
-    """New patients as an (m, d) float64 array in the fit's column order, and their labels
-    as text (:func:`coxinfluence.data.new_patients.new_patient_matrix`)."""
-    arr, index = new_patient_matrix(X_new, fit.data.columns, transform)
-    return arr, [str(v) for v in index]
-
-
 class Target:
     """A quantity ``g(theta[, data])`` whose leave-one-out change is attributed.
 
@@ -172,6 +166,14 @@ class Target:
         ``ci.targets``), None for a target that is not a family's implementation of one.
     options : tuple of str
         The keyword arguments of a dispatched target this implementation takes.
+    aliases : tuple of str
+        The strings a user may pass as ``target=`` for this target (e.g. ``"hr"``;
+        :func:`target_named`), registered with it (:func:`register_target`); empty for a
+        target asked for by an object.
+    ask : str or None
+        How a user asks for this target, as :func:`describe_targets` lists it (e.g.
+        ``"'hr'"``, ``"ci.targets.RelativeRisk(X_new)"``); None: as its quantity's
+        dispatched target (``ci.targets.Survival(X_new, times)`` for ``"survival"``).
 
     See Also
     --------
@@ -187,7 +189,7 @@ class Target:
     >>> X = rossi[["fin", "age", "prio"]]
     >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
     >>> target = ci.targets.HazardRatios()
-    >>> isinstance(target, ci.targets.Target)
+    >>> issubclass(ci.targets.HazardRatios, ci.targets.Target)
     True
     >>> target.columns(fit)
     ['HR fin', 'HR age', 'HR prio']
@@ -204,6 +206,11 @@ class Target:
     quantity = None
     #: the keyword arguments of a :class:`Dispatched` target this implementation takes
     options = ()
+    #: the strings a user may pass as ``target=`` for this target (:func:`target_named`)
+    aliases = ()
+    #: how a user asks for this target (:func:`describe_targets`); None: as its quantity's
+    #: :class:`Dispatched` target
+    ask = None
 
     @classmethod
     def evaluates(cls, fit):
@@ -375,6 +382,10 @@ class Target:
 #: implementation name (``Target.name``, what a seam lists in ``target_names``) -> the
 #: family's implementation class, in registration order
 _IMPLEMENTATIONS = {}
+#: a string a user may pass as ``target=`` (lower case) -> the registered target class
+_ALIASES = {}
+#: a quantity (a :class:`Dispatched` target's ``name``) -> the dispatched target class
+_QUANTITIES = {}
 
 
 def register_target(cls):
@@ -408,7 +419,9 @@ def register_target(cls):
 
     Notes
     -----
-    A family's survival function, registered::
+    A family's survival function, registered (in the family's own module, which also
+    defines ``evaluates``: whether a fit is one of the family's, e.g. by its fit class;
+    :mod:`coxinfluence.families.cox_targets` is one)::
 
         @ci.targets.register_target
         class ToySurvival(ci.targets.Target):
@@ -419,9 +432,8 @@ def register_target(cls):
             def __init__(self, X_new, times, strata=None):
                 ...
 
-            @classmethod
-            def evaluates(cls, fit):
-                return isinstance(fit, ToyFit)
+    A target a user asks for by a string lists it in ``aliases`` (``aliases = ("hr",)``:
+    ``target="hr"``, :func:`target_named`) and says so in ``ask`` (``"'hr'"``).
 
     Examples
     --------
@@ -433,8 +445,8 @@ def register_target(cls):
     >>> X = rossi[["fin", "age", "prio"]]
     >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
     >>> impl = ci.targets.Survival(X.iloc[:2], [20]).implementation(fit=fit)
-    >>> type(impl).__name__, impl.quantity
-    ('CoxSurvival', 'survival')
+    >>> impl.name, impl.options       # the Cox family's (an AFT model's is 'aft_survival')
+    ('survival', ('strata', 'ctype'))
 
     A class without a quantity is refused:
 
@@ -444,9 +456,29 @@ def register_target(cls):
     ValueError: Nameless needs a name and a quantity to be registered
     """
     if not cls.quantity or not isinstance(cls.name, str):
-        raise ValueError(f"{cls.__name__} needs a name and a quantity to be registered")
+        raise ValueError(f"{cls.__qualname__} needs a name and a quantity to be registered")
     _IMPLEMENTATIONS[cls.name] = cls
+    for alias in cls.aliases:
+        _ALIASES[alias.lower()] = cls
     return cls
+
+
+def target_named(name):
+    """The registered target a user asks for by the string ``name``.
+
+    Parameters
+    ----------
+    name : str
+        What the user passed as ``target=`` (case-insensitive), e.g. ``"hr"``: one of the
+        ``aliases`` of a registered target (:func:`register_target`).
+
+    Returns
+    -------
+    type or None
+        The target class (constructed without arguments by ``resolve_target``), None if
+        no registered target has that alias.
+    """
+    return _ALIASES.get(name.lower())
 
 
 def implementation_of(quantity, names=None, fit=None):
@@ -500,14 +532,23 @@ class Dispatched(Target):
     options : dict
         The keyword options (name -> value; None: the implementation's default), stored
         as attributes of the same names.
+    leading : tuple, optional
+        The positional arguments after ``X_new`` that every implementation takes (the
+        times, the probabilities: the attribute named by :attr:`first`).
     """
 
-    #: the new patients' attribute and the keyword options, in the implementations' order
+    #: the name of the attribute holding the argument after the new patients (the times,
+    #: the probabilities), None if there is none
     first = None
 
-    def __init__(self, X_new, options):
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _QUANTITIES[cls.name] = cls
+
+    def __init__(self, X_new, options, leading=()):
         self.X_new = X_new
         self._options = dict(options)
+        self._leading = tuple(leading)
         for key, value in self._options.items():
             setattr(self, key, value)
         self._bound = None
@@ -531,7 +572,7 @@ class Dispatched(Target):
             Without ``names``: the latest registered implementation that evaluates on
             ``fit``.
         model_name : str, optional
-            The model's name, for the error message (default: ``fit``'s type).
+            The model's name, for the error message.
 
         Returns
         -------
@@ -546,19 +587,19 @@ class Dispatched(Target):
             (not None) is not one of the implementation's.
         """
         cls = implementation_of(self.name, names, fit)
-        model = model_name or (type(fit).__name__ if fit is not None else "this model")
+        model = f" ({model_name})" if model_name else ""
         if cls is None:
-            names = names if names is not None else ()
-            raise ValueError(f"target {self.name!r} is not available for this model "
-                             f"({model}); its targets are "
-                             f"{describe_targets(names) or 'not known'} (ci = coxinfluence)")
+            known = (f"its targets are {describe_targets(names) or 'not known'}"
+                     if names is not None else
+                     "no model family registered for it evaluates on this fit")
+            raise ValueError(f"target {self.name!r} is not available for this model"
+                             f"{model}; {known} (ci = coxinfluence)")
         unused = [k for k, v in self._options.items() if v is not None and k not in cls.options]
         if unused:
             raise ValueError(f"{', '.join(f'{k}=' for k in unused)} is not an option of "
-                             f"{type(self).__name__} for this model ({model})")
-        args = (self.X_new,) if self.first is None else (self.X_new, getattr(self, self.first))
-        impl = cls(*args, **{k: v for k, v in self._options.items()
-                             if k in cls.options and v is not None})
+                             f"{type(self).__qualname__} for this model{model}")
+        impl = cls(self.X_new, *self._leading, **{k: v for k, v in self._options.items()
+                                                   if k in cls.options and v is not None})
         if self.transform is not None:
             impl.transform = self.transform
         return impl
@@ -685,21 +726,6 @@ class Dispatched(Target):
         return self._for(fit).followup_notes(fit)
 
 
-#: how a user asks for each target (by its ``name``, a seam's ``target_names``): a string,
-#: or the object of ``ci.targets`` that needs new patients
-_HOW_TO_ASK = {
-    "coef": "'coef'", "hazard_ratio": "'hr'", "time_ratio": "'tr'",
-    "linear_predictor": "ci.targets.LinearPredictor(X_new)",
-    "risk_score": "ci.targets.LinearPredictor(X_new)",
-    "relative_risk": "ci.targets.RelativeRisk(X_new)",
-    "survival": "ci.targets.Survival(X_new, times)",
-    "aft_survival": "ci.targets.Survival(X_new, times)",
-    "lifelines_survival": "ci.targets.Survival(df_new, times)",
-    "survival_quantile": "ci.targets.Quantile(X_new, p)",
-    "cumulative_incidence": "ci.targets.CumulativeIncidence(X_new, times)",
-}
-
-
 def describe_targets(names):
     """The targets ``names`` as a user asks for them.
 
@@ -722,7 +748,10 @@ def describe_targets(names):
         if quantity in seen:
             continue
         seen.add(quantity)
-        asks.append(_HOW_TO_ASK.get(name, repr(name)))
+        ask = cls.ask if cls is not None else None
+        if ask is None and quantity in _QUANTITIES:
+            ask = _QUANTITIES[quantity].ask
+        asks.append(repr(name) if ask is None else ask)
     asks = list(dict.fromkeys(asks))
     strings = [a for a in asks if a.startswith("'")]
     objects = [a for a in asks if not a.startswith("'")]

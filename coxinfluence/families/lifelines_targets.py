@@ -30,7 +30,7 @@ Offered (``target_names``) for lifelines' parametric models in both paths:
 
 Past the last event time of the training data ``S`` is the parametric model's
 extrapolation beyond the data: :meth:`LifelinesSurvival.followup_notes` says so (a
-:class:`~coxinfluence.audit.targets.TargetBeyondFollowUpWarning` from ``influence()``).
+:class:`~coxinfluence.audit.target_base.TargetBeyondFollowUpWarning` from ``influence()``).
 The event times are read from the fitter: ``durations`` where ``event_observed``
 (right censoring), every ``durations`` (left censoring: each event happened by then),
 the finite ``upper_bound`` values (interval censoring).
@@ -40,9 +40,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from coxinfluence.audit.new_patients import positive_times
-from coxinfluence.audit.targets import Target, followup_notes, register_target
+from coxinfluence.audit.target_base import Target, followup_notes, register_target
 from coxinfluence.data.inputs import CoxInputError
+from coxinfluence.families.new_patients import positive_times
 from coxinfluence.integrations.lifelines_parametric import prediction_fitter
 
 __all__ = ["LifelinesSurvival"]
@@ -130,6 +130,7 @@ class LifelinesSurvival(Target):
 
     name = "lifelines_survival"
     quantity = "survival"
+    ask = "ci.targets.Survival(df_new, times)"
 
     def __init__(self, df_new, times):
         if isinstance(df_new, pd.Series):

@@ -1,5 +1,6 @@
 """Targets of new patients under a parametric AFT fit (``ci.fit_aft``, R's ``survreg``):
-the survival probability ``S(t | x)`` and the quantiles of the survival time.
+the survival probability ``S(t | x)`` and the quantiles of the survival time; and the
+model's time ratios ``exp(beta_j)`` (:class:`TimeRatios`, ``target="tr"``).
 
 The model is ``log T = x'beta + sigma W`` (:mod:`coxinfluence.likelihood.aft`), ``x`` with
 the intercept, ``sigma = exp(s_k)`` the scale of the patient's stratum k (1 for the
@@ -30,7 +31,7 @@ A stratified fit (one scale per stratum) needs each new patient's stratum
 
 Past the last event time of the data (of the patient's stratum) ``S(t|x)`` is no plateau
 but the parametric model's extrapolation beyond the data; :meth:`AFTSurvival.
-followup_notes` says so (a :class:`~coxinfluence.audit.targets.TargetBeyondFollowUpWarning`
+followup_notes` says so (a :class:`~coxinfluence.audit.target_base.TargetBeyondFollowUpWarning`
 from ``influence()``). An event time is an observed one, or the upper bound of a left- or
 interval-censored one (the event is known to have happened by then).
 """
@@ -38,15 +39,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from coxinfluence.audit.new_patients import covariate_view, positive_times
-from coxinfluence.audit.targets import (
+from coxinfluence.audit.target_base import (
     Target,
-    _new_patients,
     followup_notes,
     last_by_stratum,
     register_target,
 )
 from coxinfluence.data.new_patients import probabilities
+from coxinfluence.families.new_patients import covariate_view, new_patients, positive_times
 from coxinfluence.likelihood.aft import EXACT, INTERVAL, LEFT
 from coxinfluence.models.aft import AFTFit
 from coxinfluence.models.predictions import (
@@ -58,7 +58,7 @@ from coxinfluence.models.predictions import (
     standard_quantile,
 )
 
-__all__ = ["AFTSurvival", "SurvivalQuantile", "standard_quantile"]
+__all__ = ["AFTSurvival", "SurvivalQuantile", "TimeRatios", "standard_quantile"]
 
 #: the fit's stratum labels in code order (None without strata):
 #: :func:`coxinfluence.models.predictions.aft_stratum_labels`
@@ -100,7 +100,7 @@ class _AFTNewPatients(Target):
         return isinstance(fit, AFTFit)
 
     def _X(self, fit):
-        return _new_patients(self.X_new, covariate_view(fit.covariates), self.transform)
+        return new_patients(self.X_new, covariate_view(fit.covariates), self.transform)
 
     def _design(self, fit):
         """(P, p) the new patients' design with the intercept, (P,) their stratum codes
@@ -154,7 +154,7 @@ class AFTSurvival(_AFTNewPatients):
     ``1 - psurvreg(t, predict(fit, newdata, type = "lp"), fit$scale, dist)``. One column
     per (patient, time), ``"S(t|label)"``. ``ci.targets.Survival`` on an AFT model (the
     deprecated ``ci.AFTSurvival`` is this class). Its derivatives, ``dS/dbeta = f0(z) x /
-    sigma`` and ``dS/ds = f0(z) z``, are in :mod:`coxinfluence.audit.aft_targets`.
+    sigma`` and ``dS/ds = f0(z) z``, are in :mod:`coxinfluence.families.aft_targets`.
 
     Parameters
     ----------
@@ -283,7 +283,7 @@ class SurvivalQuantile(_AFTNewPatients):
     time): R's ``predict(fit, newdata, type = "quantile", p = p)``. One column per
     (patient, p), ``"Q(p|label)"``. ``ci.targets.Quantile`` on an AFT model (the
     deprecated ``ci.SurvivalQuantile`` is this class). Its derivatives, ``dQ/dbeta = Q
-    x`` and ``dQ/ds = Q sigma w_p``, are in :mod:`coxinfluence.audit.aft_targets`.
+    x`` and ``dQ/ds = Q sigma w_p``, are in :mod:`coxinfluence.families.aft_targets`.
 
     Parameters
     ----------
@@ -369,3 +369,91 @@ class SurvivalQuantile(_AFTNewPatients):
         J = self._scale_jacobian(fit, codes, Q * np.exp(s)[:, None] * w[None, :])
         J[:, :, :fit.data.p] = Q[:, :, None] * design[:, None, :]
         return J.reshape(-1, len(fit.coef))
+
+
+@register_target
+class TimeRatios(Target):
+    """An AFT model's time ratios ``g(theta) = exp(beta_j)`` for its covariates.
+
+    Not the intercept, not the scales: the factor on survival times per unit of
+    ``x_j``; ``J`` the covariates' rows of ``diag(exp(theta_hat))``. ``target="tr"`` of
+    :func:`coxinfluence.influence`; one column per covariate, ``"TR <name>"``.
+
+    See Also
+    --------
+    coxinfluence.targets.HazardRatios : A Cox model's ratios.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X = rossi[["fin", "age", "prio"]]
+    >>> aft = ci.fit_aft(X, rossi["week"], rossi["arrest"])  # Weibull, R's survreg
+    >>> ci.targets.TimeRatios().columns(aft)
+    ['TR fin', 'TR age', 'TR prio']
+    >>> res = ci.influence(aft, target="tr", method="vif")
+    >>> res.loo_change.head(3).round(4)
+       TR fin  TR age  TR prio
+    0 -0.0140  0.0013  -0.0001
+    1 -0.0116 -0.0012   0.0017
+    2 -0.0068 -0.0003   0.0022
+    """
+
+    name = "time_ratio"
+    quantity = "time_ratio"
+    aliases = ("tr", "time_ratio", "time_ratios")
+    ask = "'tr'"
+
+    @staticmethod
+    def _positions(fit):
+        return np.arange(1, fit.data.p)
+
+    def columns(self, fit):
+        """``"TR <name>"`` for each covariate.
+
+        Parameters
+        ----------
+        fit : AFTFit
+            The fitted AFT model.
+
+        Returns
+        -------
+        list of str
+            One name per covariate (not the intercept, not the scales).
+        """
+        return [f"TR {c}" for c in fit.covariates]
+
+    def value(self, fit, theta):
+        """``exp(beta_j)`` of the covariates for each row of ``theta``.
+
+        Parameters
+        ----------
+        fit : AFTFit
+            The fitted AFT model.
+        theta : array_like, shape (B, d)
+            Parameter vectors in R's order (intercept, covariates, log-scales).
+
+        Returns
+        -------
+        numpy.ndarray, shape (B, p - 1)
+            One column per covariate.
+        """
+        return np.exp(np.asarray(theta, dtype=np.float64)[:, self._positions(fit)])
+
+    def jacobian(self, fit):
+        """The covariates' rows of ``diag(exp(theta_hat))``.
+
+        Parameters
+        ----------
+        fit : AFTFit
+            The fitted AFT model.
+
+        Returns
+        -------
+        numpy.ndarray, shape (p - 1, d)
+            Zero but for ``exp(beta_j)`` in covariate j's column.
+        """
+        cols = self._positions(fit)
+        J = np.zeros((cols.size, len(fit.coef)))
+        J[np.arange(cols.size), cols] = np.exp(fit.coef[cols])
+        return J

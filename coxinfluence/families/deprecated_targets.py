@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import warnings
 
-from coxinfluence.audit.aft_targets import AFTSurvival as _AFTSurvival
-from coxinfluence.audit.aft_targets import SurvivalQuantile as _SurvivalQuantile
-from coxinfluence.audit.lifelines_targets import LifelinesSurvival as _LifelinesSurvival
-from coxinfluence.audit.sksurv_targets import RiskScore as _RiskScore
+from coxinfluence.families.aft_targets import AFTSurvival as _AFTSurvival
+from coxinfluence.families.aft_targets import SurvivalQuantile as _SurvivalQuantile
+from coxinfluence.families.lifelines_targets import LifelinesSurvival as _LifelinesSurvival
+from coxinfluence.families.sksurv_targets import RiskScore as _RiskScore
 
 __all__ = ["AFTSurvival", "LifelinesSurvival", "SurvivalQuantile", "RiskScore"]
 
@@ -64,7 +64,7 @@ _AFT_SURVIVAL_DOC = """An AFT model's survival probability of new patients (depr
     Parameters
     ----------
     *args, **kwargs
-        The arguments of :class:`coxinfluence.audit.aft_targets.AFTSurvival`:
+        The arguments of :class:`coxinfluence.families.aft_targets.AFTSurvival`:
         ``X_new``, ``times`` and ``strata=None``.
 
     Warns
@@ -109,7 +109,7 @@ _LIFELINES_SURVIVAL_DOC = """A lifelines parametric regression's survival functi
     Parameters
     ----------
     *args, **kwargs
-        The arguments of :class:`coxinfluence.audit.lifelines_targets.LifelinesSurvival`:
+        The arguments of :class:`coxinfluence.families.lifelines_targets.LifelinesSurvival`:
         ``df_new`` (new patients as lifelines takes them) and ``times``.
 
     Warns
@@ -155,7 +155,7 @@ _SURVIVAL_QUANTILE_DOC = """The quantiles of new patients' survival times, AFT (
     Parameters
     ----------
     *args, **kwargs
-        The arguments of :class:`coxinfluence.audit.aft_targets.SurvivalQuantile`:
+        The arguments of :class:`coxinfluence.families.aft_targets.SurvivalQuantile`:
         ``X_new``, ``p=0.5`` and ``strata=None``.
 
     Warns
@@ -199,7 +199,7 @@ _RISK_SCORE_DOC = """scikit-survival's risk score ``predict(X_new)`` (deprecated
     Parameters
     ----------
     *args, **kwargs
-        The arguments of :class:`coxinfluence.audit.sksurv_targets.RiskScore`:
+        The arguments of :class:`coxinfluence.families.sksurv_targets.RiskScore`:
         ``X_new``.
 
     Warns

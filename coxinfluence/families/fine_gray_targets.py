@@ -31,19 +31,19 @@ deletion: the refitted ``theta_{-i}`` and the baseline without the subject.
 Past the last failure time of the cause (in the patient's stratum) ``Lambda_10`` has no
 more jumps: ``F(t|x)`` there is the last plateau carried forward, which
 :meth:`CumulativeIncidence.followup_notes` says (a
-:class:`~coxinfluence.audit.targets.TargetBeyondFollowUpWarning` from ``influence()``).
+:class:`~coxinfluence.audit.target_base.TargetBeyondFollowUpWarning` from ``influence()``).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from coxinfluence.audit.new_patients import positive_times
-from coxinfluence.audit.targets import (
+from coxinfluence.audit.target_base import (
     Target,
     followup_notes,
     last_by_stratum,
     register_target,
 )
+from coxinfluence.families.new_patients import positive_times
 from coxinfluence.likelihood.fine_gray_deletion import DeletionState, deleted_baseline_jumps
 from coxinfluence.models.fine_gray import FineGrayFit
 from coxinfluence.models.predictions import (
@@ -76,7 +76,7 @@ class CumulativeIncidence(Target):
     the data directly, through the risk sets and the Kaplan-Meier estimate of the
     censoring distribution that weights them, so a deleted subject changes ``F`` through
     ``theta`` (the chain rule) and directly (the data effect, exact, in closed form):
-    :mod:`coxinfluence.audit.fine_gray_targets` gives the formula, its derivative and
+    :mod:`coxinfluence.families.fine_gray_targets` gives the formula, its derivative and
     the data effect.
 
     Parameters
@@ -105,7 +105,7 @@ class CumulativeIncidence(Target):
     -----
     Fine & Gray (1999), Eq. (3); R's ``cmprsk::predict.crr``. Past the last failure time
     of the cause (in the patient's stratum) ``F(t|x)`` is the last plateau carried
-    forward (:class:`~coxinfluence.audit.targets.TargetBeyondFollowUpWarning`).
+    forward (:class:`~coxinfluence.audit.target_base.TargetBeyondFollowUpWarning`).
 
     Examples
     --------
@@ -133,6 +133,7 @@ class CumulativeIncidence(Target):
 
     name = "cumulative_incidence"
     quantity = "cumulative_incidence"
+    ask = "ci.targets.CumulativeIncidence(X_new, times)"
     options = ("strata",)
 
     def __init__(self, X_new, times, strata=None):

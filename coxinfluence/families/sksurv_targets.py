@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from coxinfluence.audit.targets import CoxLinearPredictor, register_target
+from coxinfluence.audit.target_base import register_target
+from coxinfluence.families.cox_targets import CoxLinearPredictor
 from coxinfluence.models.coxnet import SksurvCoxFit
 
 __all__ = ["RiskScore"]
