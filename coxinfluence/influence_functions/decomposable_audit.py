@@ -20,13 +20,15 @@ sum_{i in g} w_i grad l_i``:
   ``= -VIF_n(g)/U``);
 - **one-step Newton**: ``-(H - C_g)^{-1} (grad L(theta_hat) - s_g)``, with the exact
   information split ``C_g = sum_{i in g} w_i grad^2 l_i`` (``H - C_g = H_{-g}``);
-- **exact refits**: the unit's rows get presence 0 and ``L(., b)`` is minimised from
-  Halley's prediction (the one-step Newton change corrected by ``T``), by Newton steps
-  with step halving whose Hessian is kept (a chord method) while the gradient falls at
-  least tenfold per step and recomputed otherwise, to ``max |gradient| <= tol``; a refit
-  that runs more than :data:`RUNAWAY_SE` standard errors away (information metric) is
-  ``"undefined"`` (the deleted likelihood has no maximum near: a monotone likelihood),
-  one that stops otherwise ``"refit_failed"``;
+- **exact refits**: the engine's batched loop
+  (:mod:`coxinfluence.influence_functions.engine_refits`): the unit's rows get presence
+  0, the refit starts at Halley's prediction (the one-step Newton change corrected by
+  ``T``) and runs quasi-Newton steps, then Newton-Raphson with step halving, to ``max
+  |gradient| <= tol``; a refit that runs more than ``RUNAWAY_SE`` standard errors away
+  (information metric) is ``"undefined"`` (the deleted likelihood has no maximum near: a
+  monotone likelihood), one that stops otherwise ``"refit_failed"``; ``progress=`` and
+  ``executor=`` as for Cox; :func:`minimise` (Newton steps, chord and BFGS updates) fits
+  the full model;
 - ``unstable``: :func:`~coxinfluence.influence_functions.stability.unstable_from_split`
   with ``C_g`` and ``T``; ``undefined``: none known without refitting;
 - ``unit_scores``: ``-s_g``; ``covariance(False)``: ``H^{-1}``; ``covariance(True)``: the
@@ -42,10 +44,9 @@ import pandas as pd
 import scipy.linalg
 
 from coxinfluence.data.inputs import encode_labels
-from coxinfluence.influence_functions.refits import Refits
+from coxinfluence.influence_functions.engine import Engine, MaskKernel
+from coxinfluence.influence_functions.engine_refits import RUNAWAY_SE  # noqa: F401
 from coxinfluence.influence_functions.seam import ReportHeader
-from coxinfluence.influence_functions.stability import unstable_from_split
-from coxinfluence.numerics.newton import halley_step, solve_any
 
 __all__ = ["DecomposableFit", "DecomposableAudit", "minimise"]
 
@@ -56,9 +57,6 @@ _SLACK = 1e-12
 _BFGS_STEPS = 2
 #: step halvings before a Newton step is given up
 _HALVINGS = 40
-#: a refit this many standard errors (information metric) from ``theta_hat`` has run off:
-#: the deleted likelihood has no maximum near it (monotone likelihood), "undefined"
-RUNAWAY_SE = 30.0
 
 
 class DecomposableFit:
@@ -178,9 +176,43 @@ def minimise(loss, theta0, presence, *, tol, hessian=None, max_iter=60, runaway=
     return theta, bool(np.abs(g).max() <= tol)
 
 
-class DecomposableAudit:
+class _LossObjective:
+    """The loss as the engine's :class:`~coxinfluence.influence_functions.engine.
+    MaskKernel` reads it: ``objective(deletion)`` evaluates ``L(., presence)`` and its
+    derivatives problem by problem (quietly: a trial step may overflow; its loss is then
+    inf)."""
+
+    def __init__(self, loss):
+        self.loss = loss
+
+    def objective(self, deletion):
+        P = deletion.presence
+        loss = self.loss
+
+        def evaluate(idx, theta, hess=True):
+            theta = np.atleast_2d(theta)
+            k, d = theta.shape
+            f, g = np.empty(k), np.empty((k, d))
+            H = np.empty((k, d, d)) if hess else None
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                for j, (i, th) in enumerate(zip(np.asarray(idx), theta)):
+                    f[j], g[j] = _value_gradient(loss, th, P[i])
+                    if hess:
+                        H[j] = _symmetric(loss.hessian(th, P[i]))
+            f[~np.isfinite(f)] = np.inf
+            return f, g, H
+
+        return evaluate
+
+
+class DecomposableAudit(Engine):
     """A :class:`DecomposableFit` with its units of deletion (``groups``: one label per
-    row; default the rows), as the audit sees it (module docstring)."""
+    row; default the rows), as the audit sees it (module docstring): the engine
+    (:class:`~coxinfluence.influence_functions.engine.Engine`) with the loss's row
+    derivatives."""
+
+    max_iter = 60
 
     def __init__(self, fit, groups=None):
         if not isinstance(fit, DecomposableFit):
@@ -193,10 +225,11 @@ class DecomposableAudit:
         else:
             self.unit_of, self.unit_labels = encode_labels(groups, fit.n, "groups", fit.index)
         self.units_are_rows = groups is None
-        self.n_units = len(self.unit_labels)
         # the fitted model, as the seam names it
         self.model_name, self.coef, self.columns = fit.model_name, fit.coef, fit.columns
         self.information, self.converged = fit.information, fit.converged
+        self.refit_tolerance = fit.tol
+        self.full_gradient = fit.gradient
 
     @property
     def target_names(self):
@@ -220,100 +253,40 @@ class DecomposableAudit:
 
     @cached_property
     def unit_gradients(self):
-        """(U, d) ``s_g = grad L_g(theta_hat)``."""
+        """(U, d) ``s_g = grad L_g(theta_hat)``, which is ``grad L - grad L_{-g}``."""
         return self._by_unit(np.asarray(self.fit.loss.row_gradients(self.coef)))
+
+    @property
+    def gradient_differences(self):
+        """(U, d) ``grad L - grad L_{-g} = s_g`` at ``theta_hat`` (exact)."""
+        return self.unit_gradients
 
     @cached_property
     def split(self):
         """(U, d, d) ``C_g = grad^2 L_g(theta_hat)``, the exact information split."""
         return self._by_unit(np.asarray(self.fit.loss.row_hessians(self.coef)))
 
+    def split_of(self, codes):
+        """(m, d, d) ``C_g`` of the units ``codes``."""
+        return self.split[np.asarray(codes, dtype=int)]
+
     @cached_property
     def third(self):
         """(d, d, d) the third derivative of ``L(., 1)`` at ``theta_hat``."""
         return np.asarray(self.fit.loss.third(self.coef))
 
-    @cached_property
-    def _if_change(self):
-        return np.linalg.solve(self.information, self.unit_gradients.T).T
-
-    # ---------------------------------------------------------------- estimates
-    def change(self, method):
-        if method in ("vif", "reid"):
-            return self._if_change.copy()
-        if method == "newton":
-            rhs = self.fit.gradient[None, :] - self.unit_gradients
-            # -H_{-g}^{-1} grad L_{-g}: NaN where some H_{-g} is singular
-            return -solve_any(self.information[None] - self.split, rhs)
-        raise ValueError(f"unknown method {method!r}")
-
+    # ------------------------------------------------------------------ refits
     def presence(self, code):
         """(n,) the presence vector without unit ``code``."""
         b = np.ones(self.fit.n)
         b[self.unit_of == code] = 0.0
         return b
 
-    def refit(self, codes=None, *, progress=None, executor=None):
-        """Exact refits without each unit of ``codes`` (all by default), from the one-step
-        Newton prediction with ``H - C_g`` as the first Hessian (:func:`minimise`).
-        ``progress`` and ``executor`` are accepted for the seam and unused."""
-        codes = np.arange(self.n_units) if codes is None else np.asarray(codes, dtype=int)
-        if not self.converged:
-            raise ValueError(f"the {self.model_name} fit is not at a minimum: no exact refits")
-        d = self.coef.size
-        theta = np.full((codes.size, d), np.nan)
-        status = np.full(codes.size, "refit_failed", dtype=object)
-        for k, code in enumerate(codes):
-            b = self.presence(code)
-            s0, J = self._halley_start(code)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                th, ok = minimise(self.fit.loss, s0, b, tol=self.fit.tol, hessian=J,
-                                  runaway=self._runaway)
-            if ok and np.all(np.isfinite(th)):
-                theta[k], status[k] = th, "ok"
-            elif self._runaway(th):
-                status[k] = "undefined"
-        return Refits(codes, theta, status.astype(str))
-
-    def _halley_start(self, code):
-        """``(start, Hessian)`` of the refit without unit ``code``: the one-step Newton
-        change ``D0 = -H_{-g}^{-1} r`` (``r = grad L_{-g}(theta_hat)``, ``H_{-g} = H - C_g``)
-        corrected by the third derivative, Halley's ``D = -(H_{-g} + T[D0]/2)^{-1} r``, with
-        ``H_{-g} + T[D]``, the deleted Hessian at the start to first order; the Newton
-        start with ``H_{-g}`` where Halley's step is not within half of ``D0``; the fit
-        itself where ``H_{-g}`` is singular."""
-        H_g = (self.information - self.split[code])[None]
-        r = (self.fit.gradient - self.unit_gradients[code])[None]
-        D, M, _ = halley_step(H_g, r, self.third)
-        if not np.isfinite(D).all():
-            return self.coef.copy(), self.information
-        return self.coef + D[0], M[0]
-
-    def _runaway(self, theta):
-        """Whether ``theta`` is more than :data:`RUNAWAY_SE` standard errors from
-        ``theta_hat`` in the information metric, ``sqrt(delta' H delta)`` (or not finite)."""
-        delta = np.asarray(theta) - self.coef
-        if not np.all(np.isfinite(delta)):
-            return True
-        return float(delta @ self.information @ delta) > RUNAWAY_SE ** 2
+    def deletion_kernel(self):
+        """The loss without each unit's rows (presence masks), problem by problem."""
+        return MaskKernel(_LossObjective(self.fit.loss), self.unit_of)
 
     # -------------------------------------------------------------------- trust
-    def undefined(self):
-        return np.zeros(self.n_units, dtype=bool)
-
-    def unstable(self, delta_vif):
-        return unstable_from_split(self.information, self.split, self.third, delta_vif)
-
-    def unit_scores(self):
-        return -self.unit_gradients
-
-    def covariance(self, robust):
-        if not robust:
-            return np.linalg.inv(self.information)
-        D = self._if_change
-        return D.T @ D
-
     def report_header(self):
         """The report's and the CLI's words for the model: its name, and the fit's
         ``facts`` (else the number of parameters and the log-likelihood ``-L``)."""
