@@ -24,9 +24,12 @@ the information at ``theta_hat``:
 - **The third derivative** ``T`` is in closed form
   (:meth:`coxinfluence.likelihood.aft.AFTLikelihood.third_derivative`).
 
-Exact refits delete the unit's rows (a presence mask, :class:`~coxinfluence.data.deletion.
-Deletion`) and minimise the batch by Newton-Raphson with step halving from a Halley start
-(the one-step Newton change corrected by ``T``), to ``max |gradient| <= 1e-10``.
+``AFTAudit`` is the influence engine (:class:`~coxinfluence.influence_functions.engine.
+Engine`) with these closed forms as its derivatives: exact refits delete the unit's rows
+(presence masks) and run the engine's batched loop from the Halley start (the one-step
+Newton change corrected by ``T``) to ``max |gradient| <= 1e-10``, with ``progress=`` and
+``executor=``; deletions that leave no maximum or a rank-deficient design keep their own
+handling (:meth:`AFTAudit.undefined`).
 """
 from __future__ import annotations
 
@@ -35,15 +38,13 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from coxinfluence.data.deletion import Deletion
 from coxinfluence.data.rank import (
     identifiable_columns,
     rows_whose_deletion_breaks_rank,
     units_whose_deletion_breaks_rank,
 )
-from coxinfluence.influence_functions.refits import Refits
+from coxinfluence.influence_functions.engine import Engine, MaskKernel
 from coxinfluence.influence_functions.seam import FitSeam, ReportHeader
-from coxinfluence.influence_functions.stability import unstable_from_split
 from coxinfluence.likelihood.aft import EXACT, INTERVAL, LEFT, RIGHT
 from coxinfluence.models.aft import (
     DIST_NAMES,
@@ -53,17 +54,15 @@ from coxinfluence.models.aft import (
     design_view,
     polish,
 )
-from coxinfluence.numerics.newton import halley_step, newton, solve_any
+from coxinfluence.numerics.newton import newton
 
 __all__ = ["AFTAudit"]
 
 #: presence masks of at most this many floats per batch of refits
 _BATCH_FLOATS = 2_000_000
-#: chord steps of the refits before Newton-Raphson takes over
-_CHORD_STEPS = 4
 
 
-class AFTAudit(FitSeam):
+class AFTAudit(FitSeam, Engine):
     """A fitted :class:`~coxinfluence.models.aft.AFTFit` with its units of deletion
     (``groups``: one label per row, e.g. a cluster; default the fit's subjects,
     ``fit_aft(..., id=)``, else the rows), as the audit sees it (module docstring)."""
@@ -94,10 +93,6 @@ class AFTAudit(FitSeam):
     def units_are_rows(self):
         return self._rows
 
-    @property
-    def n_units(self):
-        return len(self._labels)
-
     def objective(self, thetas):
         return self.fit.objective(thetas)
 
@@ -121,7 +116,7 @@ class AFTAudit(FitSeam):
     def vif(self):
         """(U, d) ``VIF_n(g) = -U H^{-1} grad L_g(theta_hat)`` (paper scale); equal to
         Reid's ``IF_n(g)`` (module docstring)."""
-        return -self.n_units * np.linalg.solve(self.information, self.unit_gradients.T).T
+        return -self.n_units * self.change("vif")
 
     @property
     def reid(self):
@@ -152,107 +147,63 @@ class AFTAudit(FitSeam):
         np.add.at(out, pos, parts)
         return out[np.argsort(np.argsort(codes))]
 
-    # ------------------------------------------------------------ the estimates
-    def change(self, method):
-        """(U, d) ``theta_hat_{-g} - theta_hat``: "vif" and "reid" ``H^{-1} grad L_g``
-        (identical), "newton" ``-(H - C_g)^{-1} grad L_{-g}(theta_hat)``."""
-        if method in ("vif", "reid"):
-            return -self.vif / self.n_units
-        if method == "newton":
-            return self._newton_change(np.arange(self.n_units), self.split)
-        raise ValueError(f"unknown method {method!r}")
+    def split_of(self, codes):
+        """(m, d, d) ``C_g`` of the units ``codes`` (the engine's split)."""
+        codes = np.asarray(codes, dtype=int).reshape(-1)
+        if codes.size == self.n_units:
+            return self.split[codes]
+        return self._unit_hessians(codes)
 
-    def _newton_change(self, codes, C):
-        g = self.fit.gradient[None, :] - self.unit_gradients[codes]
-        return -solve_any(self.information[None] - C, g)
+    @property
+    def gradient_differences(self):
+        """(U, d) ``grad L - grad L_{-g} = grad L_g`` at ``theta_hat`` (exact)."""
+        return self.unit_gradients
+
+    @property
+    def full_gradient(self):
+        """(d,) ``grad L(theta_hat)``."""
+        return self.fit.gradient
 
     # ------------------------------------------------------------------ refits
-    def refit(self, codes=None, *, progress=None, executor=None):
-        """Exact refits without each unit of ``codes`` (default all): batched Newton with
-        step halving from the Halley start, to ``max |gradient| <= 1e-10`` (or the
-        gradient's rounding floor). Status "undefined" where :meth:`undefined` says the
-        deleted problem has no maximum (covariates that lose their rank are refitted
-        without them: those coefficients NaN), "refit_failed" where Newton did not
-        converge. ``progress`` and ``executor`` are accepted for the seam and unused."""
-        fit = self.fit
-        if not fit.converged:
+    @property
+    def refit_tolerance(self):
+        """``max |gradient|`` of the refits: 1e-10 or the gradient's rounding floor."""
+        return aft_gradient_tolerance(self.fit.data, self.fit.tol)
+
+    @property
+    def max_iter(self):
+        """Newton-Raphson iterations of a refit (the fit's)."""
+        return self.fit.max_iter
+
+    @property
+    def refit_batch_size(self):
+        """Refits per batch: presence masks of at most :data:`_BATCH_FLOATS` floats."""
+        return max(1, _BATCH_FLOATS // max(self.fit.n, 1))
+
+    def check_refit(self):
+        """Refuse exact refits of a fit that did not converge."""
+        if not self.fit.converged:
             raise AFTNotConvergedError("the AFT fit did not converge: exact refits have no "
                                        "maximum to be compared with")
-        codes = (np.arange(self.n_units) if codes is None
-                 else np.asarray(codes, dtype=int).reshape(-1))
-        m, d = codes.size, fit.data.d
-        theta = np.full((m, d), np.nan)
-        status = np.full(m, "ok", dtype=object)
-        why = self._why_undefined()
-        tol = aft_gradient_tolerance(fit.data, fit.tol)
-        step = max(1, _BATCH_FLOATS // max(fit.n, 1))
-        plain = np.flatnonzero(~why["any"][codes])
-        for b0 in range(0, plain.size, step):
-            pos = plain[b0:b0 + step]
-            theta[pos], ok = self._refit_batch(codes[pos], tol)
-            status[pos[~ok]] = "refit_failed"
-            theta[pos[~ok]] = np.nan
-        for pos in np.flatnonzero(why["any"][codes]):
-            status[pos] = "undefined"
-            if why["rank"][codes[pos]] and not why["no_max"][codes[pos]]:
-                theta[pos] = self._refit_reduced(codes[pos], tol)
-        return Refits(codes, theta, status.astype(str))
 
-    def _halley_start(self, codes):
-        """Starts ``theta_hat + D`` and first inverse Jacobians for the refits of ``codes``:
-        the one-step Newton change ``D0 = -H_{-g}^{-1} g`` (``g = grad L_{-g}(theta_hat)``,
-        ``H_{-g} = H - C_g`` exact) corrected by the third derivative, Halley's ``D = -(H_{-g}
-        + T[D0]/2)^{-1} g`` with ``(H_{-g} + T[D])^{-1}``, the deleted Hessian at the start
-        to second order; where Halley's step is not within half of ``D0``, the Newton start
-        with ``H_{-g}^{-1}``; where ``H_{-g}`` is singular, the VIF start with ``H^{-1}``."""
-        fit = self.fit
-        C = self._unit_hessians(codes)
-        H_g = self.information[None] - C
-        g = fit.gradient[None, :] - self.unit_gradients[codes]
-        D, J_of, _ = halley_step(H_g, g, self.third)
-        vif_only = ~np.isfinite(D).all(axis=1)
-        D[vif_only] = -self.vif[codes][vif_only] / self.n_units
-        J_of[vif_only] = self.information
-        J = np.empty_like(J_of)
-        for b in range(J.shape[0]):
-            try:
-                J[b] = np.linalg.inv(J_of[b])
-            except np.linalg.LinAlgError:
-                J[b] = np.linalg.inv(self.information)
-        return fit.coef + D, J
+    def deletion_kernel(self):
+        """The likelihood without each unit's rows (presence masks), with R's finishing
+        Newton steps (:func:`~coxinfluence.models.aft.polish`)."""
+        return MaskKernel(self.fit.likelihood, self.unit_of, finish=polish)
 
-    def _refit_batch(self, codes, tol):
-        """Refits of the units ``codes`` (one batch of presence masks): chord steps
-        ``theta -= J grad L_{-g}(theta)`` from the Halley start with its inverse Jacobian
-        (gradients only: from that start most refits reach ``tol`` after one step, two
-        gradient evaluations), then Newton-Raphson with step halving for those that have
-        not (:func:`coxinfluence.numerics.newton.newton`)."""
-        fit = self.fit
-        deletion = Deletion.of_units(self.unit_of, codes)
-        objective = fit.likelihood.objective(deletion)
-        start, J = self._halley_start(codes)
-        theta = start.copy()
-        done = np.zeros(codes.size, dtype=bool)
-        off = np.zeros(codes.size, dtype=bool)          # a chord step left the domain
-        for _ in range(_CHORD_STEPS):
-            live = np.flatnonzero(~done & ~off)
-            if live.size == 0:
-                break
-            g = objective(live, theta[live], hess=False)[1]
-            good = np.isfinite(g).all(axis=1)
-            done[live[good & (np.abs(g).max(axis=1) <= tol)]] = True
-            off[live[~good]] = True
-            move = good & ~done[live]
-            theta[live[move]] -= np.einsum("bij,bj->bi", J[live[move]], g[move])
-        rest = np.flatnonzero(~done)
-        ok = done.copy()
-        if rest.size:
-            part = fit.likelihood.objective(deletion.take(rest))
-            res = newton(part, start[rest], tol=tol, max_iter=fit.max_iter)
-            res = polish(part, res, tol)
-            theta[rest] = res.theta
-            ok[rest] = res.converged & np.isfinite(res.theta).all(axis=1)
-        return theta, ok
+    def no_maximum(self):
+        """(U,) bool: the deletion leaves no event, or a stratum's scale without an event
+        or without rows."""
+        return self._why_undefined()["no_max"]
+
+    def rank_broken(self):
+        """(U,) bool: the deletion leaves the design ``[1, X]`` rank deficient."""
+        return self._why_undefined()["rank"]
+
+    def refit_reduced(self, code):
+        """(d,) the refit without unit ``code`` by Newton-Raphson from ``coef``, the
+        covariates it leaves collinear dropped (NaN)."""
+        return self._refit_reduced(code, self.refit_tolerance)
 
     def _refit_reduced(self, code, tol):
         """The refit without unit ``code`` whose deletion leaves covariates collinear with
@@ -317,22 +268,10 @@ class AFTAudit(FitSeam):
         covariates, whose rank is that of ``[1, X]`` minus one)."""
         return self._why_undefined()["any"].copy()
 
-    def unstable(self, delta_vif):
-        """:func:`~coxinfluence.influence_functions.stability.unstable_from_split` with the
-        exact split ``C_g`` and the closed-form ``T``."""
-        return unstable_from_split(self.information, self.split, self.third, delta_vif)
-
-    def unit_scores(self):
-        """(U, d) ``I IF_n(g) / U = -grad L_g(theta_hat)``, the unit's weighted score."""
-        return self.reid @ self.information / self.n_units
-
     def covariance(self, robust):
-        """``I^{-1}``, or the grouped sandwich ``D' D`` with ``D`` the units' changes
-        (R's ``survreg(..., robust = TRUE, cluster = groups)$var``)."""
-        if not robust:
-            return self.fit.var
-        D = self.vif / self.n_units
-        return D.T @ D
+        """``I^{-1}`` (the fit's ``var``), or the grouped sandwich ``D' D`` with ``D`` the
+        units' changes (R's ``survreg(..., robust = TRUE, cluster = groups)$var``)."""
+        return super().covariance(True) if robust else self.fit.var
 
     def unit_frame(self, frame):
         """Rows: ``frame``; clusters (``groups=``): their number of rows and events
