@@ -1,0 +1,370 @@
+"""The test-set metrics and their influence functions, from predictions and outcomes.
+
+Each function takes the test set's outcomes (:class:`TestOutcomes`) and a prediction per
+test patient and returns the estimate and its influence function (IF), one value per
+test patient; the standard error is R's ``sd(IF) / sqrt(n)`` (:func:`standard_error`).
+
+**IPCW with the Kaplan-Meier of the test set's censoring** (``riskRegression::Score``,
+``cens.model = "km"``). ``G`` is the Kaplan-Meier estimate of the censoring distribution
+of the test set (censorings are the events; at a time with both, the events come first,
+so the censorings' risk set there leaves out the patients who died then).
+At a time ``t`` a *case* died by ``t`` (``T_i <= t``, an event; weight ``1 / G(T_i-)``),
+a *control* is still followed after ``t`` (``T_i > t``; weight ``1 / G(t)``); a patient
+censored by ``t`` has weight 0.
+
+- Brier score: ``B(t) = (1/n) sum_i r_i``, ``r_i = case_i S_i(t)^2 / G(T_i-) + control_i
+  (1 - S_i(t))^2 / G(t)``, ``S_i(t)`` the predicted survival (risk ``1 - S``).
+- Cumulative/dynamic AUC: ``AUC(t) = nu / mu``, ``nu = (1/n^2) sum_{ij} a_i b_j h_ij``,
+  ``mu = (1/n^2) sum_i a_i sum_j b_j``, ``a_i = case_i / G(T_i-)``, ``b_j = control_j /
+  G(t)``, ``h_ij = 1[r_i > r_j] + 1/2 1[r_i = r_j]`` with the risks ``r = 1 - S(t)``: the
+  trapezoidal area under Score's ROC curve.
+
+The IF of each is the von Mises expansion with the censoring Kaplan-Meier's own IF
+(Gerds and Schumacher 2006; Score's ``conservative = FALSE``): with the empirical at-risk
+count ``Y(u)``, censoring count ``C(u)`` at the unique times ``u`` and ``H(u) =
+sum_{v <= u} C(v) n / Y(v)^2``, the IF of ``1 / G(s)`` at patient ``k``, relative to
+``1 / G(s)``, is
+
+    f_k(s) = 1[k censored, T_k in the range of s] n / Y(T_k) - H(min(T_k, s)),
+
+the range being ``u < T_i`` for ``s = T_i-`` and ``u <= t`` for ``s = t``. A term
+``(1/n) sum_i c_i / G(s_i)`` has IF ``c_k / G(s_k) - mean + (1/n) sum_i (c_i / G(s_i))
+f_k(s_i)`` (:meth:`TestOutcomes.censoring_term`), and the AUC's IF is ``(IF_nu - AUC
+IF_mu) / mu``.
+
+**Concordance** (``survival::concordance``): comparable pairs are an event ``i`` and a
+patient ``j`` with ``T_j > T_i``, or ``T_j = T_i`` and ``j`` censored; the pair is
+concordant when ``i``'s risk score is the larger, tied scores count 1/2; each pair of
+event time ``T_i`` has weight 1 (Harrell, ``timewt = "n"``) or ``1 / G(T_i-)^2`` (Uno,
+``timewt = "n/G2"``). The variance is survival's infinitesimal jackknife, the weights
+held fixed: ``dfbeta_k = ((c_k - d_k) - D (c_k + d_k + x_k)) / N``, ``D`` Somers' d, ``N``
+the weighted number of pairs, ``c_k, d_k, x_k`` the weighted concordant, discordant and
+tied pairs that contain ``k``; ``var = sum_k dfbeta_k^2 / 4``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from coxinfluence.data.inputs import InputError
+
+__all__ = ["TestOutcomes", "brier", "auc", "concordance", "standard_error",
+           "ibs_weights", "pair_matrix"]
+
+
+def standard_error(ic):
+    """R's standard error from an influence function: ``sd(IF) / sqrt(n)``.
+
+    Parameters
+    ----------
+    ic : array_like, shape (..., n)
+        Influence-function values, the patients on the last axis.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        ``sd(IF) / sqrt(n)``, ``sd`` with ``n - 1`` in the denominator, as R's ``sd``.
+    """
+    ic = np.asarray(ic, dtype=np.float64)
+    n = ic.shape[-1]
+    return np.std(ic, axis=-1, ddof=1) / np.sqrt(n)
+
+
+def ibs_weights(times):
+    """The integrated Brier score's weights on the Brier scores at ``times``.
+
+    riskRegression's ``IBS`` at the last time: the Brier score as a step function from 0
+    (0 there), integrated by left rectangles to the last time and divided by it, so
+    ``IBS = sum_k w_k B(t_k)`` with ``w_k = (t_{k+1} - t_k) / t_K`` (``w_K = 0``).
+
+    Parameters
+    ----------
+    times : array_like, shape (T,)
+        Increasing positive times.
+
+    Returns
+    -------
+    numpy.ndarray, shape (T,)
+        The weights.
+    """
+    t = np.asarray(times, dtype=np.float64)
+    return np.append(np.diff(t), 0.0) / t[-1]
+
+
+class TestOutcomes:
+    """The test set's outcomes and the Kaplan-Meier estimate of its censoring.
+
+    Computed once per test set; every metric reads it.
+
+    Parameters
+    ----------
+    time : array_like, shape (n,)
+        Follow-up times, finite and non-negative.
+    event : array_like, shape (n,)
+        1 for an event, 0 for a censoring.
+    """
+
+    __test__ = False        # not a pytest class
+
+    def __init__(self, time, event):
+        self.time = np.array(time, dtype=np.float64)
+        ev = np.asarray(event)
+        if not np.isin(ev, (0, 1)).all():
+            raise InputError("event_test must be 0 (censored) or 1 (event)")
+        self.event = ev.astype(bool)
+        n = self.n = self.time.size
+        self.utimes, self.idx = np.unique(self.time, return_inverse=True)
+        counts = np.bincount(self.idx, minlength=self.utimes.size)
+        self.at_risk = n - np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(float)
+        self.censored = np.bincount(self.idx, weights=~self.event,
+                                    minlength=self.utimes.size)
+        self.H = np.cumsum(self.censored * n / self.at_risk ** 2)
+        # G(u) after the jump; at a time with events and censorings the events come
+        # first, so the censorings' risk set leaves the events out (as prodlim's reverse
+        # Kaplan-Meier, which Score uses, and survival's for timewt = "n/G2")
+        deaths = np.bincount(self.idx, weights=self.event, minlength=self.utimes.size)
+        left = self.at_risk - deaths
+        hazard = np.divide(self.censored, left, out=np.zeros_like(left), where=left > 0)
+        self._G = np.cumprod(1.0 - hazard)
+
+    def G(self, t):
+        """``G(t)``: the censoring Kaplan-Meier at ``t`` (censorings at ``t`` included).
+
+        Parameters
+        ----------
+        t : float or array_like
+            Times.
+
+        Returns
+        -------
+        numpy.ndarray or float
+            ``prod_{u <= t} (1 - C(u) / Y(u))``.
+        """
+        m = self.last_index(t)
+        return np.where(m >= 0, self._G[np.maximum(m, 0)], 1.0)
+
+    def G_before(self):
+        """``G(T_i-)`` of each test patient (censorings at ``T_i`` not included).
+
+        Returns
+        -------
+        numpy.ndarray, shape (n,)
+            The censoring survival just before each patient's time.
+        """
+        return np.where(self.idx > 0, self._G[np.maximum(self.idx - 1, 0)], 1.0)
+
+    def last_index(self, t):
+        """The index of the last unique time ``<= t`` (-1 if none).
+
+        Parameters
+        ----------
+        t : float or array_like
+            Times.
+
+        Returns
+        -------
+        numpy.ndarray or int
+            Indices into the unique times.
+        """
+        return np.searchsorted(self.utimes, t, side="right") - 1
+
+    def roles(self, t):
+        """The cases, the controls and each one's IPCW weight at time ``t``.
+
+        Parameters
+        ----------
+        t : float
+            The time.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``(case, control, a, b, m)``: the masks, the weights ``case / G(T-)`` and
+            ``control / G(t)``, and the last unique-time index of each patient's weight's
+            range (``T_i-`` for cases, ``t`` for the others).
+        """
+        case = (self.time <= t) & self.event
+        control = self.time > t
+        a = np.where(case, 1.0 / self.G_before(), 0.0)
+        b = np.where(control, 1.0 / self.G(t), 0.0)
+        m = np.where(case, self.idx - 1, self.last_index(t))
+        return case, control, a, b, m
+
+    def censoring_term(self, r, m):
+        """``(1/n) sum_i r_i f_k(s_i)`` for every patient ``k`` (module docstring).
+
+        Parameters
+        ----------
+        r : array_like, shape (n,)
+            The terms ``c_i / G(s_i)``.
+        m : array_like of int, shape (n,)
+            The last unique-time index of each term's range (-1: none).
+
+        Returns
+        -------
+        numpy.ndarray, shape (n,)
+            The censoring part of the influence function of ``(1/n) sum_i r_i``.
+        """
+        U, n = self.utimes.size, self.n
+        q = np.asarray(m) + 1                                   # 0..U
+        H_ext = np.concatenate([[0.0], self.H])
+        R = np.bincount(q, weights=r, minlength=U + 1)
+        RH = R * H_ext
+        ge = np.cumsum(R[::-1])[::-1]                           # sum over q' >= q
+        below = np.concatenate([[0.0], np.cumsum(RH)])          # sum over q' < q
+        a = self.idx + 1
+        A = np.where(self.event, 0.0, n / self.at_risk[self.idx]) * ge[a]
+        B = below[a] + H_ext[a] * ge[a]
+        return (A - B) / n
+
+
+def pair_matrix(x, y):
+    """``1[x_i > y_j] + 1/2 1[x_i = y_j]`` row sums by sorting: for each ``x_i``, the
+    weighted count of the ``y`` below it.
+
+    Parameters
+    ----------
+    x : numpy.ndarray, shape (p,)
+        Scores compared.
+    y : tuple of numpy.ndarray
+        ``(scores, weights)`` of the others.
+
+    Returns
+    -------
+    numpy.ndarray, shape (p,)
+        ``sum_j w_j (1[x_i > y_j] + 1/2 1[x_i = y_j])``.
+    """
+    ys, w = y
+    order = np.argsort(ys, kind="stable")
+    ys, w = ys[order], w[order]
+    cw = np.concatenate([[0.0], np.cumsum(w)])
+    lo = np.searchsorted(ys, x, side="left")
+    hi = np.searchsorted(ys, x, side="right")
+    return cw[lo] + 0.5 * (cw[hi] - cw[lo])
+
+
+def brier(out, surv, t):
+    """The IPCW Brier score at ``t`` and its influence function.
+
+    Parameters
+    ----------
+    out : TestOutcomes
+        The test set.
+    surv : array_like, shape (n,)
+        The predicted survival ``S_i(t)`` of each test patient.
+    t : float
+        The time.
+
+    Returns
+    -------
+    tuple
+        ``(estimate, IF)``: a float and an array of shape (n,).
+    """
+    S = np.asarray(surv, dtype=np.float64)
+    case, control, a, b, m = out.roles(t)
+    r = a * S ** 2 + b * (1.0 - S) ** 2
+    est = r.mean()
+    return est, r - est + out.censoring_term(r, m)
+
+
+def auc(out, risk, t):
+    """The cumulative/dynamic IPCW AUC at ``t`` and its influence function.
+
+    Parameters
+    ----------
+    out : TestOutcomes
+        The test set.
+    risk : array_like, shape (n,)
+        Each test patient's risk score at ``t`` (Score's: ``1 - S_i(t)``).
+    t : float
+        The time.
+
+    Returns
+    -------
+    tuple
+        ``(estimate, IF)``: a float and an array of shape (n,).
+    """
+    r = np.asarray(risk, dtype=np.float64)
+    n = out.n
+    case, control, a, b, m = out.roles(t)
+    p = np.zeros(n)
+    q = np.zeros(n)
+    p[case] = pair_matrix(r[case], (r[control], b[control])) / n
+    # controls: the cases above them, ties 1/2 (1 - the cases' "below" count)
+    q[control] = (a[case].sum() - pair_matrix(r[control], (r[case], a[case]))) / n
+    nu = (a * p).sum() / n
+    A, B = a.mean(), b.mean()
+    mu = A * B
+    est = nu / mu
+    ic_nu = a * p + b * q - 2 * nu + out.censoring_term(a * p + b * q, m)
+    ic_mu = a * B + b * A - 2 * mu + out.censoring_term(a * B + b * A, m)
+    return est, (ic_nu - est * ic_mu) / mu
+
+
+def _uno_weights(out, kind):
+    if kind == "harrell":
+        return np.ones(out.n)
+    if kind == "uno":
+        return 1.0 / out.G_before() ** 2
+    raise InputError(f"kind must be 'harrell' or 'uno'; got {kind!r}")
+
+
+def comparable(out, rows):
+    """The comparable pairs of the events ``rows`` (one row each) with every patient.
+
+    Parameters
+    ----------
+    out : TestOutcomes
+        The test set.
+    rows : numpy.ndarray of int
+        Indices of events.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (len(rows), n)
+        ``T_j > T_i``, or ``T_j = T_i`` with ``j`` censored.
+    """
+    ti = out.time[rows][:, None]
+    return (out.time[None, :] > ti) | ((out.time[None, :] == ti) & ~out.event[None, :])
+
+
+def concordance(out, score, kind="harrell", block=256):
+    """The concordance of risk scores with the test outcomes, and its variance.
+
+    Parameters
+    ----------
+    out : TestOutcomes
+        The test set.
+    score : array_like, shape (n,)
+        Risk scores: larger means an earlier event.
+    kind : {"harrell", "uno"}
+        The weight of the pairs (module docstring).
+    block : int, default 256
+        Events per block of the pairwise comparison.
+
+    Returns
+    -------
+    tuple
+        ``(estimate, dfbeta)``: the concordance and survival's ``dfbeta`` of it (one per
+        patient, ``var = sum(dfbeta^2)``).
+    """
+    s = np.asarray(score, dtype=np.float64)
+    omega = _uno_weights(out, kind)
+    events = np.flatnonzero(out.event)
+    n = out.n
+    ic = np.zeros((3, n))       # concordant, discordant, tied: pairs containing k
+    for start in range(0, events.size, block):
+        rows = events[start:start + block]
+        comp = comparable(out, rows) * omega[rows][:, None]
+        si = s[rows][:, None]
+        for k, rel in enumerate((si > s[None, :], si < s[None, :], si == s[None, :])):
+            w = comp * rel
+            ic[k] += w.sum(axis=0)
+            ic[k, rows] += w.sum(axis=1)
+    counts = ic.sum(axis=1) / 2
+    npair = counts.sum()
+    if npair == 0:
+        raise InputError("the test set has no comparable pairs (an event before another "
+                         "patient's time)")
+    somer = (counts[0] - counts[1]) / npair
+    dfbeta = ((ic[0] - ic[1]) - somer * ic.sum(axis=0)) / npair
+    return (somer + 1) / 2, dfbeta / 2

@@ -1,0 +1,651 @@
+"""Test-set metrics as targets of the audit: which training patients move them.
+
+``ci.influence(fit, target=BrierScore(X_test, time_test, event_test, times))`` attributes
+the change of the model's test-set Brier score to each training unit: the metric is
+computed from the model's predictions for the test patients, which move when a training
+unit is deleted and the model refitted. The test outcomes and their censoring weights
+(:mod:`coxinfluence.evaluation.scores`) do not depend on the training data.
+
+Each target is built on a prediction target of ``ci.targets`` evaluated on the fit (the
+model family's own formula, :class:`~coxinfluence.targets.Survival` for the Brier score
+and the AUC; :class:`~coxinfluence.targets.LinearPredictor`, or the median survival time
+of a model without one, for the concordance):
+
+- value at any ``theta`` and after each refit (``refit_values``: the prediction with the
+  refitted coefficients and, for a Cox model, the baseline hazard without the unit), so
+  the exact change ``g(theta_{-g}; D_{-g}) - g(theta_hat; D)`` is the metric rescored
+  after each refit;
+- Brier score and integrated Brier score: differentiable in the predictions, so the
+  Jacobian is the chain rule ``sum_i dB/dS_i dS_i/dtheta``, and the data effect (the
+  baseline hazard's direct change) the metric at the prediction's own data effect;
+- AUC and concordance: step functions of the parameters (they change only when two
+  test patients swap order), whose exact derivative is zero almost everywhere. Their
+  first-order estimate is a **smooth surrogate**: each indicator ``1[s_i > s_j]`` is
+  replaced by ``sigmoid((s_i - s_j) / h)`` with ``h = bandwidth * sd(s)`` (``s`` the
+  test patients' scores at the fit) when differentiating, the value itself staying
+  exact. The surrogate's first-order change says in which direction and roughly how
+  much a unit pushes the metric; the exact change (``method="exact"``, and what
+  ``method="auto"`` verifies) is the metric recomputed after the refit.
+  ``first_order`` says so on each target.
+
+``ci.influence`` needs these targets accepted for every model with the underlying
+prediction (``generic = True``; the audit checks a target's name against the model's
+``target_names`` otherwise).
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from coxinfluence.audit.targets import LinearPredictor, Quantile, Survival, Target
+from coxinfluence.evaluation.scores import TestOutcomes, ibs_weights, pair_matrix
+from coxinfluence.evaluation.test_set import check_times, read_test_set
+
+__all__ = ["BrierScore", "IntegratedBrierScore", "TimeDependentAUC", "Concordance"]
+
+
+def _sigmoid_slope(z):
+    e = np.exp(-np.abs(z))
+    return e / (1.0 + e) ** 2
+
+
+class _TestSetMetric(Target):
+    """The shared parts: the test set, the prediction target, the metric of predictions.
+
+    Subclasses set :attr:`name`, build :attr:`_inner` (a prediction target of
+    ``ci.targets``) and define ``_metric`` ((B, P, T) predictions -> (B, m)) and
+    ``_gradient`` ((P, T) predictions at the fit -> (P, T, m) derivatives).
+    """
+
+    #: accepted by the audit for every model with the prediction (see module docstring)
+    generic = True
+    #: how the first-order change is computed
+    first_order = "chain rule"
+
+    def __init__(self, X_test, time_test, event_test, times=None):
+        self.X_test = X_test
+        self.outcomes: TestOutcomes = read_test_set(X_test, time_test, event_test)
+        self.times = None if times is None else check_times(times, self.outcomes)
+        self._inner = None
+
+    # the prediction target, with the transform of a model whose library builds the
+    # design from raw columns (set on this target by ci.influence)
+    def _pred(self):
+        inner = self._inner
+        if self.transform is not None and inner.transform is not self.transform:
+            inner = copy.copy(inner)
+            inner.transform = self.transform
+            self._inner = inner
+        return inner
+
+    def _shape(self, values):
+        values = np.asarray(values, dtype=np.float64)
+        return values.reshape(values.shape[0], self.outcomes.n, -1)
+
+    def value(self, fit, theta):
+        """The metric at coefficient vectors ``theta``.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+        theta : array_like, shape (B, d)
+            Coefficient vectors in the fit's order.
+
+        Returns
+        -------
+        numpy.ndarray, shape (B, m)
+            The metric (one column per entry, :meth:`columns`) from the model's
+            predictions for the test patients at each row of ``theta``.
+        """
+        return self._metric(self._shape(self._pred().value(fit, theta)))
+
+    def jacobian(self, fit):
+        """The metric's derivative in the coefficients at the fit (chain rule).
+
+        For the AUC and the concordance, the derivative of the smooth surrogate
+        (module docstring).
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        numpy.ndarray, shape (m, d)
+            ``sum_{i,t} dg/dpred_{it} dpred_{it}/dtheta``.
+        """
+        pred = self._pred()
+        at = self._shape(pred.value(fit, np.asarray(fit.coef)[None, :]))[0]
+        J = np.asarray(pred.jacobian(fit), dtype=np.float64)
+        J = J.reshape(self.outcomes.n, at.shape[1], -1)
+        return np.einsum("ptm,ptd->md", self._gradient(at), J)
+
+    def data_effect(self, fit, units=None):
+        """The metric's change through the predictions' own data effect.
+
+        ``g(pred(theta_hat; D_{-g})) - g(pred(theta_hat; D))``: for a Cox model the
+        baseline hazard without the unit; None for predictions of ``theta`` alone.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+        units : object, optional
+            The units of deletion; None: the rows.
+
+        Returns
+        -------
+        numpy.ndarray of shape (U, m), or None
+            One row per unit.
+        """
+        pred = self._pred()
+        eff = pred.data_effect(fit, units)
+        if eff is None:
+            return None
+        at = np.asarray(pred.value(fit, np.asarray(fit.coef)[None, :]), dtype=np.float64)
+        return self._metric(self._shape(at + eff)) - self._metric(self._shape(at))
+
+    def refit_values(self, fit, theta_loo, units=None):
+        """The metric rescored after each unit's refit.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+        theta_loo : array_like, shape (U, d)
+            Each unit's refitted coefficients (rows of NaN: not refitted).
+        units : object, optional
+            The units of deletion; None: the rows.
+
+        Returns
+        -------
+        numpy.ndarray, shape (U, m)
+            The metric from the predictions of each refitted model (NaN where not
+            refitted).
+        """
+        pred = np.asarray(self._pred().refit_values(fit, theta_loo, units), dtype=np.float64)
+        out = np.full((pred.shape[0], len(self.columns(fit))), np.nan)
+        ok = np.isfinite(pred).all(axis=1)
+        if ok.any():
+            out[ok] = self._metric(self._shape(pred[ok]))
+        return out
+
+    def followup_notes(self, fit):
+        """The prediction's notes on times past the training data's follow-up.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        tuple of str
+            The sentences of the prediction target (empty if none).
+        """
+        return tuple(self._pred().followup_notes(fit))
+
+
+class _TimeMetric(_TestSetMetric):
+    """A metric of the predicted survival at the times (Brier, AUC)."""
+
+    def __init__(self, X_test, time_test, event_test, times):
+        if times is None:
+            raise ValueError("times are required")
+        super().__init__(X_test, time_test, event_test, times)
+        self._inner = Survival(X_test, self.times)
+        self._roles = [self.outcomes.roles(t) for t in self.times]
+
+    def columns(self, fit):
+        """One column per time, ``"<metric>(<t>)"``.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        list of str
+            E.g. ``["brier(365)", "brier(730)"]``.
+        """
+        return [f"{self.label}({t:g})" for t in self.times]
+
+
+class BrierScore(_TimeMetric):
+    """The test set's IPCW Brier score at times, as a target of the audit.
+
+    ``B(t) = (1/n) sum_i [case_i S_i(t)^2 / G(T_i-) + control_i (1 - S_i(t))^2 / G(t)]``
+    over the test patients (``riskRegression::Score``'s, :mod:`coxinfluence.evaluation.
+    scores`), ``S_i(t)`` the model's predicted survival (``ci.targets.Survival``), ``G``
+    the Kaplan-Meier of the test set's censoring. Differentiable in the predictions: the
+    first-order change is the chain rule. One column per time, ``"brier(t)"``; lower is
+    better.
+
+    Parameters
+    ----------
+    X_test : DataFrame or array_like
+        The test patients' covariates (the training columns).
+    time_test, event_test : array_like
+        Their follow-up times and events (1) or censorings (0).
+    times : float or array_like
+        The times, inside the test set's follow-up.
+
+    Raises
+    ------
+    InputError
+        Bad test outcomes or times (:func:`coxinfluence.evaluate`).
+
+    See Also
+    --------
+    coxinfluence.evaluate : The metrics with standard errors.
+    IntegratedBrierScore : Over a range of times.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X, train = rossi[["fin", "age", "prio"]], rossi.index % 2 == 0
+    >>> fit = ci.fit_cox(X[train], rossi.week[train], rossi.arrest[train])
+    >>> test = ~train
+    >>> target = BrierScore(X[test], rossi.week[test], rossi.arrest[test], [20, 40])
+    >>> np.round(target.value(fit, fit.coef[None, :]), 4)
+    array([[0.0954, 0.1787]])
+    >>> target.jacobian(fit).shape
+    (2, 3)
+    """
+
+    name = "brier_score"
+    label = "brier"
+
+    def _metric(self, S):
+        out = np.empty((S.shape[0], len(self.times)))
+        for k, (_, _, a, b, _) in enumerate(self._roles):
+            s = S[:, :, k]
+            out[:, k] = (a * s ** 2 + b * (1.0 - s) ** 2).mean(axis=1)
+        return out
+
+    def _gradient(self, S):
+        n, T = S.shape
+        g = np.zeros((n, T, T))
+        for k, (_, _, a, b, _) in enumerate(self._roles):
+            g[:, k, k] = (2 * a * S[:, k] - 2 * b * (1.0 - S[:, k])) / n
+        return g
+
+
+class IntegratedBrierScore(BrierScore):
+    """The test set's integrated Brier score over times, as a target of the audit.
+
+    riskRegression's ``IBS`` at the last of ``times``: ``sum_k w_k B(t_k)``, the Brier
+    score (:class:`BrierScore`) integrated by left rectangles from 0 and divided by the
+    last time (:func:`coxinfluence.evaluation.scores.ibs_weights`); give a fine grid of
+    times. One column, ``"ibs(t_last)"``.
+
+    Parameters
+    ----------
+    X_test : DataFrame or array_like
+        The test patients' covariates.
+    time_test, event_test : array_like
+        Their follow-up times and events.
+    times : array_like
+        The grid of times, inside the test set's follow-up.
+
+    See Also
+    --------
+    BrierScore : At each time.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X, train = rossi[["fin", "age", "prio"]], rossi.index % 2 == 0
+    >>> fit = ci.fit_cox(X[train], rossi.week[train], rossi.arrest[train])
+    >>> test = ~train
+    >>> target = IntegratedBrierScore(X[test], rossi.week[test], rossi.arrest[test],
+    ...                               np.arange(5, 51, 5))
+    >>> target.columns(fit)
+    ['ibs(50)']
+    >>> np.round(target.value(fit, fit.coef[None, :]), 4)
+    array([[0.1086]])
+    """
+
+    name = "integrated_brier_score"
+    label = "ibs"
+
+    def __init__(self, X_test, time_test, event_test, times):
+        super().__init__(X_test, time_test, event_test, times)
+        self._w = ibs_weights(self.times)
+
+    def columns(self, fit):
+        """One column, ``"ibs(<last time>)"``.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        list of str
+            The column name.
+        """
+        return [f"ibs({self.times[-1]:g})"]
+
+    def _metric(self, S):
+        return super()._metric(S) @ self._w[:, None]
+
+    def _gradient(self, S):
+        return super()._gradient(S) @ self._w[:, None]
+
+
+class _Surrogate:
+    """The smooth surrogate's bandwidth (module docstring)."""
+
+    first_order = ("smooth surrogate: each 1[s_i > s_j] replaced by sigmoid((s_i - s_j) "
+                   "/ h), h = bandwidth * sd(s), when differentiating; values exact")
+
+    @staticmethod
+    def _pair_gradient(si, sj, wi, wj, h):
+        """d/ds of ``sum_ij wi_i wj_j sigmoid((si_i - sj_j) / h)``: (for i, for j)."""
+        K = wi[:, None] * wj[None, :] * _sigmoid_slope((si[:, None] - sj[None, :]) / h) / h
+        return K.sum(axis=1), -K.sum(axis=0)
+
+
+class TimeDependentAUC(_Surrogate, _TimeMetric):
+    """The test set's cumulative/dynamic AUC at times, as a target of the audit.
+
+    ``AUC(t)``: the IPCW probability that a test patient who died by ``t`` has a higher
+    predicted risk ``1 - S(t|x)`` than one still followed after ``t``, ties 1/2
+    (``riskRegression::Score``'s, :mod:`coxinfluence.evaluation.scores`). A step function
+    of the coefficients: its value (and every exact change) is exact, its first-order
+    change that of a smooth surrogate (:attr:`first_order`; module docstring). One
+    column per time, ``"auc(t)"``; higher is better.
+
+    Parameters
+    ----------
+    X_test : DataFrame or array_like
+        The test patients' covariates.
+    time_test, event_test : array_like
+        Their follow-up times and events.
+    times : float or array_like
+        The times, inside the test set's follow-up.
+    bandwidth : float, default 0.1
+        The surrogate's ``h`` relative to the standard deviation of the test patients'
+        risks at each time.
+
+    See Also
+    --------
+    Concordance : Over all times.
+    coxinfluence.evaluate : The metrics with standard errors.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X, train = rossi[["fin", "age", "prio"]], rossi.index % 2 == 0
+    >>> fit = ci.fit_cox(X[train], rossi.week[train], rossi.arrest[train])
+    >>> test = ~train
+    >>> target = TimeDependentAUC(X[test], rossi.week[test], rossi.arrest[test], [20, 40])
+    >>> np.round(target.value(fit, fit.coef[None, :]), 4)
+    array([[0.6774, 0.6566]])
+    >>> target.first_order.split(":")[0]
+    'smooth surrogate'
+    """
+
+    name = "time_dependent_auc"
+    label = "auc"
+
+    def __init__(self, X_test, time_test, event_test, times, bandwidth=0.1):
+        super().__init__(X_test, time_test, event_test, times)
+        self.bandwidth = float(bandwidth)
+        if not self.bandwidth > 0:
+            raise ValueError(f"bandwidth must be positive; got {bandwidth!r}")
+
+    def _metric(self, S):
+        out = np.empty((S.shape[0], len(self.times)))
+        for k, (case, control, a, b, _) in enumerate(self._roles):
+            denom = a.sum() * b.sum()
+            for j in range(S.shape[0]):
+                r = 1.0 - S[j, :, k]
+                out[j, k] = (a[case] * pair_matrix(r[case], (r[control], b[control]))
+                             ).sum() / denom
+        return out
+
+    def _gradient(self, S):
+        n, T = S.shape
+        g = np.zeros((n, T, T))
+        for k, (case, control, a, b, _) in enumerate(self._roles):
+            r = 1.0 - S[:, k]
+            h = self.bandwidth * r.std() or 1.0
+            gi, gj = self._pair_gradient(r[case], r[control], a[case], b[control], h)
+            denom = a.sum() * b.sum()
+            g[case, k, k] -= gi / denom          # r = 1 - S
+            g[control, k, k] -= gj / denom
+        return g
+
+
+class Concordance(_Surrogate, _TestSetMetric):
+    """The test set's concordance index (Harrell's or Uno's), as a target of the audit.
+
+    ``survival::concordance(fit, newdata = test)``'s: over comparable pairs (an event and
+    a patient followed longer), the share where the event had the higher risk score,
+    ties 1/2; each pair weighted 1 (``kind="harrell"``, ``timewt = "n"``) or ``1 /
+    G(T_i-)^2`` (``kind="uno"``, ``"n/G2"``). The risk score is the linear predictor
+    (``ci.targets.LinearPredictor``: a Cox model's ``x'beta``) or, for a model without
+    one (an AFT model), minus the log of the median survival time (the same order as
+    minus survreg's linear predictor, which R's concordance uses). A step function of
+    the coefficients: value exact, first-order change a smooth surrogate
+    (:attr:`first_order`). One column, ``"c_harrell"`` or ``"c_uno"``.
+
+    Parameters
+    ----------
+    X_test : DataFrame or array_like
+        The test patients' covariates.
+    time_test, event_test : array_like
+        Their follow-up times and events.
+    kind : {"harrell", "uno"}, default "harrell"
+        The pairs' weights.
+    bandwidth : float, default 0.1
+        The surrogate's ``h`` relative to the standard deviation of the risk scores.
+
+    See Also
+    --------
+    TimeDependentAUC : At a time.
+    coxinfluence.evaluate : The metrics with standard errors.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> X, train = rossi[["fin", "age", "prio"]], rossi.index % 2 == 0
+    >>> fit = ci.fit_cox(X[train], rossi.week[train], rossi.arrest[train])
+    >>> test = ~train
+    >>> target = Concordance(X[test], rossi.week[test], rossi.arrest[test], kind="uno")
+    >>> target.columns(fit)
+    ['c_uno']
+    >>> np.round(target.value(fit, fit.coef[None, :]), 4)
+    array([[0.6325]])
+    """
+
+    name = "concordance"
+
+    def __init__(self, X_test, time_test, event_test, kind="harrell", bandwidth=0.1):
+        super().__init__(X_test, time_test, event_test)
+        if kind not in ("harrell", "uno"):
+            raise ValueError(f"kind must be 'harrell' or 'uno'; got {kind!r}")
+        self.kind = kind
+        self.bandwidth = float(bandwidth)
+        if not self.bandwidth > 0:
+            raise ValueError(f"bandwidth must be positive; got {bandwidth!r}")
+        self._lp = LinearPredictor(X_test)
+        out = self.outcomes
+        self._omega = (np.ones(out.n) if kind == "harrell" else 1.0 / out.G_before() ** 2)
+        self._events = np.flatnonzero(out.event)
+        ti = out.time[self._events][:, None]
+        self._comparable = ((out.time[None, :] > ti)
+                            | ((out.time[None, :] == ti) & ~out.event[None, :]))
+        self._pairs = self._comparable * self._omega[self._events][:, None]
+        if not self._comparable.any():
+            raise ValueError("the test set has no comparable pairs")
+
+    def _bind(self, fit):
+        """The score's prediction for ``fit``: its linear predictor, else the median."""
+        if self._inner is None or self._inner[0] is not fit:
+            try:
+                self._lp.transform = self.transform
+                self._lp.implementation(fit=fit)
+                self._inner = (fit, self._lp, 1)
+            except ValueError:
+                self._inner = (fit, Quantile(self.X_test, 0.5), -1)
+        return self._inner
+
+    def _pred(self):
+        raise AssertionError("unbound")
+
+    def columns(self, fit):
+        """One column, ``"c_harrell"`` or ``"c_uno"``.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        list of str
+            The column name.
+        """
+        return [f"c_{self.kind}"]
+
+    def _scores(self, fit, values, sign):
+        v = np.asarray(values, dtype=np.float64)
+        return v if sign == 1 else -np.log(v)
+
+    def _metric_of_scores(self, s):
+        si = s[:, self._events][:, :, None]
+        sj = s[:, None, :]
+        w = self._pairs[None]
+        conc = ((si > sj) * w).sum(axis=(1, 2)) + 0.5 * ((si == sj) * w).sum(axis=(1, 2))
+        return (conc / self._pairs.sum())[:, None]
+
+    def _chunked(self, s):
+        step = max(1, int(2e7 // max(self._pairs.size, 1)))
+        return np.concatenate([self._metric_of_scores(s[k:k + step])
+                               for k in range(0, s.shape[0], step)])
+
+    def _with(self, fit):
+        _, pred, sign = self._bind(fit)
+        if self.transform is not None:
+            pred.transform = self.transform
+        return pred, sign
+
+    def value(self, fit, theta):
+        """The concordance at coefficient vectors ``theta``.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+        theta : array_like, shape (B, d)
+            Coefficient vectors.
+
+        Returns
+        -------
+        numpy.ndarray, shape (B, 1)
+            The concordance of each row's risk scores.
+        """
+        pred, sign = self._with(fit)
+        s = self._scores(fit, pred.value(fit, theta), sign)
+        return self._chunked(s)
+
+    def jacobian(self, fit):
+        """The smooth surrogate's derivative at the fit (module docstring).
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        numpy.ndarray, shape (1, d)
+            ``d C_h / dtheta``.
+        """
+        pred, sign = self._with(fit)
+        v = np.asarray(pred.value(fit, np.asarray(fit.coef)[None, :]), dtype=np.float64)[0]
+        s = self._scores(fit, v[None], sign)[0]
+        J = np.asarray(pred.jacobian(fit), dtype=np.float64)
+        Js = J if sign == 1 else -J / v[:, None]
+        h = self.bandwidth * s.std() or 1.0
+        ev = self._events
+        K = self._pairs * _sigmoid_slope((s[ev][:, None] - s[None, :]) / h) / h
+        g = -K.sum(axis=0)
+        g[ev] += K.sum(axis=1)
+        return (g @ Js / self._pairs.sum())[None, :]
+
+    def data_effect(self, fit, units=None):
+        """The concordance's change through the score's own data effect.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+        units : object, optional
+            The units of deletion; None: the rows.
+
+        Returns
+        -------
+        numpy.ndarray of shape (U, 1), or None
+            None for scores of ``theta`` alone (a linear predictor, an AFT median).
+        """
+        pred, sign = self._with(fit)
+        eff = pred.data_effect(fit, units)
+        if eff is None:
+            return None
+        at = np.asarray(pred.value(fit, np.asarray(fit.coef)[None, :]), dtype=np.float64)
+        return (self._metric_of_scores(self._scores(fit, at + eff, sign))
+                - self._metric_of_scores(self._scores(fit, at, sign)))
+
+    def refit_values(self, fit, theta_loo, units=None):
+        """The concordance rescored after each unit's refit.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+        theta_loo : array_like, shape (U, d)
+            Each unit's refitted coefficients.
+        units : object, optional
+            The units of deletion; None: the rows.
+
+        Returns
+        -------
+        numpy.ndarray, shape (U, 1)
+            The concordance of each refitted model (NaN where not refitted).
+        """
+        pred, sign = self._with(fit)
+        v = np.asarray(pred.refit_values(fit, theta_loo, units), dtype=np.float64)
+        out = np.full((v.shape[0], 1), np.nan)
+        ok = np.isfinite(v).all(axis=1)
+        s = self._scores(fit, v[ok], sign)
+        if ok.any():
+            out[ok] = self._chunked(s)
+        return out
+
+    def followup_notes(self, fit):
+        """None: the score has no times.
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+
+        Returns
+        -------
+        tuple
+            Empty.
+        """
+        return ()

@@ -1,0 +1,90 @@
+# Reference test-set metrics (tests/test_evaluate.py, issue 38): riskRegression::Score
+# (Brier score and cumulative/dynamic AUC, IPCW with the Kaplan-Meier of the test set's
+# censoring, cens.model = "km", influence-function standard errors, se.fit = TRUE; the
+# integrated Brier score, summary = "ibs") and survival::concordance (Harrell: timewt =
+# "n"; Uno: timewt = "n/G2"; standard errors sqrt(var)) of a Cox model fitted on a
+# training part and evaluated on a test part; and the same estimates after refitting
+# without each of a sample of training rows (R's refit-and-rescore).
+#
+# Usage: Rscript evaluate_reference.R DIR CASE [N_LOO]
+# Reads DIR/CASE_data.csv (covariate columns, then time, event, split = "train"/"test")
+#   and DIR/CASE_times.csv (one column t).
+# Writes DIR/CASE_reference.csv, long format: quantity, row, time, value. Quantities:
+#   risk (1 - S(t|x) of test patient `row` at `time`: survfit(fit, newdata) read at the
+#     times, the risks handed to Score as a matrix);
+#   lp (predict(fit, newdata = test, type = "lp"), centred as R centres it);
+#   brier, brier_se, auc, auc_se (Score's $Brier$score and $AUC$score at `time`);
+#   ibs (Score's IBS column at the last time), ibs_se (sqrt(w' V w) with Score's
+#     keep = "vcov" covariance of the Brier scores and w the IBS's rectangle weights);
+#   c_harrell, c_harrell_se, c_uno, c_uno_se (concordance(fit, newdata = test, timewt),
+#     se = sqrt(var));
+#   loo_<metric> (row = the 0-based position of the deleted row among the training
+#     rows): the estimate after refitting without that row (coxph, Efron ties).
+suppressPackageStartupMessages({library(survival); library(riskRegression)})
+args <- commandArgs(trailingOnly = TRUE)
+dir <- args[1]
+case <- args[2]
+n_loo <- if (length(args) >= 3) as.integer(args[3]) else 10L
+d <- read.csv(file.path(dir, paste0(case, "_data.csv")))
+times <- read.csv(file.path(dir, paste0(case, "_times.csv")))$t
+covs <- setdiff(names(d), c("time", "event", "split"))
+train <- d[d$split == "train", c(covs, "time", "event")]
+test <- d[d$split == "test", c(covs, "time", "event")]
+form <- as.formula(paste("Surv(time, event) ~", paste(covs, collapse = " + ")))
+rows <- list()
+emit <- function(quantity, row, time, value) {
+  rows[[length(rows) + 1]] <<- data.frame(quantity = quantity, row = row, time = time,
+                                          value = value)
+}
+# left rectangles from 0 (Brier 0 there) to the last time: Score's IBS at that time
+ibs_weights <- function(times) c(diff(c(0, times))[-1], 0) / max(times)
+
+metrics <- function(fit, with_se) {
+  sf <- summary(survfit(fit, newdata = test), times = times, extend = TRUE)
+  risk <- 1 - t(matrix(sf$surv, nrow = length(times)))
+  sc <- Score(list(cox = risk), formula = Surv(time, event) ~ 1, data = test,
+              times = times, metrics = c("brier", "auc"), cens.model = "km",
+              se.fit = with_se, null.model = FALSE, summary = "ibs",
+              keep = if (with_se) "vcov" else NULL, conservative = FALSE)
+  br <- sc$Brier$score[order(sc$Brier$score$times)]
+  au <- sc$AUC$score[order(sc$AUC$score$times)]
+  ch <- concordance(fit, newdata = test, timewt = "n")
+  cu <- concordance(fit, newdata = test, timewt = "n/G2")
+  out <- list(risk = risk, brier = br$Brier, auc = au$AUC, ibs = br$IBS[nrow(br)],
+              c_harrell = ch$concordance, c_uno = cu$concordance)
+  if (with_se) {
+    w <- ibs_weights(times)
+    V <- as.matrix(sc$Brier$vcov)   # getVcov fills the upper triangle: cov(IF_j, IF_k) / N
+    V[lower.tri(V)] <- t(V)[lower.tri(V)]
+    out$brier_se <- br$se
+    out$auc_se <- au$se
+    out$ibs_se <- sqrt(drop(t(w) %*% V %*% w))
+    out$c_harrell_se <- sqrt(ch$var)
+    out$c_uno_se <- sqrt(cu$var)
+  }
+  out
+}
+
+fit <- coxph(form, data = train, ties = "efron")
+m <- metrics(fit, TRUE)
+for (j in seq_along(times)) emit("risk", seq_len(nrow(test)) - 1L, times[j], m$risk[, j])
+emit("lp", seq_len(nrow(test)) - 1L, NA, predict(fit, newdata = test, type = "lp"))
+for (q in c("brier", "brier_se", "auc", "auc_se")) emit(q, NA, times, m[[q]])
+for (q in c("ibs", "ibs_se")) emit(q, NA, max(times), m[[q]])
+for (q in c("c_harrell", "c_harrell_se", "c_uno", "c_uno_se")) emit(q, NA, NA, m[[q]])
+
+# refit-and-rescore without a sample of training rows (evenly spread)
+ntr <- nrow(train)
+sample_rows <- unique(round(seq(1, ntr, length.out = min(n_loo, ntr))))
+for (i in sample_rows) {
+  fi <- coxph(form, data = train[-i, ], ties = "efron",
+              control = coxph.control(eps = 1e-12, toler.chol = 1e-15, iter.max = 50))
+  mi <- metrics(fi, FALSE)
+  emit("loo_brier", i - 1L, times, mi$brier)
+  emit("loo_auc", i - 1L, times, mi$auc)
+  emit("loo_ibs", i - 1L, max(times), mi$ibs)
+  emit("loo_c_harrell", i - 1L, NA, mi$c_harrell)
+  emit("loo_c_uno", i - 1L, NA, mi$c_uno)
+}
+out <- do.call(rbind, rows)
+write.csv(out, file.path(dir, paste0(case, "_reference.csv")), row.names = FALSE)
