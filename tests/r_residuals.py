@@ -77,3 +77,45 @@ def close(ours, ref, rtol=1e-8, atol_scale=1e-8):
     assert ours.shape == ref.shape, (ours.shape, ref.shape)
     scale = max(np.nanmax(np.abs(ref)), 1e-300) if ref.size else 1.0
     np.testing.assert_allclose(ours, ref, rtol=rtol, atol=atol_scale * scale)
+
+
+KINDS = ("martingale", "deviance", "score", "schoenfeld", "dfbeta", "dfbetas", "scaledsch",
+         "partial")
+
+
+def check_residuals(fit, ref, cs, rtol=1e-8):
+    """Every residual type of R's fixture ``ref`` against ``ci.residuals(fit)``."""
+    for kind in KINDS:
+        ours = ci.residuals(fit, kind=kind).to_numpy()
+        R = matrix(ref["residuals"][kind])
+        close(ours.reshape(R.shape), R, rtol)
+    times = ci.residuals(fit, kind="schoenfeld").index.to_numpy()
+    np.testing.assert_array_equal(times, np.asarray(ref["schoenfeld_time"], dtype=float))
+    for kind in ("martingale", "score"):
+        ours = ci.residuals(fit, kind=kind, weighted=True).to_numpy()
+        R = matrix(ref["weighted"][kind])
+        close(ours.reshape(R.shape), R, rtol)
+    if cs["id"]:
+        labels = np.asarray(ref["collapsed_labels"])
+        for kind, values in ref["collapsed"].items():
+            out = ci.residuals(fit, kind=kind, collapse=True)
+            np.testing.assert_array_equal(out.index.to_numpy(), labels)
+            R = matrix(values)
+            close(out.to_numpy().reshape(R.shape), R, rtol)
+
+
+def check_ph_test(fit, ref, cs, rtol=1e-8):
+    """cox.zph's table (per covariate; per term where the case groups columns), x, time
+    and scaled residuals for the four transforms."""
+    for tr, z in ref["zph"].items():
+        test = ci.ph_test(fit, transform=tr, terms=False)
+        close(test.table.to_numpy(), matrix(z["table_cols"]), rtol, atol_scale=0)
+        assert list(test.table.index) == list(as_list(cs["covariates"])) + ["GLOBAL"]
+        close(test.x, np.asarray(z["x"], dtype=float), rtol)
+        np.testing.assert_array_equal(test.time, np.asarray(z["time"], dtype=float))
+        close(test.y.to_numpy(), matrix(z["y"]), rtol)
+        if len(cs["terms"]) < len(as_list(cs["covariates"])):
+            terms = {k: as_list(v) for k, v in cs["terms"].items()}
+            grouped = ci.ph_test(fit, transform=tr, terms=terms)
+            assert list(grouped.table.index) == z["rows"]
+            close(grouped.table.to_numpy(), matrix(z["table"]), rtol, atol_scale=0)
