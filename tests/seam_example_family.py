@@ -1,0 +1,146 @@
+"""A model family defined only in the tests: logistic regression with case weights.
+
+It gets the whole audit (VIF, Reid, Newton, exact refits, flags, ``method="auto"``'s
+verified top, likelihood displacement, LMAX, the HTML report) through registration
+alone, touching no package file (issue 34, item 5; ``docs/seam.md`` walks through it):
+
+1. the user's fitted object, :class:`LogisticFit` (its own Newton-Raphson fitter);
+2. its loss with presence weights, :class:`LogisticLoss`: ``L(theta, b) = sum_i b_i w_i
+   l_i(theta)``, ``l_i = log(1 + e^eta_i) - y_i eta_i``, batched over problems;
+3. the seam, :class:`LogisticAudit`: the derivatives at ``theta_hat`` (``full_gradient``,
+   ``gradient_differences``, ``split_of``, ``third``) and the refit kernel; the
+   :class:`~coxinfluence.influence_functions.engine.Engine` derives every algorithm;
+4. the registration: ``register_family(Family("logistic (tests)", ...))``, after which
+   ``ci.influence(LogisticFit(X, y))`` works.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from coxinfluence.influence_functions.engine import Engine, MaskKernel
+from coxinfluence.influence_functions.registry import (
+    Family,
+    Resolved,
+    attach_columns,
+    register_family,
+)
+
+
+class LogisticLoss:
+    """``L(theta, b)`` and its derivatives for a batch of problems (``theta`` (k, d),
+    ``presence`` (k, n) or None: every row)."""
+
+    def __init__(self, X, y, w):
+        self.X, self.y, self.w = X, y, w
+
+    def loss_grad_hess(self, theta, presence=None, hess=True):
+        theta = np.atleast_2d(theta)
+        eta = theta @ self.X.T                                  # (k, n)
+        p = 1.0 / (1.0 + np.exp(-eta))
+        W = self.w[None, :] if presence is None else presence * self.w[None, :]
+        loss = (W * (np.logaddexp(0.0, eta) - self.y * eta)).sum(axis=1)
+        grad = (W * (p - self.y)) @ self.X
+        H = np.einsum("kn,ni,nj->kij", W * p * (1 - p), self.X, self.X) if hess else None
+        return loss, grad, H
+
+    def objective(self, deletion):
+        """The refit kernel's form (:class:`MaskKernel`): ``evaluate(idx, theta,
+        hess=True)`` of the problems ``idx`` of ``deletion`` (rows' presence 0/1)."""
+        P = deletion.presence
+
+        def evaluate(idx, theta, hess=True):
+            return self.loss_grad_hess(theta, P[np.asarray(idx)], hess=hess)
+        return evaluate
+
+
+class LogisticFit:
+    """A user's fitted logistic regression ``P(y = 1 | x) = 1 / (1 + e^{-(a + x'b)})``:
+    ``X`` a DataFrame (its index labels the rows), ``y`` 0/1, ``weights`` case weights."""
+
+    model_name = "Logistic regression (a test-only family)"
+
+    def __init__(self, X, y, weights=None, tol=1e-12, max_iter=50):
+        X = pd.DataFrame(X)
+        self.frame = X.assign(y=np.asarray(y, dtype=np.float64))
+        self.columns = ["Intercept"] + [str(c) for c in X.columns]
+        self.index = X.index
+        self.X = np.column_stack([np.ones(len(X)), X.to_numpy(dtype=np.float64)])
+        self.y = np.asarray(y, dtype=np.float64)
+        self.w = np.ones(len(X)) if weights is None else np.asarray(weights, dtype=np.float64)
+        self.loss = LogisticLoss(self.X, self.y, self.w)
+        theta = np.zeros(self.X.shape[1])
+        for _ in range(max_iter):                       # Newton-Raphson
+            _, g, H = self.loss.loss_grad_hess(theta)
+            if np.abs(g).max() <= tol:
+                break
+            theta = theta - np.linalg.solve(H[0], g[0])
+        self.coef = theta
+
+
+class LogisticAudit(Engine):
+    """The seam of a :class:`LogisticFit`, units its rows: derivatives only."""
+
+    units_are_rows = True
+    ratio_name = "odds ratio"
+
+    def __init__(self, fit):
+        self.fit, self.model_name = fit, fit.model_name
+        self.coef, self.columns = fit.coef, list(fit.columns)
+        self.unit_labels = pd.Index(fit.index)
+
+    @cached_property
+    def _at_fit(self):
+        X, y, w = self.fit.X, self.fit.y, self.fit.w
+        p = 1.0 / (1.0 + np.exp(-(X @ self.coef)))
+        return X, w * (p - y), w * p * (1 - p), w * p * (1 - p) * (1 - 2 * p)
+
+    @property
+    def information(self):
+        X, _, v, _ = self._at_fit
+        return X.T @ (v[:, None] * X)
+
+    @property
+    def converged(self):
+        return bool(np.abs(self.full_gradient).max() <= 1e-8)
+
+    def objective(self, thetas):
+        return self.fit.loss.loss_grad_hess(thetas, hess=False)[0]
+
+    @property
+    def full_gradient(self):
+        return self.gradient_differences.sum(axis=0)
+
+    @property
+    def gradient_differences(self):
+        """``grad L - grad L_{-i} = w_i (p_i - y_i) x_i`` (a sum over rows)."""
+        X, r, _, _ = self._at_fit
+        return r[:, None] * X
+
+    def split_of(self, codes):
+        """``C_i = H - H_{-i} = w_i p_i (1 - p_i) x_i x_i'``."""
+        X, _, v, _ = self._at_fit
+        Xc = X[np.asarray(codes, dtype=int)]
+        return v[np.asarray(codes, dtype=int), None, None] * Xc[:, :, None] * Xc[:, None, :]
+
+    @property
+    def third(self):
+        X, _, _, t = self._at_fit
+        return np.einsum("n,na,nb,nc->abc", t, X, X, X)
+
+    def deletion_kernel(self):
+        return MaskKernel(self.fit.loss, np.arange(len(self.unit_labels)))
+
+
+def _build(fit, data, *, groups=None, robust=None):
+    """The registered ``build``: the seam and what the audit knows of the data."""
+    if groups is not None:
+        raise ValueError("groups= is not available for the test family: its units are rows")
+    frame = fit.frame if data is None else attach_columns(fit.frame, data, len(fit.index))
+    return LogisticAudit(fit), Resolved(fit, frame, "tests", robust=bool(robust))
+
+
+FAMILY = register_family(Family("logistic (tests)", lambda m: isinstance(m, LogisticFit),
+                                _build, description="a LogisticFit (tests)"))

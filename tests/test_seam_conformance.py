@@ -1,0 +1,579 @@
+"""One conformance suite for every model family behind the seam (issue 34, item 4).
+
+Each case is a user's model fitted on small data and audited through ``ci.influence``'s own
+dispatch (:func:`coxinfluence.influence_functions.registry.audit_model`): a newly
+registered family joins the suite with one entry in :data:`CASES`. Every property is
+checked against an independent computation:
+
+- **VIF** against literal deletion: ``change("vif") = H^{-1} (grad L - grad L_{-g})`` at
+  ``theta_hat`` (``-VIF_n(g)/n``), ``L_{-g}`` the objective of the family's own model
+  fitted on the data without the unit's rows (its seam's ``objective``; for the autodiff
+  loss ``loss(theta, presence)``), its gradient by central differences;
+- **one-step Newton** against ``-H_{-g}^{-1} grad L_{-g}(theta_hat)`` (the same deleted
+  objective, ``H_{-g}`` by differences);
+- **exact refits** against the family's own refitter on the data without the unit
+  (``ci.fit_*`` on the subset, lifelines' fitter, scikit-survival's estimator, statsmodels'
+  ``Logit`` for the autodiff GLM, scipy for the test-only family), within 1e-6 SE;
+- ``method="auto"``'s top 10 by likelihood displacement is ``method="exact"``'s top 10;
+- an integer case weight of 2 equals the row duplicated (families with case weights);
+- the robust covariance is ``D' D`` with ``D`` the units' changes where the family defines
+  it so (``Case.robust`` names the method giving ``D``; None: refused, a ValueError);
+- results are indexed by the caller's index (rows) or the sorted unit labels;
+- ``executor=`` gives the serial results, ``progress=True`` writes a tqdm bar to stderr;
+- the caller's data are unchanged.
+
+A deletion is "literal" here: the unit's rows are removed from the caller's DataFrame and
+the model is fitted again by the same code that fitted it.
+"""
+from __future__ import annotations
+
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import coxinfluence as ci
+from coxinfluence.influence_functions.registry import audit_model
+
+# ----------------------------------------------------------------------------- data
+
+N = 80
+
+
+def _rows(seed=1, n=N):
+    """Survival rows: two covariates, a weight column of ones, a shuffled integer index
+    (the caller's labels, not 0..n-1)."""
+    rng = np.random.default_rng(seed)
+    x1 = rng.normal(size=n)
+    x2 = (rng.uniform(size=n) < 0.5).astype(float)
+    t = rng.exponential(np.exp(-(0.5 * x1 - 0.4 * x2))) * 10 + 0.1
+    e = (rng.uniform(size=n) < 0.75).astype(float)
+    index = pd.Index(1000 + rng.permutation(n) * 7, name="patient")
+    return pd.DataFrame({"x1": x1, "x2": x2, "t": np.round(t, 2), "e": e,
+                         "w": np.ones(n)}, index=index)
+
+
+def _subjects(seed=2, n_subjects=40):
+    """(start, stop] rows of subjects with a time-varying covariate; ids are strings."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for s in range(n_subjects):
+        x2 = float(rng.uniform() < 0.5)
+        cuts = np.sort(rng.uniform(0.5, 9.5, size=rng.integers(0, 3)))
+        stop = rng.exponential(8.0) + 0.3
+        bounds = np.r_[0.0, cuts[cuts < stop], stop]
+        event = float(rng.uniform() < 0.7)
+        for k in range(len(bounds) - 1):
+            out.append({"id": f"s{s:02d}", "start": bounds[k], "stop": bounds[k + 1],
+                        "x1": rng.normal(), "x2": x2,
+                        "e": event if k == len(bounds) - 2 else 0.0})
+    df = pd.DataFrame(out)
+    df.index = pd.Index([f"row{i}" for i in range(len(df))][::-1])
+    return df
+
+
+def _competing(seed=3, n=N):
+    rng = np.random.default_rng(seed)
+    df = _rows(seed, n)
+    df["status"] = rng.choice([0, 1, 2], size=n, p=[0.3, 0.45, 0.25])
+    df["stratum"] = np.where(rng.uniform(size=n) < 0.5, "a", "b")
+    return df
+
+
+# ------------------------------------------------------------------------ the cases
+
+@dataclass
+class Case:
+    """One family and unit kind.
+
+    ``make(df) -> (model, data, options)``: the user's model fitted on ``df`` (the caller's
+    frame or a subset of its rows) with what ``ci.influence`` takes beside it;
+    ``own_coef(model) -> (d,)``: the fitter's own coefficients in the seam's order;
+    ``unit``: the column of ``df`` naming the unit of deletion (None: the rows);
+    ``weights``: the case-weight column (None: the family has none);
+    ``robust``: the method whose changes ``D`` give the robust covariance ``D' D`` (None:
+    ``covariance(True)`` is refused); ``event_unit``: a row whose weight-2 test is exact
+    under the case's ties (a censored row with Efron ties)."""
+
+    name: str
+    df: pd.DataFrame
+    make: Callable
+    own_coef: Callable = lambda model: np.asarray(model.coef, dtype=np.float64)
+    unit: Optional[str] = None
+    weights: Optional[str] = None
+    robust: Optional[str] = None
+    weighted_row: Optional[Callable] = None
+    deleted_objective: Optional[Callable] = None
+    oracle_refit: Optional[Callable] = None
+    step_cap: Optional[Callable] = None
+    refit_se: float = 1e-6
+    extra: dict = field(default_factory=dict)
+
+
+def _cox_rows():
+    df = _rows()
+    return Case("cox_rows", df, lambda d: (ci.fit_cox(d[["x1", "x2"]], d["t"], d["e"],
+                                                      weights=d["w"]), None, {}),
+                weights="w", robust="reid", weighted_row=_censored)
+
+
+def _cox_subjects():
+    df = _subjects()
+    return Case("cox_subjects", df,
+                lambda d: (ci.fit_cox(d[["x1", "x2"]], d["stop"], d["e"], start=d["start"],
+                                      id=d["id"]), None, {}),
+                unit="id", robust="reid")
+
+
+def _cox_clusters():
+    df = _rows(seed=4)
+    df["hospital"] = np.repeat([f"h{k:02d}" for k in range(16)], N // 16)[
+        np.random.default_rng(5).permutation(N)]
+    return Case("cox_clusters", df,
+                lambda d: (ci.fit_cox(d[["x1", "x2"]], d["t"], d["e"], ties="breslow",
+                                      weights=d["w"]), None, {"groups": d["hospital"]}),
+                unit="hospital", weights="w", robust="reid")
+
+
+def _censored(df):
+    return df.index[np.flatnonzero(df["e"].to_numpy() == 0)[0]]
+
+
+def _lifelines_fit(fitter, d, cols, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fitter.fit(d[cols], "t", "e", **kw)
+
+
+def _cox_ridge():
+    from lifelines import CoxPHFitter
+    df = _rows(seed=6)
+    cols = ["x1", "x2", "t", "e"]
+
+    def make(d):
+        cph = _lifelines_fit(CoxPHFitter(penalizer=0.3, l1_ratio=0.0), d, cols,
+                             fit_options={"precision": 1e-13})
+        return cph, d[cols], {}
+    return Case("cox_ridge", df, make, own_coef=lambda m: m.params_.to_numpy(),
+                robust="reid")
+
+
+def _aft():
+    df = _rows(seed=7)
+    return Case("aft", df, lambda d: (ci.fit_aft(d[["x1", "x2"]], d["t"], d["e"],
+                                                 weights=d["w"]), None, {}),
+                weights="w", robust="vif", weighted_row=lambda d: d.index[3])
+
+
+#: lifelines' optimiser tightened (SLSQP's ftol for the AFT fitters, BFGS's gtol otherwise);
+#: measured: its maxima then lie within 5e-7 SE of ours (n = 80), 3e-5 SE with its defaults
+_TIGHT = {"ftol": 1e-14, "maxiter": 5000, "gtol": 1e-9}
+#: lifelines' own refits as oracle: within this many SE (its optimiser's precision)
+_LIFELINES_SE = 5e-6
+
+
+def _lifelines_weibull():
+    from lifelines import WeibullAFTFitter
+    df = _rows(seed=8)
+    cols = ["x1", "x2", "t", "e", "w"]
+
+    def make(d):
+        m = _lifelines_fit(WeibullAFTFitter(), d, cols, weights_col="w",
+                           fit_options=_TIGHT)
+        return m, d[cols], {}
+    return Case("lifelines_weibull_aft", df, make, own_coef=lambda m: m.params_.to_numpy(),
+                weights="w", robust="vif", weighted_row=lambda d: d.index[5],
+                refit_se=_LIFELINES_SE)
+
+
+def _lifelines_ancillary():
+    from lifelines import WeibullAFTFitter
+    df = _rows(seed=9)
+    cols = ["x1", "x2", "t", "e", "w"]
+
+    def make(d):
+        m = _lifelines_fit(WeibullAFTFitter(), d, cols, weights_col="w", ancillary=True,
+                           fit_options=_TIGHT)
+        return m, d[cols], {}
+    return Case("lifelines_ancillary", df, make, own_coef=lambda m: m.params_.to_numpy(),
+                weights="w", robust="reid", weighted_row=lambda d: d.index[5],
+                refit_se=_LIFELINES_SE)
+
+
+def _fine_gray():
+    df = _competing()
+    return Case("fine_gray", df,
+                lambda d: (ci.fit_fine_gray(d[["x1", "x2"]], d["t"], d["status"], cause=1,
+                                            weights=d["w"], strata=d["stratum"]), None, {}),
+                weights="w", robust="reid", weighted_row=lambda d: d.index[2])
+
+
+def _sksurv_y(d):
+    from sksurv.util import Surv
+    return Surv.from_arrays(d["e"].to_numpy() == 1, d["t"].to_numpy())
+
+
+def _sksurv_coxph():
+    sk = pytest.importorskip("sksurv.linear_model", reason="scikit-survival not installed")
+    df = _rows(seed=10)
+
+    def make(d):
+        y = _sksurv_y(d)
+        est = sk.CoxPHSurvivalAnalysis(alpha=2.0, ties="efron", tol=1e-15).fit(
+            d[["x1", "x2"]], y)
+        return est, d[["x1", "x2"]], {"y": y}
+    return Case("sksurv_coxph", df, make, own_coef=lambda m: m.coef_, robust="reid")
+
+
+def _sksurv_coxnet():
+    sk = pytest.importorskip("sksurv.linear_model", reason="scikit-survival not installed")
+    df = _rows(seed=11)
+    df["x3"] = np.random.default_rng(12).normal(size=len(df))       # noise: dropped by L1
+    cols = ["x1", "x2", "x3"]
+
+    def make(d):
+        y = _sksurv_y(d)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = sk.CoxnetSurvivalAnalysis(l1_ratio=0.9, alphas=[0.04], tol=1e-15).fit(
+                d[cols], y)
+        return est, d[cols], {"y": y}
+    return Case("sksurv_coxnet", df, make, own_coef=lambda m: m.coef_[:, 0],
+                step_cap=lambda coef: np.where(coef != 0, np.abs(coef) / 4, np.inf))
+
+
+def _binary(seed, n=N):
+    rng = np.random.default_rng(seed)
+    df = _rows(seed, n)[["x1", "x2", "w"]]
+    df["y"] = (rng.uniform(size=n) < 1 / (1 + np.exp(-(0.3 + 0.8 * df["x1"] - 0.6 * df["x2"])))
+               ).astype(float)
+    return df
+
+
+def _logit_oracle(df):
+    """statsmodels' GLM (binomial, its IRLS to 1e-13) on ``df``: the oracle of both
+    logistic families' refits."""
+    sm = pytest.importorskip("statsmodels.api")
+    X = sm.add_constant(df[["x1", "x2"]].to_numpy())
+    glm = sm.GLM(df["y"].to_numpy(), X, family=sm.families.Binomial(),
+                 freq_weights=df["w"].to_numpy())
+    return glm.fit(tol=1e-13, maxiter=100).params
+
+
+def _example_family():
+    from seam_example_family import LogisticFit
+    df = _binary(13)
+    return Case("example_family", df,
+                lambda d: (LogisticFit(d[["x1", "x2"]], d["y"], weights=d["w"]), None, {}),
+                weights="w", robust="reid", weighted_row=lambda d: d.index[4],
+                oracle_refit=lambda case, label: _logit_oracle(_without(case, label)))
+
+
+def _autodiff_glm():
+    pytest.importorskip("jax", reason="jax not installed")
+    from coxinfluence.autodiff import AutodiffModel, losses
+    df = _binary(14, n=60)
+
+    def make(d):
+        loss = losses.glm(d[["x1", "x2"]].to_numpy(), d["y"].to_numpy())
+        return AutodiffModel(loss, columns=["Intercept", "x1", "x2"], labels=d.index), None, {}
+
+    def deleted(seam, label):
+        import jax
+        import jax.numpy as jnp
+        presence = jnp.asarray((seam.unit_labels != label).astype(float))
+        f = jax.jit(jax.vmap(lambda t: seam.loss.loss(t, presence)))
+        return lambda thetas: np.asarray(f(jnp.asarray(thetas)))
+    return Case("autodiff_glm", df, make, deleted_objective=deleted,
+                oracle_refit=lambda case, label: _logit_oracle(_without(case, label)))
+
+
+CASES = {c.__name__[1:]: c for c in (
+    _cox_rows, _cox_subjects, _cox_clusters, _cox_ridge, _aft, _lifelines_weibull,
+    _lifelines_ancillary, _fine_gray, _sksurv_coxph, _sksurv_coxnet, _autodiff_glm,
+    _example_family)}
+
+
+# ---------------------------------------------------------------------- machinery
+
+def _quiet(fn, *args, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kw)
+
+
+def _full(case):
+    """The model fitted on the whole of ``case.df`` (made once per case)."""
+    if "full" not in case.extra:
+        case.extra["full"] = case.make(case.df)
+    return case.extra["full"]
+
+
+def _seam(case, df=None):
+    model, data, options = _full(case) if df is None else case.make(df)
+    return _quiet(audit_model, model, data, **options)[0]
+
+
+def _influence(case, **kw):
+    model, data, options = _full(case)
+    return _quiet(ci.influence, model, data, **options, **kw)
+
+
+def _unit_rows(case, label):
+    """Positions in ``case.df`` of the unit ``label``'s rows."""
+    if case.unit is None:
+        return np.flatnonzero(case.df.index == label)
+    return np.flatnonzero(case.df[case.unit].to_numpy() == label)
+
+
+def _without(case, label):
+    keep = np.ones(len(case.df), dtype=bool)
+    keep[_unit_rows(case, label)] = False
+    return case.df[keep]
+
+
+@dataclass
+class Audited:
+    case: Case
+    seam: object
+    codes: np.ndarray          # the units the literal checks take
+
+    @property
+    def labels(self):
+        return self.seam.unit_labels[self.codes]
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def audited(request):
+    case = CASES[request.param]()
+    seam = _seam(case)
+    vif = seam.change("vif")
+    ld = np.einsum("ij,jk,ik->i", vif, seam.information, vif)
+    U = len(seam.unit_labels)
+    codes = np.unique([int(np.nanargmax(ld)), 0, U // 2, U - 1])
+    return Audited(case, seam, codes)
+
+
+#: an absolute floor of the literal comparisons, in standard errors: a unit whose deletion
+#: changes nothing (a subject censored before the first event) has a literal change of
+#: rounding size (3e-13 measured)
+_FLOOR = 1e-10
+
+
+def _se(seam):
+    return np.sqrt(np.diag(np.linalg.inv(seam.information)))
+
+
+def _steps(audited):
+    h = 1e-2 * _se(audited.seam)
+    if audited.case.step_cap is not None:
+        h = np.minimum(h, audited.case.step_cap(np.asarray(audited.seam.coef)))
+    return h
+
+
+def _free(audited):
+    """The coordinates with derivatives (Coxnet: its active set)."""
+    coef = np.asarray(audited.seam.coef, dtype=np.float64)
+    if audited.case.step_cap is None:
+        return np.ones(coef.size, dtype=bool)
+    return coef != 0
+
+
+_STENCIL = np.array([-2.0, -1.0, 1.0, 2.0])
+_WEIGHTS = np.array([1.0, -8.0, 8.0, -1.0]) / 12.0
+
+
+def _gradient(f, theta, h):
+    """Fourth-order central differences of ``f`` ((m, d) -> (m,)) at ``theta``."""
+    d = theta.size
+    pts = theta[None, None, :] + _STENCIL[:, None, None] * np.diag(h)[None, :, :]
+    vals = np.asarray(f(pts.reshape(-1, d)), dtype=np.float64).reshape(4, d)
+    return _WEIGHTS @ vals / h
+
+
+def _hessian(f, theta, h):
+    d = theta.size
+    cols = [sum(w * _gradient(f, theta + s * h[k] * np.eye(d)[k], h)
+                for s, w in zip(_STENCIL, _WEIGHTS)) / h[k] for k in range(d)]
+    H = np.column_stack(cols)
+    return (H + H.T) / 2
+
+
+def _deleted_objective(audited, label):
+    case = audited.case
+    if case.deleted_objective is not None:
+        return case.deleted_objective(audited.seam, label)
+    return _seam(case, _without(case, label)).objective
+
+
+def _restricted(f, theta, free):
+    """``f`` as a function of the free coordinates (the others held at ``theta``)."""
+    def g(points):
+        full = np.repeat(theta[None, :], len(points), axis=0)
+        full[:, free] = points
+        return f(full)
+    return g
+
+
+# ------------------------------------------------------------------- the properties
+
+def test_vif_is_literal_deletion(audited):
+    """``change("vif")`` = ``H^{-1} (grad L - grad L_{-g})`` at ``theta_hat``, both
+    gradients by differences of the family's own objectives."""
+    seam, theta = audited.seam, np.asarray(audited.seam.coef, dtype=np.float64)
+    free, h, se = _free(audited), _steps(audited), _se(audited.seam)
+    H = np.asarray(seam.information)[np.ix_(free, free)]
+    full = _gradient(_restricted(seam.objective, theta, free), theta[free], h[free])
+    vif = seam.change("vif")
+    for code, label in zip(audited.codes, audited.labels):
+        deleted = _restricted(_deleted_objective(audited, label), theta, free)
+        expected = np.zeros(theta.size)
+        expected[free] = np.linalg.solve(H, full - _gradient(deleted, theta[free], h[free]))
+        scale = np.abs(expected).max()
+        assert np.abs(vif[code] - expected).max() <= 1e-6 * scale + _FLOOR * se.max(), (
+            label, vif[code], expected)
+
+
+def test_newton_is_its_definition(audited):
+    """``change("newton")`` = ``-H_{-g}^{-1} grad L_{-g}(theta_hat)``."""
+    seam, theta = audited.seam, np.asarray(audited.seam.coef, dtype=np.float64)
+    free, h, se = _free(audited), _steps(audited), _se(audited.seam)
+    newton = seam.change("newton")
+    for code, label in zip(audited.codes, audited.labels):
+        deleted = _restricted(_deleted_objective(audited, label), theta, free)
+        g = _gradient(deleted, theta[free], h[free])
+        Hd = _hessian(deleted, theta[free], h[free])
+        expected = np.zeros(theta.size)
+        expected[free] = -np.linalg.solve(Hd, g)
+        scale = np.abs(expected).max()
+        assert np.abs(newton[code] - expected).max() <= 1e-6 * scale + _FLOOR * se.max(), (
+            label, newton[code], expected)
+
+
+def _oracle_refit(audited, label):
+    case = audited.case
+    if case.oracle_refit is not None:
+        return np.asarray(case.oracle_refit(case, label), dtype=np.float64)
+    model, _, _ = case.make(_without(case, label))
+    return np.asarray(case.own_coef(model), dtype=np.float64)
+
+
+def test_exact_refits_are_the_family_refitter(audited):
+    """``refit(codes)`` equals the family's own fitter on the data without the unit, to
+    1e-6 standard errors."""
+    seam = audited.seam
+    coef = np.asarray(seam.coef, dtype=np.float64)
+    se = _se(seam)
+    refits = _quiet(seam.refit, audited.codes)
+    assert list(refits.codes) == list(audited.codes)
+    for k, label in enumerate(audited.labels):
+        assert refits.status[k] == "ok", (label, refits.status[k])
+        expected = _oracle_refit(audited, label)
+        assert np.abs((refits.theta[k] - expected) / se).max() <= audited.case.refit_se, (
+            label, refits.theta[k] - coef, expected - coef)
+
+
+def test_auto_top_10_is_the_exact_top_10(audited):
+    auto = _influence(audited.case)
+    exact = _influence(audited.case, method="exact")
+    assert list(auto.top(10).index) == list(exact.top(10).index)
+    assert auto.top(10)["verified"].all()
+    top = auto.top(10).index            # both refits, to the refits' tolerance
+    se = np.sqrt(np.diag(np.linalg.inv(audited.seam.information)))
+    diff = (auto.theta_change.loc[top] - exact.theta_change.loc[top]).to_numpy() / se
+    assert np.abs(diff).max() <= 1e-7
+
+
+def test_weight_two_is_the_row_duplicated(audited):
+    """A case weight of 2 on one row equals the row entered twice: the fit, every other
+    unit's change by each method, and (exact) the deletion of the doubled row against the
+    fit without both copies."""
+    case = audited.case
+    if case.weights is None:
+        pytest.skip(f"{case.name}: the family has no case weights")
+    row = case.weighted_row(case.df) if case.weighted_row else case.df.index[0]
+    weighted = case.df.copy()
+    weighted.loc[row, case.weights] = 2.0
+    dup = pd.concat([case.df, case.df.loc[[row]].set_axis(["copy"], axis=0)])
+    if case.unit is not None:
+        dup.loc["copy", case.unit] = f"{dup.loc['copy', case.unit]}_copy"
+    sw, sd = _seam(case, weighted), _seam(case, dup)
+    np.testing.assert_allclose(sw.coef, sd.coef, rtol=0, atol=1e-9)
+    labels = sw.unit_labels
+    own = labels.get_loc(row if case.unit is None else case.df.loc[row, case.unit])
+    others = np.delete(np.arange(len(labels)), own)
+    at = sd.unit_labels.get_indexer(labels[others])
+    for method in ("vif", "reid", "newton"):
+        a, b = sw.change(method)[others], sd.change(method)[at]
+        assert np.abs(a - b).max() <= 1e-7 * np.abs(b).max(), method
+    # deleting the doubled row = deleting both copies
+    gone = dup.index.isin([row, "copy"])
+    if case.unit is not None:
+        gone |= dup[case.unit].isin([labels[own], f"{labels[own]}_copy"])
+    both = dup[~gone]
+    model, _, _ = case.make(both)
+    refit = _quiet(sw.refit, [own])
+    se = _se(sw)
+    assert np.abs((refit.theta[0] - case.own_coef(model)) / se).max() <= case.refit_se
+
+
+def test_robust_covariance_is_D_prime_D(audited):
+    seam, case = audited.seam, audited.case
+    if case.robust is None:
+        with pytest.raises(ValueError):
+            seam.covariance(True)
+        return
+    D = seam.change(case.robust)
+    np.testing.assert_allclose(seam.covariance(True), D.T @ D, rtol=1e-9,
+                               atol=1e-14 * np.abs(D.T @ D).max())
+
+
+def _expected_labels(case):
+    if case.unit is None:
+        return case.df.index
+    return pd.Index(sorted(case.df[case.unit].unique()))
+
+
+def test_results_keep_the_callers_labels(audited):
+    res = _influence(audited.case, method="vif")
+    expected = _expected_labels(audited.case)
+    for table in (res.loo_change, res.theta_change, res.flags, res.dfbetas):
+        assert list(table.index) == list(expected)
+    assert list(res.likelihood_displacement.index) == list(expected)
+    assert list(res.top(len(expected)).index.sort_values()) == sorted(expected)
+
+
+def test_executor_gives_the_serial_results(audited):
+    serial = _influence(audited.case, method="exact")
+    with ThreadPoolExecutor(2) as pool:
+        threaded = _influence(audited.case, method="exact", executor=pool)
+    np.testing.assert_array_equal(serial.loo_change.to_numpy(),
+                                  threaded.loo_change.to_numpy())
+
+
+def test_progress_bar_is_written(audited, capsys):
+    capsys.readouterr()
+    _influence(audited.case, method="exact", progress=True)
+    U = len(audited.seam.unit_labels)
+    err = capsys.readouterr().err
+    assert f"{U}/{U}" in err, err[-300:]
+
+
+def test_callers_data_unchanged(audited):
+    """The caller's frame, the data and the options passed to ``ci.influence`` are as
+    they were after the audit (``method="auto"``: first-order changes and refits)."""
+    case = audited.case
+    model, data, options = _full(case)
+    before = case.df.copy(deep=True)
+    data_before = None if data is None else data.copy(deep=True)
+    options_before = {k: (v.copy() if hasattr(v, "copy") else v) for k, v in options.items()}
+    _quiet(ci.influence, model, data, **options)
+    pd.testing.assert_frame_equal(case.df, before)
+    if data is not None:
+        pd.testing.assert_frame_equal(data, data_before)
+    for k, v in options.items():
+        np.testing.assert_array_equal(np.asarray(v), np.asarray(options_before[k]))
