@@ -18,9 +18,9 @@ FIXTURES = HERE / "fixtures" / "r_residuals"
 SCRIPT = HERE / "r" / "residuals_reference.R"
 
 
-def run_r(outdir, seed=None):
-    """Run the R script into ``outdir`` (live comparison)."""
-    cmd = [shutil.which("Rscript"), str(SCRIPT), str(outdir)]
+def run_r(outdir, seed=None, script=SCRIPT.name):
+    """Run an R script of tests/r/ into ``outdir`` (live comparison)."""
+    cmd = [shutil.which("Rscript"), str(HERE / "r" / script), str(outdir)]
     if seed is not None:
         cmd.append(str(seed))
     subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600)
@@ -119,3 +119,52 @@ def check_ph_test(fit, ref, cs, rtol=1e-8):
             grouped = ci.ph_test(fit, transform=tr, terms=terms)
             assert list(grouped.table.index) == z["rows"]
             close(grouped.table.to_numpy(), matrix(z["table"]), rtol, atol_scale=0)
+
+
+AFT_KINDS = ("response", "deviance", "working", "dfbeta", "dfbetas", "ldcase", "ldresp",
+             "ldshape")
+#: kinds that use an interval row's derivative in log(sigma), which survival 3.5.3's
+#: residuals.survreg has with the wrong sign (tests/test_aft.py)
+SCALE_KINDS = ("dfbeta", "dfbetas", "ldcase", "ldresp", "ldshape")
+
+
+def load_aft_cases(folder=FIXTURES):
+    folder = Path(folder)
+    cases = json.loads((folder / "aft_cases.json").read_text())
+    data = {p.stem[9:]: pd.read_csv(p) for p in folder.glob("aft_data_*.csv")}
+    refs = {}
+    for cs in cases:
+        with gzip.open(folder / f"aft_case_{cs['case']}.json.gz", "rt") as fh:
+            refs[cs["case"]] = json.load(fh)
+    return cases, data, refs
+
+
+def fit_aft_case(cs, data):
+    d = data[cs["dataset"]]
+    X = d[as_list(cs["covariates"])]
+    kw = dict(weights=d["w"] if cs["weights"] else None,
+              strata=d[cs["strata"]] if cs["strata"] else None)
+    if cs["dataset"] == "interval":
+        return ci.fit_aft(X, d["lower"], dist=cs["dist"], upper=d["upper"], **kw)
+    return ci.fit_aft(X, d["time"], d["status"], cs["dist"], **kw)
+
+
+def check_aft_residuals(fit, ref, cs, data, rtol=1e-8):
+    """Every type of residuals.survreg; on interval rows only the kinds that do not use
+    the scale derivative (module constant SCALE_KINDS)."""
+    rows = np.asarray(ref["kind"]) != 3
+    for kind in AFT_KINDS:
+        ours = ci.residuals(fit, kind=kind).to_numpy()
+        R = matrix(ref["residuals"][kind])
+        ours = ours.reshape(R.shape)
+        if kind in SCALE_KINDS:
+            ours, R = ours[rows], R[rows]
+        close(ours, R, rtol)
+    for kind, values in (ref["weighted"] or {}).items():
+        R = matrix(values)
+        close(ci.residuals(fit, kind=kind, weighted=True).to_numpy().reshape(R.shape), R, rtol)
+    if ref["collapsed"]:
+        d = data[cs["dataset"]]
+        out = ci.residuals(fit, kind="dfbeta", collapse=d["inst"])
+        np.testing.assert_array_equal(out.index.to_numpy(), ref["collapsed_labels"])
+        close(out.to_numpy(), matrix(ref["collapsed"]["dfbeta"]), rtol)

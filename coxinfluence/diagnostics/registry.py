@@ -77,10 +77,10 @@ def _check_kind(entry, kind):
     owners = [e.model for e in _TABLE.values() if kind in e.kinds]
     valid = ", ".join(repr(k) for k in entry.kinds)
     if owners:
-        raise InputError(f"kind={kind!r} is not defined for a {entry.model} model; it is a "
-                         f"residual of {' and '.join(owners)} models. For a {entry.model} "
-                         f"model the kinds are {valid}")
-    raise InputError(f"unknown residual kind {kind!r}; for a {entry.model} model the kinds "
+        raise InputError(f"kind={kind!r} is not defined for {entry.model} models; it is a "
+                         f"residual of {' and '.join(owners)} models. For {entry.model} "
+                         f"models the kinds are {valid}")
+    raise InputError(f"unknown residual kind {kind!r}; for {entry.model} models the kinds "
                      f"are {valid}")
 
 
