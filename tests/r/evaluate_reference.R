@@ -18,6 +18,8 @@
 #     keep = "vcov" covariance of the Brier scores and w the IBS's rectangle weights);
 #   c_harrell, c_harrell_se, c_uno, c_uno_se (concordance(fit, newdata = test, timewt),
 #     se = sqrt(var));
+#   aft_brier, aft_brier_se, aft_auc, aft_auc_se, aft_c_harrell(_se), aft_c_uno(_se):
+#     the same for a Weibull survreg fit (risk psurvreg(t, lp, scale));
 #   loo_<metric> (row = the 0-based position of the deleted row among the training
 #     rows): the estimate after refitting without that row (coxph, Efron ties).
 suppressPackageStartupMessages({library(survival); library(riskRegression)})
@@ -72,6 +74,27 @@ emit("lp", seq_len(nrow(test)) - 1L, NA, predict(fit, newdata = test, type = "lp
 for (q in c("brier", "brier_se", "auc", "auc_se")) emit(q, NA, times, m[[q]])
 for (q in c("ibs", "ibs_se")) emit(q, NA, max(times), m[[q]])
 for (q in c("c_harrell", "c_harrell_se", "c_uno", "c_uno_se")) emit(q, NA, NA, m[[q]])
+
+# a Weibull AFT model (survreg): Score on 1 - S(t|x) = psurvreg(t, lp, scale), and
+# concordance(fit, newdata) on survreg's linear predictor
+aft <- survreg(form, data = train, dist = "weibull")
+lp_aft <- predict(aft, newdata = test, type = "lp")
+risk_aft <- sapply(times, function(t) psurvreg(t, lp_aft, aft$scale, "weibull"))
+sa <- Score(list(aft = risk_aft), formula = Surv(time, event) ~ 1, data = test,
+            times = times, metrics = c("brier", "auc"), cens.model = "km", se.fit = TRUE,
+            null.model = FALSE, conservative = FALSE)
+ba <- sa$Brier$score[order(sa$Brier$score$times)]
+aa <- sa$AUC$score[order(sa$AUC$score$times)]
+emit("aft_brier", NA, times, ba$Brier)
+emit("aft_brier_se", NA, times, ba$se)
+emit("aft_auc", NA, times, aa$AUC)
+emit("aft_auc_se", NA, times, aa$se)
+for (tw in c("n", "n/G2")) {
+  ca <- concordance(aft, newdata = test, timewt = tw)
+  q <- if (tw == "n") "aft_c_harrell" else "aft_c_uno"
+  emit(q, NA, NA, ca$concordance)
+  emit(paste0(q, "_se"), NA, NA, sqrt(ca$var))
+}
 
 # refit-and-rescore without a sample of training rows (evenly spread)
 ntr <- nrow(train)
