@@ -46,6 +46,7 @@ from coxinfluence.models.cox import (
     fit_cox,
 )
 from coxinfluence.models.fine_gray import FineGrayFit, fit_fine_gray
+from coxinfluence.evaluation.evaluate import evaluate
 
 # the families register themselves with the one dispatcher when imported
 # (coxinfluence.influence_functions.registry): import them all here
@@ -66,4 +67,5 @@ __all__ = [
     "influence", "InfluenceResult", "targets", "datasets", "metrics",
     "CumulativeIncidence", "AFTSurvival", "SurvivalQuantile",
     "RiskScore", "LifelinesSurvival", "TargetBeyondFollowUpWarning",
+    "evaluate",
 ]
