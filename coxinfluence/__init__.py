@@ -23,6 +23,7 @@ from coxinfluence.audit.target_base import TargetBeyondFollowUpWarning
 from coxinfluence.data.cox_data import CoxData
 from coxinfluence.data.inputs import CoxInputError, InputError
 from coxinfluence.diagnostics import ph_test, residuals
+from coxinfluence.evaluation.evaluate import evaluate
 
 # the old names of targets (ci.targets has every target now): deprecated aliases
 from coxinfluence.families.deprecated_targets import (
@@ -46,7 +47,6 @@ from coxinfluence.models.cox import (
     fit_cox,
 )
 from coxinfluence.models.fine_gray import FineGrayFit, fit_fine_gray
-from coxinfluence.evaluation.evaluate import evaluate
 
 # the families register themselves with the one dispatcher when imported
 # (coxinfluence.influence_functions.registry): import them all here
