@@ -372,7 +372,7 @@ class TimeDependentAUC(_Surrogate, _TimeMetric):
         Their follow-up times and events.
     times : float or array_like
         The times, inside the test set's follow-up.
-    bandwidth : float, default 0.1
+    bandwidth : float, default 0.05
         The surrogate's ``h`` relative to the standard deviation of the test patients'
         risks at each time.
 
@@ -398,7 +398,7 @@ class TimeDependentAUC(_Surrogate, _TimeMetric):
     name = "time_dependent_auc"
     label = "auc"
 
-    def __init__(self, X_test, time_test, event_test, times, bandwidth=0.1):
+    def __init__(self, X_test, time_test, event_test, times, bandwidth=0.05):
         super().__init__(X_test, time_test, event_test, times)
         self.bandwidth = float(bandwidth)
         if not self.bandwidth > 0:
@@ -448,7 +448,7 @@ class Concordance(_Surrogate, _TestSetMetric):
         Their follow-up times and events.
     kind : {"harrell", "uno"}, default "harrell"
         The pairs' weights.
-    bandwidth : float, default 0.1
+    bandwidth : float, default 0.05
         The surrogate's ``h`` relative to the standard deviation of the risk scores.
 
     See Also
@@ -472,7 +472,7 @@ class Concordance(_Surrogate, _TestSetMetric):
 
     name = "concordance"
 
-    def __init__(self, X_test, time_test, event_test, kind="harrell", bandwidth=0.1):
+    def __init__(self, X_test, time_test, event_test, kind="harrell", bandwidth=0.05):
         super().__init__(X_test, time_test, event_test)
         if kind not in ("harrell", "uno"):
             raise ValueError(f"kind must be 'harrell' or 'uno'; got {kind!r}")
