@@ -1,5 +1,5 @@
 """New patients, validated once for every prediction and every target of new patients
-(:mod:`coxinfluence.models.predictions`, :mod:`coxinfluence.audit.targets`): their
+(:mod:`coxinfluence.models.predictions`, :mod:`coxinfluence.families.cox_targets`): their
 covariates as a float64 matrix in the fit's column order with their labels, their
 strata as the fit's stratum codes, and the times or probabilities read at.
 

@@ -67,7 +67,7 @@ __all__ = ["is_parametric_regression", "resolve_lifelines_parametric",
            "AGREEMENT_SE", "PREDICTION_TARGETS", "prediction_fitter"]
 
 #: the targets of new patients that follow the model's own predictions
-#: (``coxinfluence.audit.lifelines_targets``), offered beside ``coef``
+#: (``coxinfluence.families.lifelines_targets``), offered beside ``coef``
 PREDICTION_TARGETS = ("lifelines_survival",)
 
 #: the gradient tolerance of our fit and of the exact refits (the summed loss)

@@ -1,5 +1,5 @@
 """The Breslow / Efron baseline hazard of a fitted Cox model and its pieces per Efron term
-(the survival targets' formula, :mod:`coxinfluence.audit.targets`):
+(the survival targets' formula, :mod:`coxinfluence.families.cox_targets`):
 
     Lambda_0(t; theta, D) = sum_{terms k: t_k <= t} m_k / den_k(theta, D),
 

@@ -330,7 +330,7 @@ class CoxFit(FitInterface):
         integration): it has ``.value(thetas)`` and ``.strength``. None for
         ``fit_cox``.
     ctype : {None, 1, 2}, optional
-        The baseline hazard of survival predictions (:mod:`coxinfluence.audit.targets`,
+        The baseline hazard of survival predictions (:mod:`coxinfluence.families.cox_targets`,
         :meth:`predict_survival`), as R's ``survfit(fit, ctype=)``: 1 = Breslow /
         Nelson-Aalen type (the events' weight over the risk-set sum at each event
         time), 2 = with Efron's tie correction; None (``fit_cox``) = R's default for the
