@@ -98,24 +98,26 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
 
     Examples
     --------
-    Train on half of Rossi's data, evaluate on the other half:
+    Train on two thirds of GBSG2, evaluate on the other third:
 
-    >>> from lifelines.datasets import load_rossi
-    >>> rossi = load_rossi()
-    >>> X, train = rossi[["fin", "age", "prio"]], rossi.index % 2 == 0
-    >>> fit = ci.fit_cox(X[train], rossi.week[train], rossi.arrest[train])
-    >>> test = ~train
-    >>> table = ci.evaluate(fit, X[test], rossi.week[test], rossi.arrest[test],
-    ...                     times=[20, 40])
+    >>> from lifelines.datasets import load_gbsg2
+    >>> gbsg = load_gbsg2()
+    >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+    >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+    >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+    >>> table = ci.evaluate(fit, X[test], gbsg.time[test], gbsg.cens[test],
+    ...                     times=[365, 730, 1095])
     >>> table.round(4)
-          metric  time  estimate      se   lower   upper
-    0      brier  20.0    0.0954  0.0130  0.0699  0.1209
-    1      brier  40.0    0.1787  0.0150  0.1492  0.2081
-    2        auc  20.0    0.6774  0.0568  0.5660  0.7888
-    3        auc  40.0    0.6566  0.0409  0.5764  0.7368
-    4        ibs  40.0    0.0477  0.0065  0.0350  0.0604
-    5  c_harrell   NaN    0.6388  0.0268  0.5864  0.6913
-    6      c_uno   NaN    0.6325  0.0277  0.5782  0.6868
+          metric    time  estimate      se   lower   upper
+    0      brier   365.0    0.0743  0.0146  0.0458  0.1029
+    1      brier   730.0    0.1729  0.0148  0.1439  0.2019
+    2      brier  1095.0    0.2054  0.0127  0.1805  0.2303
+    3        auc   365.0    0.8029  0.0464  0.7119  0.8938
+    4        auc   730.0    0.7473  0.0375  0.6737  0.8208
+    5        auc  1095.0    0.7068  0.0395  0.6294  0.7843
+    6        ibs  1095.0    0.0824  0.0082  0.0664  0.0984
+    7  c_harrell     NaN    0.6849  0.0256  0.6348  0.7351
+    8      c_uno     NaN    0.6737  0.0266  0.6217  0.7258
     """
     seam, resolved = audit_model(model, data, **options)
     fit, transform = seam.fit, resolved.transform

@@ -246,16 +246,19 @@ class BrierScore(_TimeMetric):
 
     Examples
     --------
-    >>> from lifelines.datasets import load_rossi
-    >>> rossi = load_rossi()
-    >>> X, train = rossi[["fin", "age", "prio"]], rossi.index % 2 == 0
-    >>> fit = ci.fit_cox(X[train], rossi.week[train], rossi.arrest[train])
-    >>> test = ~train
-    >>> target = BrierScore(X[test], rossi.week[test], rossi.arrest[test], [20, 40])
+    >>> from lifelines.datasets import load_gbsg2
+    >>> gbsg = load_gbsg2()
+    >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+    >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+    >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+    >>> y = (gbsg.time[test], gbsg.cens[test])
+    >>> target = BrierScore(X[test], *y, times=[365, 730])
+    >>> target.columns(fit)
+    ['brier(365)', 'brier(730)']
     >>> np.round(target.value(fit, fit.coef[None, :]), 4)
-    array([[0.0954, 0.1787]])
+    array([[0.0743, 0.1729]])
     >>> target.jacobian(fit).shape
-    (2, 3)
+    (2, 5)
     """
 
     name = "brier_score"
@@ -299,17 +302,17 @@ class IntegratedBrierScore(BrierScore):
 
     Examples
     --------
-    >>> from lifelines.datasets import load_rossi
-    >>> rossi = load_rossi()
-    >>> X, train = rossi[["fin", "age", "prio"]], rossi.index % 2 == 0
-    >>> fit = ci.fit_cox(X[train], rossi.week[train], rossi.arrest[train])
-    >>> test = ~train
-    >>> target = IntegratedBrierScore(X[test], rossi.week[test], rossi.arrest[test],
-    ...                               np.arange(5, 51, 5))
+    >>> from lifelines.datasets import load_gbsg2
+    >>> gbsg = load_gbsg2()
+    >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+    >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+    >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+    >>> y = (gbsg.time[test], gbsg.cens[test])
+    >>> target = IntegratedBrierScore(X[test], *y, times=np.arange(200, 1501, 100))
     >>> target.columns(fit)
-    ['ibs(50)']
+    ['ibs(1500)']
     >>> np.round(target.value(fit, fit.coef[None, :]), 4)
-    array([[0.1086]])
+    array([[0.1363]])
     """
 
     name = "integrated_brier_score"
@@ -383,14 +386,15 @@ class TimeDependentAUC(_Surrogate, _TimeMetric):
 
     Examples
     --------
-    >>> from lifelines.datasets import load_rossi
-    >>> rossi = load_rossi()
-    >>> X, train = rossi[["fin", "age", "prio"]], rossi.index % 2 == 0
-    >>> fit = ci.fit_cox(X[train], rossi.week[train], rossi.arrest[train])
-    >>> test = ~train
-    >>> target = TimeDependentAUC(X[test], rossi.week[test], rossi.arrest[test], [20, 40])
+    >>> from lifelines.datasets import load_gbsg2
+    >>> gbsg = load_gbsg2()
+    >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+    >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+    >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+    >>> y = (gbsg.time[test], gbsg.cens[test])
+    >>> target = TimeDependentAUC(X[test], *y, times=[365, 730])
     >>> np.round(target.value(fit, fit.coef[None, :]), 4)
-    array([[0.6774, 0.6566]])
+    array([[0.8029, 0.7473]])
     >>> target.first_order.split(":")[0]
     'smooth surrogate'
     """
@@ -458,16 +462,17 @@ class Concordance(_Surrogate, _TestSetMetric):
 
     Examples
     --------
-    >>> from lifelines.datasets import load_rossi
-    >>> rossi = load_rossi()
-    >>> X, train = rossi[["fin", "age", "prio"]], rossi.index % 2 == 0
-    >>> fit = ci.fit_cox(X[train], rossi.week[train], rossi.arrest[train])
-    >>> test = ~train
-    >>> target = Concordance(X[test], rossi.week[test], rossi.arrest[test], kind="uno")
+    >>> from lifelines.datasets import load_gbsg2
+    >>> gbsg = load_gbsg2()
+    >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+    >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+    >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+    >>> y = (gbsg.time[test], gbsg.cens[test])
+    >>> target = Concordance(X[test], *y, kind="uno")
     >>> target.columns(fit)
     ['c_uno']
     >>> np.round(target.value(fit, fit.coef[None, :]), 4)
-    array([[0.6325]])
+    array([[0.6737]])
     """
 
     name = "concordance"
