@@ -2,18 +2,17 @@
 inline CSS, no scripts and no external resources (it opens offline, e.g. attached to an
 e-mail). Written once against the model seam (:mod:`coxinfluence.influence_functions.seam`):
 the model's words (title, header line, the convergence warning) and its coefficient table
-come from the seam's optional ``report_header()`` and ``summary_table(robust)``
-(:func:`~coxinfluence.influence_functions.seam.model_header`,
-:func:`~coxinfluence.influence_functions.seam.model_summary`), so a Cox, AFT, Fine-Gray or
-autodiff audit is the same report.
+come from the seam's ``report_header()`` and ``summary_table(robust)`` (members with
+defaults on :class:`~coxinfluence.influence_functions.seam.AuditModel`), so a Cox, AFT,
+Fine-Gray or autodiff audit is the same report.
 
 Sections: the fit's status in red when it did not converge; the target's warnings
 (``result.target_notes``, e.g. a target time past the follow-up) in a box; "what can be
 trusted" (what was verified by exact refits, the VIF error in the top 10 measured against
 the 10th largest displacement, every flag); the model summary with 95% confidence
 intervals and, where the model has them, its ratios exp(coef) (hazard ratios, time ratios,
-the seam's optional ``ratio_name``: "subdistribution hazard ratio" for Fine-Gray) and the
-seam's optional ``report_notes()`` (what the status codes mean); the top influential units
+the seam's ``ratio_name``: "subdistribution hazard ratio" for Fine-Gray) and the
+seam's ``report_notes()`` (what the status codes mean); the top influential units
 ranked by the verified likelihood displacement, exact and VIF side by side, then their
 changes, dfbetas and data; index plots of the result's own changes (exact refits marked
 where verified, as in the tables); VIF against Reid's IF and, when every unit was
@@ -31,7 +30,6 @@ from datetime import datetime, timezone
 import numpy as np
 import pandas as pd
 
-from coxinfluence.influence_functions.seam import model_header, model_summary
 from coxinfluence.plotting import estimate_name
 
 _CSS = """
@@ -197,8 +195,8 @@ def _trust_section(result, header):
             "unstable": unstable,
             "refit_failed": "refit failed (NA)",
             "unverified_top": "may belong in the top 10 but was not refitted"}
-    # a model's own flags (the seam's optional extra_flags) come with their words
-    text.update(getattr(result.model, "flag_descriptions", {}))
+    # a model's own flags (the seam's extra_flags) come with their words
+    text.update(result.model.flag_descriptions)
     for col in flags.columns:
         if counts[col]:
             labels = list(flags.index[flags[col].to_numpy()])
@@ -285,14 +283,14 @@ def _flag_cell(flag, verified):
 
 def model_tables(result):
     """The report's Model section as data: ``(table, ratios, notes)``. ``table``: the
-    seam's coefficient table (:func:`~coxinfluence.influence_functions.seam.
-    model_summary`) with 95% confidence intervals ``lower 95%`` and ``upper 95%`` (coef
-    +- 1.96 SE, the SE the table shows: the robust one when it has it), unless the table
-    has its own; ``ratios``: None, or ``(name, frame)`` with the model's ratios exp(coef)
-    (a hazard ratio, a time ratio, the seam's ``ratio_name``) and their intervals (the
-    exponentiated coefficient intervals), one row per parameter that has one, named as in
-    ``table``; ``notes``: sentences (HTML) for under the tables."""
-    table = model_summary(result.model, result.robust).copy()
+    seam's coefficient table (``summary_table(robust)``) with 95% confidence intervals
+    ``lower 95%`` and ``upper 95%`` (coef +- 1.96 SE, the SE the table shows: the robust
+    one when it has it), unless the table has its own; ``ratios``: None, or ``(name,
+    frame)`` with the model's ratios exp(coef) (a hazard ratio, a time ratio, the seam's
+    ``ratio_name``) and their intervals (the exponentiated coefficient intervals), one
+    row per parameter that has one, named as in ``table``; ``notes``: sentences (HTML)
+    for under the tables."""
+    table = result.model.summary_table(result.robust).copy()
     coef_col = table.columns[0]
     se_col = next((c for c in ("robust se", "se(coef)", "Std. Error", "se")
                    if c in table.columns), None)
@@ -315,9 +313,7 @@ def model_tables(result):
                      f"exp({html.escape(str(coef_col))}), "
                      f"{_RATIO_MEANING.get(name, 'per unit increase of the covariate')}; its "
                      "95% interval is the exponentiated interval of the coefficient.")
-    own_notes = getattr(result.model, "report_notes", None)
-    if own_notes is not None:
-        notes.extend(html.escape(line) for line in own_notes())
+    notes.extend(html.escape(line) for line in result.model.report_notes())
     return table, ratios, notes
 
 
@@ -342,9 +338,9 @@ def _ratios(result, table, coef_col, se_col):
     exp(theta) of a logistic regression is no hazard ratio) gets none."""
     from coxinfluence.audit.targets import resolve_target
     model = result.model
-    names = tuple(getattr(model, "target_names", ()))
+    names = tuple(model.target_names)
     found = [(t, word) for t, word in _RATIO_TARGETS if t in names]
-    own = getattr(model, "ratio_name", None)
+    own = model.ratio_name
     if not found or se_col is None:
         return None
     tname, word = found[0]
@@ -355,11 +351,9 @@ def _ratios(result, table, coef_col, se_col):
         return None
     target = resolve_target(tname)
     transform = None if result._resolved is None else result._resolved.transform
-    if getattr(target, "transform", None) is None and transform is not None:
+    if target.transform is None and transform is not None:
         target.transform = transform
-    adapt = getattr(model, "adapt_target", None)
-    if adapt is not None:
-        target = adapt(target)
+    target = model.adapt_target(target)
     try:
         J = np.asarray(target.jacobian(model.fit), dtype=np.float64)
         value = np.asarray(target.value(model.fit, coef[None, :]), dtype=np.float64)[0]
@@ -444,7 +438,7 @@ def build_report(result, *, reid=None, exact=None, title=None, description="",
     Reid and exact results of the same target for the comparisons. ``title`` defaults to
     the model's ("Cox model influence audit", "Weibull AFT model influence audit",
     "Fine-Gray model influence audit")."""
-    header = model_header(result.model)
+    header = result.model.report_header()
     title = header.title if title is None else title
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",

@@ -12,8 +12,8 @@ import pandas as pd
 from coxinfluence.audit.targets import Target
 from coxinfluence.audit.verification import Verification
 from coxinfluence.influence_functions.refits import Refits
-from coxinfluence.integrations import Resolved
-from coxinfluence.models.cox import standard_errors
+from coxinfluence.influence_functions.registry import Resolved
+from coxinfluence.models.base import standard_errors
 from coxinfluence.numerics.rows import matmul_reduce_rows, matmul_rows
 
 
@@ -172,11 +172,7 @@ class InfluenceResult:
 
         A model behind the seam may name its own (``unit_name``, e.g. "objects").
         """
-        own = getattr(self.model, "unit_name", None)
-        if own:
-            return own
-        groups = None if self._resolved is None else self._resolved.groups
-        return "patients" if groups is None else "clusters"
+        return unit_name_of(self.model, self._resolved)
 
     @property
     def units_text(self) -> str:
@@ -671,9 +667,19 @@ def _flags(result) -> pd.DataFrame:
            else np.zeros(len(index), dtype=bool))
     flags = pd.DataFrame({"undefined": undefined, "unstable": unstable,
                           "refit_failed": failed, "unverified_top": top}, index=index)
-    # a model's own flags (optional seam member: name -> (U,) bool), e.g. the elastic
-    # net's selection_changes
-    extra = getattr(model, "extra_flags", None)
-    for name, values in ({} if extra is None else extra()).items():
+    # a model's own flags (seam member: name -> (U,) bool), e.g. the elastic net's
+    # selection_changes
+    for name, values in model.extra_flags().items():
         flags[name] = np.asarray(values, dtype=bool)
     return flags
+
+
+def unit_name_of(model, resolved) -> str:
+    """What a unit of ``model`` (a seam) is called: its own ``unit_name`` (e.g.
+    "objects"), else "patients" (rows or subjects) or, where ``resolved`` (the
+    :class:`~coxinfluence.influence_functions.registry.Resolved` data) names groups,
+    "clusters"."""
+    if model is not None and model.unit_name:
+        return model.unit_name
+    groups = None if resolved is None else resolved.groups
+    return "patients" if groups is None else "clusters"

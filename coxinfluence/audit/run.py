@@ -46,7 +46,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from coxinfluence.audit.result import InfluenceResult, target_magnitude
+from coxinfluence.audit.result import InfluenceResult, target_magnitude, unit_name_of
 from coxinfluence.audit.targets import (
     TargetBeyondFollowUpWarning,
     describe_targets,
@@ -77,7 +77,7 @@ def compute(model, resolved, method, target, *, progress=None, executor=None,
         return _compute_auto(model, resolved, target, frame, progress=progress,
                              executor=executor, include_data_effect=include_data_effect,
                              target_notes=target_notes)
-    fit, units = model.fit, getattr(model, "units", None)
+    fit, units = model.fit, model.units
     if method == "exact":
         refits = model.refit(progress=progress, executor=executor)
         _warn_undefined(model, refits.codes[~refits.ok], "exact leave-one-out",
@@ -113,7 +113,7 @@ def _result(model, resolved, method, target, frame, change, dtheta, *, target_no
         loo_change=pd.DataFrame(change, index=frame.index, columns=target.columns(fit)),
         theta_change=pd.DataFrame(dtheta, index=frame.index, columns=model.columns),
         method=method, target=target, fit=fit, frame=frame, source=resolved.source,
-        _resolved=resolved, units=getattr(model, "units", None), model=model,
+        _resolved=resolved, units=model.units, model=model,
         _rerun=lambda other, progress=None: compute(model, resolved, other, target,
                                                     progress=progress,
                                                     target_notes=notes),
@@ -138,11 +138,11 @@ def _compute_auto(model, resolved, target, frame, *, progress, executor,
 
     ver = verify(model, approx.ld_approx.to_numpy(), flags.to_numpy().any(axis=1),
                  refit=refit)
-    unit_name = resolved_unit_name(resolved)
+    unit_name = unit_name_of(model, resolved)
     if not ver.rule_met:
         warnings.warn(f"method='auto': {ver.describe(unit_name)}",
                       TopNotVerifiedWarning, stacklevel=4)
-    units = getattr(model, "units", None)
+    units = model.units
     dtheta = approx.theta_change.to_numpy().copy()
     change = approx.loo_change.to_numpy().copy()
     if ranks_by_target(target):
@@ -183,10 +183,6 @@ def ranks_by_target(target):
     coefficients, whose top is the displacement's (hazard and time ratios included:
     their order, by the largest standardised change, need not be the displacement's)."""
     return target.name != "coef"
-
-
-def resolved_unit_name(resolved):
-    return "patients" if resolved.groups is None else "clusters"
 
 
 class TopNotVerifiedWarning(UserWarning):
@@ -378,19 +374,12 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
     if target.transform is None and resolved.transform is not None:
         target.transform = resolved.transform
     target = audit_model.adapt_target(target)     # a seam in another parametrisation
-    notes = _followup_notes(target, audit_model.fit)
+    notes = tuple(target.followup_notes(audit_model.fit))
     for note in notes:
         warnings.warn(note, TargetBeyondFollowUpWarning, stacklevel=2)
     return compute(audit_model, resolved, method, target, progress=progress,
                    executor=executor, include_data_effect=include_data_effect,
                    target_notes=notes)
-
-
-def _followup_notes(target, fit):
-    """The target's notes on times past the follow-up (``Target.followup_notes``; none
-    for a target object without them)."""
-    notes = getattr(target, "followup_notes", None)
-    return () if notes is None else tuple(notes(fit))
 
 
 register_audit(influence)      # fit.influence(...) is ci.influence(fit, ...) (models/base.py)

@@ -164,7 +164,7 @@ def verify(model, ld_approx, must_refit, *, refit=None, top=TOP, min_refits=MIN_
     full = None                  # J(theta_hat): evaluated with the first round's refits
     n_flagged = int(must_refit.sum())
     first = _predicted(score, must_refit, top, safety)
-    if getattr(model, "refit_every_flagged", False):
+    if model.refit_every_flagged:
         # e.g. the elastic net's selection changes: every flagged unit, beyond the usual
         # cap, and room for the first round's other units twice over
         cap = max(cap, min(U, n_flagged + 2 * max(min_refits, first)))

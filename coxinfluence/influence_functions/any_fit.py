@@ -13,7 +13,9 @@ number of units and ``fit.coef`` the fitted parameters::
 ``n (theta_hat - theta_hat_{-g})``); ``newton_loo`` and ``exact_loo`` are (estimates of)
 the refitted coefficients ``theta_hat_{-g}``, not changes.
 
-A ``CoxFit`` takes its own closed forms, unchanged
+Each fit is dispatched by the registry ``ci.influence`` uses
+(:mod:`coxinfluence.influence_functions.registry`). A family may register its own
+implementations (``Family.functions``): a ``CoxFit`` takes its closed forms, unchanged
 (:func:`coxinfluence.influence_functions.vif.vif`,
 :func:`~coxinfluence.influence_functions.reid.reid_influence`,
 :func:`~coxinfluence.influence_functions.refits.newton_loo`,
@@ -27,12 +29,9 @@ VIF is Reid's IF exactly), a ``FineGrayFit``
 one row each; a deletion also re-estimates the censoring Kaplan-Meier), a
 ``DecomposableFit``
 (:class:`~coxinfluence.influence_functions.decomposable_audit.DecomposableAudit`), or a
-seam object itself (an autodiff ``AutodiffModel``). A lifelines,
-statsmodels or scikit-survival model keeps no training data:
-``ci.influence(model, data, method=...)`` audits it.
-
-This module sits above the seams (which use the Cox closed forms' modules), so the
-dispatch adds no import cycle.
+seam object itself (an autodiff ``AutodiffModel``), or a fit of any family registered
+with the registry. A lifelines, statsmodels or scikit-survival model keeps no training
+data (its family's ``needs_data``): ``ci.influence(model, data, method=...)`` audits it.
 """
 from __future__ import annotations
 
@@ -42,17 +41,10 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.inputs import InputError
-from coxinfluence.influence_functions import refits as _refits
-from coxinfluence.influence_functions import reid as _reid
-from coxinfluence.influence_functions import vif as _vif
-from coxinfluence.influence_functions.aft_audit import AFTAudit
-from coxinfluence.influence_functions.decomposable_audit import DecomposableAudit, DecomposableFit
-from coxinfluence.influence_functions.fine_gray_audit import FineGrayAudit
 from coxinfluence.influence_functions.refits import SeamUnits, warn_undefined
+from coxinfluence.influence_functions.registry import audit_model, families, family_of
 from coxinfluence.influence_functions.seam import AuditModel
-from coxinfluence.models.aft import AFTFit
-from coxinfluence.models.cox import ConvergenceWarning, CoxFit, NotConvergedError
-from coxinfluence.models.fine_gray import FineGrayFit
+from coxinfluence.models.cox import ConvergenceWarning, NotConvergedError
 
 __all__ = ["vif", "reid_influence", "newton_loo", "exact_loo", "family_seam"]
 
@@ -154,8 +146,9 @@ def vif(fit, *, method="auto", groups=None):
     >>> ci.vif(fit, groups=rossi["prio"]).shape
     (17, 7)
     """
-    if isinstance(fit, CoxFit):
-        return _vif.vif(fit, method=method, groups=groups)
+    own = _own(fit, "vif")
+    if own is not None:
+        return own(fit, method=method, groups=groups)
     model = family_seam(fit, groups, "vif", method=method)
     return _wrap(model, -_n_units(model) * model.change("vif"))
 
@@ -241,8 +234,9 @@ def reid_influence(fit, groups=None):
     >>> bool(np.allclose(ci.reid_influence(aft), ci.vif(aft)))
     True
     """
-    if isinstance(fit, CoxFit):
-        return _reid.reid_influence(fit, groups=groups)
+    own = _own(fit, "reid_influence")
+    if own is not None:
+        return own(fit, groups=groups)
     model = family_seam(fit, groups, "reid_influence")
     return _wrap(model, -_n_units(model) * model.change("reid"))
 
@@ -318,8 +312,9 @@ def newton_loo(fit, *, groups=None, method="auto"):
     >>> bool(np.allclose(change, ci.influence(fit, method="newton").theta_change))
     True
     """
-    if isinstance(fit, CoxFit):
-        return _refits.newton_loo(fit, groups=groups, method=method)
+    own = _own(fit, "newton_loo")
+    if own is not None:
+        return own(fit, groups=groups, method=method)
     model = family_seam(fit, groups, "newton_loo", method=method)
     theta = np.asarray(model.coef, dtype=np.float64) + model.change("newton")
     warn_undefined(SeamUnits(model), np.flatnonzero(~np.isfinite(theta).all(axis=1)),
@@ -420,10 +415,10 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
     >>> print(round(float(np.corrcoef(exact["race"], approx["race"])[0, 1]), 4))
     0.9997
     """
-    if isinstance(fit, CoxFit):
-        return _refits.exact_loo(fit, groups=groups, executor=executor, progress=progress,
-                                 batch_size=batch_size, tol=tol, max_iter=max_iter,
-                                 n_chunks=n_chunks)
+    own = _own(fit, "exact_loo")
+    if own is not None:
+        return own(fit, groups=groups, executor=executor, progress=progress,
+                   batch_size=batch_size, tol=tol, max_iter=max_iter, n_chunks=n_chunks)
     cox_only = {"batch_size": batch_size, "tol": tol, "n_chunks": n_chunks,
                 "max_iter": None if max_iter == 50 else max_iter}
     given = [name for name, value in cox_only.items() if value is not None]
@@ -437,19 +432,29 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
     return _wrap(model, res.theta)
 
 
-def family_seam(fit, groups, what, method=None, refuse=False):
-    """The seam ``ci.influence(fit)`` uses for a fit of another family than Cox.
+def _own(fit, what):
+    """The family's own implementation of the function ``what`` (``Family.functions``),
+    or None: the generic path through the seam."""
+    family = family_of(fit)
+    return None if family is None else family.functions.get(what)
 
+
+def family_seam(fit, groups, what, method=None, refuse=False):
+    """The seam ``ci.influence(fit)`` uses for a fit that keeps its training data.
+
+    The registered family that accepts ``fit`` builds it
+    (:func:`coxinfluence.influence_functions.registry.audit_model` with ``data=None``):
     ``AFTFit`` -> ``AFTAudit(fit, groups)``, ``FineGrayFit`` -> ``FineGrayAudit``, a
-    ``DecomposableFit`` -> ``DecomposableAudit``, a seam object itself. A fit that did not
+    ``DecomposableFit`` -> ``DecomposableAudit``, a ``CoxFit`` -> ``CoxAudit``; a seam
+    object is used itself. A fit that did not
     converge gets a :class:`~coxinfluence.ConvergenceWarning`, or, with ``refuse=True``
     (exact refits), a :class:`~coxinfluence.NotConvergedError`, as a ``CoxFit`` does
     (:func:`coxinfluence.models.cox.check_fit`).
 
     Parameters
     ----------
-    fit : AFTFit, FineGrayFit, DecomposableFit or seam object
-        The fit.
+    fit : AFTFit, FineGrayFit, DecomposableFit, CoxFit or seam object
+        The fit (of any registered family whose fits keep their training data).
     groups : array-like or None
         Clusters deleted whole (one label per row); None for the fit's own units.
     what : str
@@ -467,31 +472,28 @@ def family_seam(fit, groups, what, method=None, refuse=False):
     Raises
     ------
     TypeError
-        ``fit`` is not one of the types above.
+        No registered family accepts ``fit``, or its family's models keep no training
+        data (lifelines, statsmodels, scikit-survival).
     ValueError
         ``method`` is not a known name.
     coxinfluence.InputError
-        ``groups`` given for a Fine-Gray fit or a seam object.
+        ``groups`` given for a fit whose units are fixed (Fine-Gray, a seam object).
     coxinfluence.NotConvergedError
         With ``refuse=True``, the fit did not converge.
     """
     if method is not None and method not in _COX_METHODS:
         raise ValueError(f"method must be one of {_COX_METHODS}; got {method!r}")
-    if isinstance(fit, AFTFit):
-        model = AFTAudit(fit, groups)
-    elif isinstance(fit, DecomposableFit):
-        model = DecomposableAudit(fit, groups)
-    elif isinstance(fit, (FineGrayFit, AuditModel)):
-        if groups is not None:
-            raise InputError(f"{what}: groups= is not available for this model: its units "
-                             "are fixed by the model (a Fine-Gray fit's: its subjects)")
-        model = FineGrayAudit(fit) if isinstance(fit, FineGrayFit) else fit
-    else:
-        raise TypeError(f"{what}: expected a fit of coxinfluence (CoxFit from ci.fit_cox, "
-                        "AFTFit from ci.fit_aft, FineGrayFit from ci.fit_fine_gray) or an "
-                        f"audit seam; got {type(fit).__name__}. A lifelines, statsmodels or "
-                        "scikit-survival model keeps no training data: use "
-                        "ci.influence(model, data, method=...)")
+    family = family_of(fit)
+    known = family is not None or isinstance(fit, AuditModel)    # a seam: no family's
+    if not known or (family is not None and family.needs_data):
+        kept = "; ".join(f.description for f in families() if not f.needs_data)
+        without = [f.name for f in families() if f.needs_data]
+        without = ", ".join(without[:-1]) + (" or " if len(without) > 1 else "") + \
+            "".join(without[-1:])
+        raise TypeError(f"{what}: expected a fit that keeps its training data ({kept}) or "
+                        f"an audit seam; got {type(fit).__name__}. A {without} model keeps "
+                        "no training data: use ci.influence(model, data, method=...)")
+    model, _ = audit_model(fit, None, groups=groups)
     if not model.converged:
         msg = (f"{what}: the {model.model_name} fit did not converge: influence is measured "
                "against a maximum that does not exist")

@@ -10,6 +10,13 @@ with :func:`register_family` when its module is imported (``import coxinfluence`
 imports every built-in one). A model already behind the seam (an ``AuditModel``, e.g.
 an autodiff model) is used as it is.
 
+The low-level functions (``ci.vif``, ``ci.reid_influence``, ``ci.newton_loo``,
+``ci.exact_loo``: :mod:`coxinfluence.influence_functions.any_fit`) dispatch the same way
+(:func:`family_of`): a family whose fits keep their training data is built with
+``data=None``; a family may supply its own implementations of those functions
+(``functions``: Cox's batched closed forms with their options), and one whose models keep
+no training data (``needs_data``: lifelines, statsmodels, scikit-survival) is refused there.
+
 Options a family needs beyond the generic ones (scikit-survival's training ``y=`` and
 ``alpha=``) are keyword arguments of ``ci.influence`` passed through to the family's
 ``build``; a family names the options it takes (``options``), and any other is refused
@@ -18,15 +25,15 @@ with the list of those that apply.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import Callable, Optional
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Optional
 
 import pandas as pd
 
 from coxinfluence.data.inputs import InputError, show_labels
 from coxinfluence.influence_functions.seam import AuditModel
 
-__all__ = ["Family", "Resolved", "register_family", "families", "audit_model",
+__all__ = ["Family", "Resolved", "register_family", "families", "family_of", "audit_model",
            "as_seam", "with_overrides", "attach_columns"]
 
 
@@ -58,13 +65,20 @@ class Family:
     this family's; ``build(model, data, groups, robust, **options) -> (seam,
     Resolved)``: the model behind the seam and its data; ``options``: the keyword
     options ``build`` takes beyond those; ``description``: what it accepts, in words
-    (the message for an unsupported model lists them)."""
+    (the message for an unsupported model lists them); ``needs_data``: its models keep
+    no training data (``ci.influence(model, data)`` only; the low-level functions
+    ``ci.vif``, ... refuse them); ``functions``: the family's own implementations of
+    the low-level functions by name (``"vif"``, ``"reid_influence"``, ``"newton_loo"``,
+    ``"exact_loo"``), called with the caller's arguments instead of the seam's generic
+    path (Cox's batched closed forms and their options)."""
 
     name: str
     accepts: Callable[[object], bool]
     build: Callable[..., tuple]
     options: tuple = ()
     description: str = ""
+    needs_data: bool = False
+    functions: Mapping = field(default_factory=dict)
 
 
 _FAMILIES: list = []
@@ -85,13 +99,22 @@ def families() -> tuple:
     return tuple(_FAMILIES)
 
 
+def family_of(model) -> Optional[Family]:
+    """The first registered :class:`Family` that accepts ``model``, or None (no family
+    does; a model already behind the seam is no family's)."""
+    if isinstance(model, AuditModel):
+        return None
+    return next((f for f in _FAMILIES if f.accepts(model)), None)
+
+
 def as_seam(model, data, groups, robust):
     """``(model, Resolved)`` for a model already behind the seam: used as it is, its units
-    fixed by it (``groups=`` and ``robust=`` refused), ``data``'s columns matched on
-    its unit labels."""
+    fixed by it (``groups=`` and ``robust=`` refused with an ``InputError``, a
+    ``ValueError``), ``data``'s columns matched on its unit labels."""
     if groups is not None or robust:
-        raise ValueError(f"groups= and robust= are not available for this model "
-                         f"({model.model_name}): its units are fixed by the model")
+        raise InputError(f"groups= and robust= are not available for this model "
+                         f"({model.model_name}): its units are fixed by the model (its "
+                         f"{len(model.unit_labels)} {model.unit_name or 'subjects'})")
     frame = pd.DataFrame(index=model.unit_labels)
     if data is not None:
         frame = attach_columns(frame, data, len(model.unit_labels))
@@ -110,15 +133,12 @@ def audit_model(model, data=None, *, groups=None, robust=None, **options):
     ValueError
         An option the accepting family does not take.
     """
-    if isinstance(model, AuditModel):
-        family = None
-    else:
-        family = next((f for f in _FAMILIES if f.accepts(model)), None)
-        if family is None:
-            kinds = "; ".join(f.description for f in _FAMILIES if f.description)
-            raise TypeError(f"unsupported model type {type(model).__module__}."
-                            f"{type(model).__name__}: pass {kinds}, or a model behind the "
-                            "seam (coxinfluence.influence_functions.seam.AuditModel)")
+    family = family_of(model)
+    if family is None and not isinstance(model, AuditModel):
+        kinds = "; ".join(f.description for f in _FAMILIES if f.description)
+        raise TypeError(f"unsupported model type {type(model).__module__}."
+                        f"{type(model).__name__}: pass {kinds}, or a model behind the "
+                        "seam (coxinfluence.influence_functions.seam.AuditModel)")
     allowed = () if family is None else family.options
     unknown = [k for k in options if k not in allowed]
     if unknown:

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.inputs import label_text  # noqa: F401  (re-exported: report, CLI)
-from coxinfluence.models.cox import standard_errors, wald_z
+from coxinfluence.models.base import standard_errors, wald_z
 
 #: the first-order methods a model offers besides exact refits
 APPROXIMATIONS = ("vif", "reid", "newton")
@@ -43,8 +43,11 @@ class AuditModel:
     fit = None
     #: what the report calls a unit ("patients"; an autodiff model may say "objects")
     unit_name = None
-    #: what the report calls exp(coef)
-    ratio_name = "hazard ratio"
+    #: what the report calls the model's ratios exp(coef) (its ``hazard_ratio`` or
+    #: ``time_ratio`` target), e.g. "subdistribution hazard ratio"; None: the target's
+    #: own words, and a ``hazard_ratio`` shown only where ``summary_table`` has an
+    #: ``exp(coef)`` column (an autodiff loss's exp(theta) need be no hazard ratio)
+    ratio_name = None
     #: the targets (``Target.name``) this model's changes can be taken of
     target_names = ("coef",)
     #: the report's sentence for each of the model's own flags (name -> text)

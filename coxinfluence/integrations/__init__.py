@@ -20,6 +20,9 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.inputs import InputError
+from coxinfluence.influence_functions import refits as _refits
+from coxinfluence.influence_functions import reid as _reid
+from coxinfluence.influence_functions import vif as _vif
 from coxinfluence.influence_functions.aft_audit import AFTAudit
 from coxinfluence.influence_functions.cox_audit import CoxAudit
 from coxinfluence.influence_functions.decomposable_audit import DecomposableAudit, DecomposableFit
@@ -198,13 +201,31 @@ def _is_statsmodels(model):
     return type(model).__module__.startswith("statsmodels")
 
 
+def _build_decomposable(fit, data, *, groups=None, robust=None):
+    """A :class:`DecomposableFit` passed directly: audited by ``DecomposableAudit``
+    (its rows, or the clusters ``groups``), ``data``'s columns matched on its index."""
+    resolved = Resolved(fit, pd.DataFrame(index=fit.index), "coxinfluence")
+    if data is not None:
+        resolved = Resolved(fit, attach_columns(resolved.frame, data, fit.n), "coxinfluence")
+    resolved = with_overrides(resolved, groups, robust)
+    return DecomposableAudit(fit, resolved.groups), resolved
+
+
+#: the Cox family's own low-level functions: its batched closed forms with their options
+#: (``method=``, ``batch_size=``, ...; ci.vif etc., :mod:`..influence_functions.any_fit`)
+_COX_FUNCTIONS = {"vif": _vif.vif, "reid_influence": _reid.reid_influence,
+                  "newton_loo": _refits.newton_loo, "exact_loo": _refits.exact_loo}
+
 register_family(Family("cox", lambda m: isinstance(m, CoxFit), _build,
-                       description="a CoxFit (ci.fit_cox)"))
+                       description="a CoxFit (ci.fit_cox)", functions=_COX_FUNCTIONS))
 register_family(Family("aft", lambda m: isinstance(m, AFTFit), _build,
                        description="an AFTFit (ci.fit_aft)"))
-register_family(Family("lifelines", _is_lifelines, _build,
+register_family(Family("decomposable", lambda m: isinstance(m, DecomposableFit),
+                       _build_decomposable,
+                       description="a DecomposableFit (any loss summed over rows)"))
+register_family(Family("lifelines", _is_lifelines, _build, needs_data=True,
                        description="a fitted lifelines CoxPHFitter, CoxTimeVaryingFitter or "
                                    "parametric regression (WeibullAFTFitter, ..., any "
                                    "ParametricRegressionFitter) with its training DataFrame"))
-register_family(Family("statsmodels", _is_statsmodels, _build,
+register_family(Family("statsmodels", _is_statsmodels, _build, needs_data=True,
                        description="a statsmodels PHRegResults"))

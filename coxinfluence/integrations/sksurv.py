@@ -474,5 +474,6 @@ def sksurv_seam(estimator, X, *, y=None, alpha=None, groups=None, robust=None):
 
 
 register_family(Family("scikit-survival", is_sksurv_cox, sksurv_seam, options=("y", "alpha"),
+                       needs_data=True,
                        description="a fitted scikit-survival CoxPHSurvivalAnalysis or "
                                    "CoxnetSurvivalAnalysis with its training X and y="))
