@@ -1,24 +1,25 @@
 """Any autodiff loss behind the audit's seam: ``ci.influence(AutodiffModel(loss))``.
 
-:class:`AutodiffModel` implements :class:`coxinfluence.influence_functions.seam.AuditModel`
-for a loss ``L(theta, presence)`` of :mod:`coxinfluence.autodiff.losses` (or any loss
-object with ``n_objects``, ``loss(theta, presence)`` and ``loo(theta_hat, objects)``), so
-that the audit of a Cox model (``method="auto"`` with its verified top, flags, likelihood
-displacement, LMAX, dfbetas, the top table) is the same code for a GLM, the neural Cox
-model or any other loss. The unit of deletion is the loss's object (presence 0).
+:class:`AutodiffModel` puts a loss ``L(theta, presence)`` of
+:mod:`coxinfluence.autodiff.losses` (or any loss object with ``n_objects`` and
+``loss(theta, presence)``) on the influence engine
+(:class:`coxinfluence.influence_functions.engine.Engine`), so that the audit of a Cox
+model (``method="auto"`` with its verified top, flags, likelihood displacement, LMAX,
+dfbetas, the top table) is the same code for a GLM, the neural Cox model or any other
+loss. The unit of deletion is the loss's object (presence 0). The model supplies the
+derivatives, by JAX, and the engine derives the algorithms:
 
-- ``change("vif")``: ``-VIF(i)/n``, Eq. (VIF) by autodiff
-  (:func:`coxinfluence.autodiff.vif`);
-- ``change("reid")``: ``-IF(i)/n``, the case-weight IF
+- the deleted gradients and Hessians ``grad L(theta_hat, 1_{-i})``, ``H_{-i}``, the third
+  derivative (forward-over-reverse), Reid's case-weight IF
   (:func:`~coxinfluence.autodiff.weight_influence`);
-- ``change("newton")``: ``-H_{-i}^{-1} grad L(theta_hat, 1_{-i})``, both by autodiff;
-- ``refit``: the loss's own exact refits (``loss.loo``, Newton to ``max|grad| <= tol``),
-  each checked: a refit whose gradient is not below ``tol`` is ``"refit_failed"``;
-- ``unstable``: the measured rule of :mod:`coxinfluence.influence_functions.stability`
-  with ``C_g = H - H_{-g}`` (the deleted Hessians by autodiff; for a decomposable loss this is
-  the exact information split) and the third derivative by forward-over-reverse autodiff;
-- ``undefined``: none known in advance for a generic loss (a deletion without maximum
-  shows as a failed refit, flagged ``refit_failed``).
+- so ``change("vif")`` ``H^{-1} (grad L - grad L_{-i})`` (``-VIF(i)/n``), ``"reid"``,
+  ``"newton"``; ``unstable`` with ``C_g = H - H_{-g}``; ``unit_scores``; ``covariance``;
+- ``refit``: the engine's batched loop (Halley start, quasi-Newton, Newton-Raphson with
+  step halving to ``max|grad| <= tol``, runaway detection, ``progress=``, ``executor=``),
+  its kernel the loss's JAX-compiled batches (:class:`AutodiffKernel`: value, gradient
+  and Hessian vmapped over presence masks, one compiled shape per batch);
+- ``undefined``: none known in advance for a generic loss (a refit that runs off is
+  "undefined", one that does not converge ``"refit_failed"``).
 
 Costs: the Hessians are d x d per object, so this suits models with few parameters (the
 GLM, the linear Cox loss); the objective is the loss, summed.
@@ -33,31 +34,131 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.deletion import Deletion
-from coxinfluence.influence_functions.refits import Refits
-from coxinfluence.influence_functions.seam import AuditModel
-from coxinfluence.influence_functions.stability import unstable_from_split
+from coxinfluence.influence_functions.engine import DeletionKernel, Engine
 
-from .core import vif, weight_influence
+from .core import weight_influence
+from .losses._common import _value_grad_hessian
+from .solvers import _cached
 
-__all__ = ["AutodiffModel"]
+__all__ = ["AutodiffModel", "AutodiffKernel"]
 
+#: problems per compiled call (every call padded to it: one compiled shape)
 _BATCH = 64
 
 
-class AutodiffModel(AuditModel):
+def _compiled(loss):
+    """(value and gradient, value, gradient and Hessian) of ``loss(theta, presence)``,
+    vmapped over problems and jit-compiled once per loss."""
+    def build():
+        vg = jax.vmap(jax.value_and_grad(loss))
+        vgh = jax.vmap(lambda t, p: _value_grad_hessian(lambda s: loss(s, p), t))
+        return jax.jit(vg), jax.jit(vgh)
+    return _cached(loss, "engine_kernel", build)
+
+
+def evaluate_batches(loss, theta, presence, hess=True):
+    """``(loss (k,), grad (k, d), hess (k, d, d) or None)`` of ``loss`` at the rows of
+    ``theta`` (k, d) with the presence masks ``presence`` (k, n), by the compiled
+    batches of :data:`_BATCH` problems (the last padded by repeating its last row); a
+    loss that is not finite is ``inf`` (NaN derivatives), as
+    :func:`coxinfluence.numerics.newton.newton` reads it."""
+    theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
+    presence = np.atleast_2d(np.asarray(presence, dtype=np.float64))
+    k, d = theta.shape
+    fn = _compiled(loss)[1 if hess else 0]
+    value, grad = np.empty(k), np.empty((k, d))
+    H = np.empty((k, d, d)) if hess else None
+    for s in range(0, k, _BATCH):
+        part = np.arange(s, min(s + _BATCH, k))
+        fill = np.concatenate([part, np.full(_BATCH - part.size, part[-1])])
+        out = fn(jnp.asarray(theta[fill]), jnp.asarray(presence[fill]))
+        value[part] = np.asarray(out[0])[:part.size]
+        grad[part] = np.asarray(out[1])[:part.size]
+        if hess:
+            H[part] = np.asarray(out[2])[:part.size]
+    bad = ~np.isfinite(value)
+    value[bad] = np.inf
+    return value, grad, H
+
+
+class AutodiffKernel(DeletionKernel):
+    """The refit kernel of a loss (:class:`~coxinfluence.influence_functions.engine.
+    DeletionKernel`): the problems without each object, their value, gradient and
+    Hessian by the loss's JAX-compiled batches (:func:`evaluate_batches`).
+
+    Parameters
+    ----------
+    loss : Loss
+        ``loss(theta, presence)`` with ``n_objects``.
+
+    Examples
+    --------
+    >>> from coxinfluence.autodiff import losses
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    >>> kernel = AutodiffKernel(losses.glm(X, np.array([0.0, 1.0, 0.0, 1.0])))
+    >>> value, grad, hess = kernel.objective(np.array([0]))(np.array([0]), np.zeros((1, 2)))
+    >>> grad.shape, hess.shape
+    ((1, 2), (1, 2, 2))
+    """
+
+    shared_names = ("loss",)
+
+    def __init__(self, loss):
+        self.loss = loss
+        self.n = int(loss.n_objects)
+
+    def objective(self, codes):
+        """``objective(idx, theta, hess=True)`` of the problems without each object of
+        ``codes`` (the form :func:`coxinfluence.numerics.newton.newton` minimises).
+
+        Parameters
+        ----------
+        codes : numpy.ndarray
+            ``(m,)`` the objects deleted, one per problem.
+
+        Returns
+        -------
+        callable
+            ``(idx, theta) -> (loss, grad, hess)`` of the problems ``idx``.
+        """
+        P = Deletion.of_rows(self.n, np.asarray(codes, dtype=int)).presence
+
+        def evaluate(idx, theta, hess=True):
+            return evaluate_batches(self.loss, theta, P[idx], hess)
+        return evaluate
+
+    def gradients(self, codes):
+        """``(theta, live) -> (k, d)`` the gradients of the problems at positions ``live``
+        of ``codes`` (no Hessian).
+
+        Parameters
+        ----------
+        codes : numpy.ndarray
+            ``(m,)`` the objects deleted, one per problem.
+
+        Returns
+        -------
+        callable
+            The gradients' function.
+        """
+        objective = self.objective(codes)
+        return lambda theta, live: objective(live, theta, hess=False)[1]
+
+
+class AutodiffModel(Engine):
     """A loss fitted at ``theta_hat``, as the audit sees it: ``ci.influence(AutodiffModel(loss))``.
 
-    Implements the audit's seam
-    (:class:`coxinfluence.influence_functions.seam.AuditModel`) for a loss of
-    :mod:`coxinfluence.autodiff.losses` (module docstring): the unit of deletion is the
-    loss's object (presence 0). The gradient and the Hessian (``information``) at
-    ``theta_hat`` are computed on construction.
+    The loss on the influence engine
+    (:class:`coxinfluence.influence_functions.engine.Engine`), its derivatives by JAX
+    (module docstring): the unit of deletion is the loss's object (presence 0). The
+    gradient and the Hessian (``information``) at ``theta_hat`` are computed on
+    construction.
 
     Parameters
     ----------
     loss : Loss
         A loss object with ``n_objects``, ``loss(theta, presence)`` (a sum, to be
-        minimized), ``fit()`` and ``loo(theta_hat, objects)``.
+        minimized) and ``fit()`` (used when ``theta_hat`` is not given).
     theta_hat : array-like, optional
         The fitted parameters (default ``loss.fit()``).
     columns : list of str, optional
@@ -65,7 +166,8 @@ class AutodiffModel(AuditModel):
     labels : array-like, optional
         One label per object (default ``0..n-1``).
     tol : float, default 1e-8
-        The gradient tolerance of a converged fit and of each refit.
+        The gradient tolerance of a converged fit; each refit iterates to
+        ``min(tol, 1e-10)`` (the losses' own ``loo`` tolerance).
     name : str, optional
         What the report calls the model (default ``"<loss class> (autodiff)"``).
 
@@ -118,6 +220,7 @@ class AutodiffModel(AuditModel):
         if len(self.unit_labels) != self.n:
             raise ValueError(f"labels has {len(self.unit_labels)} entries for {self.n} objects")
         self.tol = float(tol)
+        self.refit_tolerance = min(self.tol, 1e-10)
         self.model_name = name or f"{type(loss).__name__} (autodiff)"
         self._ones = jnp.ones(self.n)
         theta_j = jnp.asarray(self.coef)
@@ -155,174 +258,90 @@ class AutodiffModel(AuditModel):
         thetas = jnp.asarray(np.atleast_2d(thetas), dtype=jnp.float64)
         return np.asarray(jax.vmap(lambda t: self.loss(t, self._ones))(thetas))
 
-    # ---------------------------------------------------------------- estimates
-    def change(self, method):
-        """First-order estimates of ``theta_hat_{-i} - theta_hat`` for every object.
+    # ------------------------------------------------------ the derivatives (JAX)
+    @property
+    def full_gradient(self):
+        """``(d,)`` the gradient of the loss at ``coef``."""
+        return self.gradient
+
+    def deletion_kernel(self):
+        """The refit kernel: the loss's JAX-compiled batches.
+
+        Returns
+        -------
+        AutodiffKernel
+            The problems without each object.
+        """
+        return AutodiffKernel(self.loss)
+
+    def _at_hat(self, codes, hess):
+        """Value, gradient and Hessian at ``coef`` of the problems without each object of
+        ``codes``."""
+        codes = np.asarray(codes, dtype=int)
+        theta = np.repeat(self.coef[None, :], codes.size, axis=0)
+        return self.deletion_kernel().objective(codes)(np.arange(codes.size), theta, hess)
+
+    @cached_property
+    def gradient_differences(self):
+        """``(n, d)`` ``grad L(theta_hat) - grad L(theta_hat, 1_{-i})`` by autodiff."""
+        return self.gradient[None, :] - self._at_hat(np.arange(self.n), False)[1]
+
+    @cached_property
+    def _all_hessians(self):
+        return self._at_hat(np.arange(self.n), True)[2]
+
+    def deleted_hessians(self, codes):
+        """The Hessians without each object, by autodiff (every object's computed once
+        when all are asked).
 
         Parameters
         ----------
-        method : {"vif", "reid", "newton"}
-            ``"vif"``: ``-VIF(i)/n`` (:func:`~coxinfluence.autodiff.vif`); ``"reid"``:
-            ``-IF(i)/n``, the case-weight IF (:func:`~coxinfluence.autodiff.weight_influence`);
-            ``"newton"``: ``-H_{-i}^{-1} grad L(theta_hat, 1_{-i})``, both by autodiff.
+        codes : array-like of int
+            The objects.
 
         Returns
         -------
         numpy.ndarray
-            ``(n, d)`` the estimated changes.
-
-        Raises
-        ------
-        ValueError
-            An unknown method.
+            ``(m, d, d)`` ``H_{-i}(theta_hat)``.
         """
-        if method == "vif":
-            return -np.asarray(vif(self.loss, self.coef, self.n)) / self.n
-        if method == "reid":
-            return -self._weight_if / self.n
-        if method == "newton":
-            step = np.linalg.solve(self._deleted_hessians, self._deleted_gradients[..., None])
-            return -step[..., 0]
-        raise ValueError(f"unknown method {method!r}")
+        codes = np.asarray(codes, dtype=int)
+        if "_all_hessians" in self.__dict__ or codes.size == self.n:
+            return self._all_hessians[codes]
+        return self._at_hat(codes, True)[2]
+
+    @cached_property
+    def third(self):
+        """``(d, d, d)`` the third derivative of the loss at ``theta_hat`` (forward over
+        reverse)."""
+        hess = jax.hessian(lambda t: self.loss(t, self._ones))
+        return np.asarray(jax.jacfwd(hess)(jnp.asarray(self.coef)))
 
     @cached_property
     def _weight_if(self):
         return np.asarray(weight_influence(self.loss, self.coef, self.n))
 
-    def _over_deletions(self, fn, shape):
-        out = np.empty((self.n,) + shape)
-        batched = jax.jit(jax.vmap(fn, in_axes=(None, 0)))
-        theta = jnp.asarray(self.coef)
-        for s in range(0, self.n, _BATCH):
-            objs = np.arange(s, min(s + _BATCH, self.n))
-            P = jnp.asarray(Deletion.of_rows(self.n, objs).presence)
-            out[objs] = np.asarray(batched(theta, P))
-        return out
-
-    @cached_property
-    def _deleted_hessians(self):
-        """(n, d, d) ``H_{-i}(theta_hat)``, the Hessian without object i."""
-        d = self.coef.size
-        return self._over_deletions(jax.hessian(self.loss), (d, d))
-
-    @cached_property
-    def _deleted_gradients(self):
-        return self._over_deletions(jax.grad(self.loss), (self.coef.size,))
-
-    def refit(self, codes=None, *, progress=None, executor=None):
-        """Exact refits without each object: the loss's own ``loss.loo``.
-
-        Newton to ``max |grad| <= tol``; each refit is checked, and one whose gradient is not
-        below ``tol`` (or not finite) is ``"refit_failed"`` with NaN coefficients.
-
-        Parameters
-        ----------
-        codes : array-like of int, optional
-            Positions of the objects to refit (default every object).
-        progress : bool, optional
-            Accepted for the seam's signature; not used.
-        executor : concurrent.futures.Executor, optional
-            Accepted for the seam's signature; not used.
+    def reid_change(self):
+        """Reid's change, the case-weight IF.
 
         Returns
         -------
-        coxinfluence.influence_functions.refits.Refits
-            ``theta`` (m, d) and a status per object: ``"ok"`` or ``"refit_failed"``.
+        numpy.ndarray
+            ``(n, d)`` ``-IF(i)/n`` (:func:`~coxinfluence.autodiff.weight_influence`).
+        """
+        return -self._weight_if / self.n
+
+    def check_refit(self):
+        """Refuse exact refits of a fit that is not at a minimum.
 
         Raises
         ------
         ValueError
-            The fit is not at a minimum (gradient above ``tol`` or the Hessian not positive
-            definite): no exact refits.
+            The gradient is above ``tol`` or the Hessian is not positive definite.
         """
         if not self.converged:
             raise ValueError(f"the {self.model_name} fit is not at a minimum (max |grad| "
                              f"{np.abs(self.gradient).max():.3g} > {self.tol:g} or the "
                              "Hessian is not positive definite): no exact refits")
-        codes = np.arange(self.n) if codes is None else np.asarray(codes, dtype=int)
-        if codes.size == 0:
-            return Refits(codes, np.zeros((0, self.coef.size)), np.zeros(0, dtype=str))
-        import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)   # judged below, per refit
-            theta = np.asarray(self.loss.loo(self.coef, objects=codes), dtype=np.float64)
-        P = jnp.asarray(Deletion.of_rows(self.n, codes).presence)
-        grads = np.asarray(jax.vmap(jax.grad(self.loss))(jnp.asarray(theta), P))
-        ok = np.isfinite(theta).all(axis=1) & (np.abs(grads).max(axis=1) <= self.tol)
-        theta[~ok] = np.nan
-        return Refits(codes, theta, np.where(ok, "ok", "refit_failed"))
-
-    # -------------------------------------------------------------------- trust
-    def undefined(self):
-        """Which deletions leave a model without a maximum by construction: none for a generic loss.
-
-        A deletion without maximum shows as a failed refit, flagged ``refit_failed``.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``(n,)`` bool, all False.
-        """
-        return np.zeros(self.n, dtype=bool)
-
-    def unstable(self, delta_vif):
-        """Whether each first-order change is predicted to be off.
-
-        The measured rule of
-        :func:`coxinfluence.influence_functions.stability.unstable_from_split` with
-        ``C_g = H - H_{-g}`` (the deleted Hessians by autodiff) and the third derivative by
-        forward-over-reverse autodiff.
-
-        Parameters
-        ----------
-        delta_vif : numpy.ndarray
-            ``(n, d)`` the VIF's estimated changes.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``(n,)`` bool.
-        """
-        C = self.information[None] - self._deleted_hessians
-        return unstable_from_split(self.information, C, self._third, delta_vif)
-
-    @cached_property
-    def _third(self):
-        """(d, d, d) third derivative of the loss at ``theta_hat``."""
-        hess = jax.hessian(lambda t: self.loss(t, self._ones))
-        return np.asarray(jax.jacfwd(hess)(jnp.asarray(self.coef)))
-
-    def unit_scores(self):
-        """Each object's score contribution ``I IF_n(i) / n`` (LMAX's ``U``).
-
-        Returns
-        -------
-        numpy.ndarray
-            ``(n, d)``, from the case-weight IF.
-        """
-        return self._weight_if @ self.information / self.n
-
-    def covariance(self, robust):
-        """The model-based covariance ``I^{-1}``.
-
-        Parameters
-        ----------
-        robust : bool
-            Must be False: a robust covariance is for Cox models.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``(d, d)`` the inverse of ``information``.
-
-        Raises
-        ------
-        ValueError
-            ``robust`` is true.
-        """
-        if robust:
-            raise ValueError("robust covariance is for Cox models")
-        return np.linalg.inv(self.information)
 
     def unit_frame(self, frame):
         """What ``top(k)`` shows beside each object: the training frame as it is.

@@ -23,8 +23,11 @@ weight after ``T_i``. With ``n`` subjects and ``H`` the information at ``theta_h
   fixed (``eta_i`` alone, what ``finegray`` + ``coxph``'s robust variance uses).
 - **One-step Newton**: ``-H_{-i}^{-1} grad L_{-i}(theta_hat)``, the deleted Hessians in
   the same closed form.
-- **Exact refits**: Newton-Raphson with step halving on the deleted loss (Kaplan-Meier
-  re-estimated), batched, from the one-step Newton start, to ``max |gradient| <= 1e-10``.
+- **Exact refits**: the engine's batched loop
+  (:mod:`~coxinfluence.influence_functions.engine_refits`: Halley start, quasi-Newton,
+  Newton-Raphson, runaway detection, ``progress=``, ``executor=``) on the deleted loss
+  (Kaplan-Meier re-estimated: presence masks, :class:`FineGrayKernel`), to ``max
+  |gradient| <= 1e-10`` (or the gradient's rounding floor).
 - **Flags**: ``undefined`` (no failure of the cause left, or the design rank deficient
   without the subject), ``unstable`` by
   :func:`~coxinfluence.influence_functions.stability.unstable_from_split` with ``C_i = H -
@@ -38,15 +41,13 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.rank import rows_whose_deletion_breaks_rank
-from coxinfluence.influence_functions.refits import Refits
+from coxinfluence.influence_functions.engine import DeletionKernel, Engine
 from coxinfluence.influence_functions.registry import Family, as_seam, register_family
 from coxinfluence.influence_functions.seam import FitSeam, ReportHeader, label_text
-from coxinfluence.influence_functions.stability import unstable_from_split
 from coxinfluence.likelihood.fine_gray import CAUSE, crr_scores, loss_grad_hess
 from coxinfluence.likelihood.fine_gray_deletion import DeletionState, deleted_derivatives
 from coxinfluence.likelihood.fine_gray_series import deleted_gradients_series, series_applies
 from coxinfluence.models.fine_gray import FineGrayFit, fine_gray_gradient_tolerance
-from coxinfluence.numerics.newton import newton, solve_any
 
 __all__ = ["FineGrayAudit"]
 
@@ -54,14 +55,42 @@ __all__ = ["FineGrayAudit"]
 _BATCH_FLOATS = 4_000_000
 
 
-class FineGrayAudit(FitSeam):
+class FineGrayKernel(DeletionKernel):
+    """The refit kernel (:class:`~coxinfluence.influence_functions.engine.DeletionKernel`):
+    the loss without each subject, as presence masks over the sorted rows (the censoring
+    Kaplan-Meier re-estimated per problem, :func:`~coxinfluence.likelihood.fine_gray.
+    loss_grad_hess`); ``sorted_row`` the sorted row of each subject."""
+
+    shared_names = ("data",)
+
+    def __init__(self, data, sorted_row):
+        self.data, self.sorted_row = data, sorted_row
+
+    def objective(self, codes):
+        codes = np.asarray(codes, dtype=np.intp)
+        P = np.ones((codes.size, self.data.n))
+        P[np.arange(codes.size), self.sorted_row[codes]] = 0.0
+
+        def evaluate(idx, theta, hess=True):
+            return loss_grad_hess(self.data, theta, P[idx], hessian=hess)
+        return evaluate
+
+    def gradients(self, codes):
+        objective = self.objective(codes)
+        return lambda theta, live: objective(live, theta, hess=False)[1]
+
+
+class FineGrayAudit(Engine, FitSeam):
     """A fitted :class:`~coxinfluence.models.fine_gray.FineGrayFit` as the audit sees it:
-    one unit per subject, labelled by the caller's index (module docstring)."""
+    one unit per subject, labelled by the caller's index (module docstring); the
+    algorithms are the engine's (:class:`~coxinfluence.influence_functions.engine.Engine`),
+    from the derivatives here."""
 
     #: the targets (``Target.name``) this model's changes can be taken of
     target_names = ("coef", "hazard_ratio", "cumulative_incidence")
     #: what the report calls exp(coef) (optional seam member; default "hazard ratio")
     ratio_name = "subdistribution hazard ratio"
+    progress_unit = "subject"
 
     def __init__(self, fit):
         if not isinstance(fit, FineGrayFit):
@@ -71,6 +100,10 @@ class FineGrayAudit(FitSeam):
         self._labels = fit.index if fit.index is not None else pd.RangeIndex(fit.n)
         # caller's row -> sorted row
         self._sorted_row = np.argsort(fit.data.order)
+        data = fit.data
+        self.refit_tolerance = fine_gray_gradient_tolerance(data, fit.tol)
+        self.max_iter = fit.max_iter
+        self.refit_batch_size = max(1, _BATCH_FLOATS // max(data.n * (data.d + 2), 1))
 
     # ---------------------------------------------------------------- the model
     @property
@@ -88,7 +121,10 @@ class FineGrayAudit(FitSeam):
     def objective(self, thetas):
         return self.fit.objective(thetas)
 
-    # ------------------------------------------------------ shared, computed once
+    def deletion_kernel(self):
+        return FineGrayKernel(self.fit.data, self._sorted_row)
+
+    # ------------------------------------------------------ the derivatives
     @cached_property
     def deletion_state(self):
         """:class:`~coxinfluence.likelihood.fine_gray_deletion.DeletionState` at
@@ -102,8 +138,9 @@ class FineGrayAudit(FitSeam):
         return DeletionState(self.fit.data, self.coef, hessian=False)
 
     @cached_property
-    def deleted_gradients(self):
-        """(n, d) ``grad L_{-i}(theta_hat)``, caller's order."""
+    def _deleted_gradients(self):
+        """(n, d) ``grad L_{-i}(theta_hat)``, caller's order: the exact series where it
+        applies, else the closed form."""
         if "deleted" in self.__dict__:
             return self.deleted[0]
         state = self._gradient_state
@@ -113,6 +150,10 @@ class FineGrayAudit(FitSeam):
             g, _ = deleted_derivatives(state)
         return self.fit.data.to_caller_order(g)
 
+    def deleted_gradients(self, codes):
+        """(m, d) ``grad L_{-i}(theta_hat)`` of the subjects ``codes``."""
+        return self._deleted_gradients[np.asarray(codes, dtype=np.intp)]
+
     @cached_property
     def deleted(self):
         """(``grad L_{-i}``, ``H_{-i}``) at ``theta_hat`` for every subject, caller's order."""
@@ -120,16 +161,28 @@ class FineGrayAudit(FitSeam):
         to_caller = self.fit.data.to_caller_order
         return to_caller(g), to_caller(h)
 
+    def deleted_hessians(self, codes):
+        """(m, d, d) ``H_{-i}(theta_hat)`` of the subjects ``codes`` in closed form (every
+        subject's computed once when all are asked)."""
+        codes = np.asarray(codes, dtype=np.intp)
+        if "deleted" in self.__dict__ or codes.size == self.n_units:
+            return self.deleted[1][codes]
+        return deleted_derivatives(self.deletion_state, self._sorted_row[codes])[1]
+
     @cached_property
     def full_gradient(self):
         """``grad L(theta_hat)`` (about 0: the fit's tolerance)."""
         return self._gradient_state.full_gradient()
 
     @cached_property
+    def gradient_differences(self):
+        """(n, d) ``grad L(theta_hat) - grad L_{-i}(theta_hat)``."""
+        return self.full_gradient[None, :] - self._deleted_gradients
+
+    @property
     def vif(self):
         """(n, d) ``VIF_n(i) = -(H/n)^{-1} (grad L - grad L_{-i})`` at ``theta_hat``."""
-        diff = self.full_gradient[None, :] - self.deleted_gradients
-        return -self.n_units * np.linalg.solve(self.information, diff.T).T
+        return -self.n_units * self.change("vif")
 
     @cached_property
     def scores(self):
@@ -141,11 +194,18 @@ class FineGrayAudit(FitSeam):
         """(n, d) ``IF_n(i) = n H^{-1} (eta_i + psi_i)``: ``(IF/n)'(IF/n)`` is crr's var."""
         return self.n_units * np.linalg.solve(self.information, self.scores.T).T
 
+    def reid_change(self):
+        """(n, d) ``-IF_n(i)/n``, crr's influence function."""
+        return -self.reid / self.n_units
+
     @cached_property
     def split(self):
         """(n, d, d) ``C_i = H - H_{-i}(theta_hat)`` (sums to ``H`` only approximately: the
         loss is not a sum over subjects)."""
         return self.information[None] - self.deleted[1]
+
+    def split_of(self, codes):
+        return self.split[np.asarray(codes, dtype=np.intp)]
 
     @cached_property
     def third(self):
@@ -161,20 +221,6 @@ class FineGrayAudit(FitSeam):
         return (T + T.transpose(0, 2, 1) + T.transpose(1, 0, 2) + T.transpose(1, 2, 0)
                 + T.transpose(2, 0, 1) + T.transpose(2, 1, 0)) / 6.0
 
-    # ------------------------------------------------------------ the estimates
-    def change(self, method):
-        """(n, d) ``theta_hat_{-i} - theta_hat``: "vif" ``-VIF_n(i)/n``, "reid"
-        ``-IF_n(i)/n`` (crr's influence function), "newton" ``-H_{-i}^{-1} grad
-        L_{-i}(theta_hat)`` (NaN where ``H_{-i}`` is singular)."""
-        if method == "vif":
-            return -self.vif / self.n_units
-        if method == "reid":
-            return -self.reid / self.n_units
-        if method == "newton":
-            g, H = self.deleted
-            return -solve_any(H, g)
-        raise ValueError(f"unknown method {method!r}")
-
     def fixed_weight_change(self):
         """(n, d) ``-H^{-1} w_i eta_i``: Reid's IF with the censoring weights held fixed
         (no ``psi_i``; ``w_i`` the case weight), labelled apart from "reid"; its sandwich
@@ -182,54 +228,6 @@ class FineGrayAudit(FitSeam):
         eta = self.fit.data.to_caller_order(crr_scores(self.fit.data, self.coef,
                                                        censoring_term=False))
         return -np.linalg.solve(self.information, eta.T).T
-
-    # ------------------------------------------------------------------ refits
-    def refit(self, codes=None, *, progress=None, executor=None):
-        """Exact refits without each subject of ``codes`` (positions in ``unit_labels``;
-        default all): the deleted loss (Kaplan-Meier re-estimated) minimised by batched
-        Newton-Raphson with step halving from the one-step Newton start, to
-        ``max |gradient| <= 1e-10`` (or the gradient's rounding floor). Status "undefined"
-        where :meth:`undefined` says the deletion leaves no maximum (NaN), "refit_failed"
-        where Newton did not converge. ``progress`` and ``executor`` are accepted for the
-        seam and unused."""
-        fit = self.fit
-        codes = (np.arange(self.n_units) if codes is None
-                 else np.asarray(codes, dtype=np.intp).reshape(-1))
-        m, d, n = codes.size, fit.data.d, fit.n
-        theta = np.full((m, d), np.nan)
-        status = np.full(m, "ok", dtype=object)
-        undefined = self.undefined()[codes]
-        status[undefined] = "undefined"
-        todo = np.flatnonzero(~undefined)
-        tol = fine_gray_gradient_tolerance(fit.data, fit.tol)
-        step = max(1, _BATCH_FLOATS // max(n * (d + 2), 1))
-        for b0 in range(0, todo.size, step):
-            pos = todo[b0:b0 + step]
-            theta[pos], ok = self._refit_batch(codes[pos], tol)
-            status[pos[~ok]] = "refit_failed"
-            theta[pos[~ok]] = np.nan
-        return Refits(codes, theta, status.astype(str))
-
-    def _start(self, codes):
-        """``theta_hat`` plus the one-step Newton change (the VIF's where that is not
-        finite)."""
-        rows = self._sorted_row[codes]
-        if "deleted" in self.__dict__:
-            g, H = self.deleted[0][codes], self.deleted[1][codes]
-        else:
-            g, H = deleted_derivatives(self.deletion_state, rows)
-        D = -solve_any(H, g)
-        bad = ~np.isfinite(D).all(axis=1)
-        D[bad] = self.change("vif")[codes[bad]]
-        return self.coef + D
-
-    def _refit_batch(self, codes, tol):
-        fit = self.fit
-        P = np.ones((codes.size, fit.n))
-        P[np.arange(codes.size), self._sorted_row[codes]] = 0.0
-        res = newton(fit.likelihood.objective(P), self._start(codes), tol=tol,
-                     max_iter=fit.max_iter)
-        return res.theta, res.converged & np.isfinite(res.theta).all(axis=1)
 
     # ------------------------------------------------------------------ trust
     @cached_property
@@ -249,13 +247,9 @@ class FineGrayAudit(FitSeam):
     def undefined(self):
         """(n,) bool: deleting the subject leaves no failure of the cause, or the
         covariates (centred within strata; the partial likelihood has no intercept)
-        rank deficient (a dummy covariate's only subject of one level)."""
+        rank deficient (a dummy covariate's only subject of one level); the engine's
+        refits call these "undefined" (NaN)."""
         return self._undefined.copy()
-
-    def unstable(self, delta_vif):
-        """:func:`~coxinfluence.influence_functions.stability.unstable_from_split` with
-        ``C_i = H - H_{-i}`` and the third derivative :attr:`third`."""
-        return unstable_from_split(self.information, self.split, self.third, delta_vif)
 
     def unit_scores(self):
         """(n, d) ``I IF_n(i) / n = w_i (eta_i + psi_i)``, crr's per-subject score (times
