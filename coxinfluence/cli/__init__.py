@@ -5,7 +5,11 @@ Subcommands live in a registry (:mod:`coxinfluence.cli.registry`: :data:`SUBCOMM
 :class:`Subcommand`, :func:`register`); each is a module registering itself when imported:
 ``audit`` (:mod:`coxinfluence.cli.audit_command`: a Cox, AFT or Fine-Gray model's
 influential patients, an HTML report) and ``asymptotics``
-(:mod:`coxinfluence.cli.asymptotics_command`: the VIF - IF gap simulated).
+(:mod:`coxinfluence.cli.asymptotics_command`: the VIF - IF gap simulated). The model
+families ``audit`` fits are a table too (:mod:`coxinfluence.cli.family_registry`:
+:class:`~coxinfluence.cli.family_registry.CliFamily`,
+:func:`~coxinfluence.cli.family_registry.register_cli_family`): adding a family to the
+command line is one entry.
 
 ``main(argv)`` returns 0 on success, 2 on invalid input (a ``ValueError`` from the
 subcommand, or no subcommand; the message, naming the problem, goes to stderr); arguments

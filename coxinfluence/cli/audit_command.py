@@ -9,6 +9,11 @@ Fine-Gray model for one cause with ``--status S --cause K [--cengroup COL]``
 (``--model weibull --cause 1``, ``--event`` or ``--cluster`` for Fine-Gray, ``--ties``
 for an AFT model) are refused with a one-line error naming them (exit status 2). What is
 said about the model (report and summary) comes from the model's seam, never from here.
+
+The families are a table (:mod:`coxinfluence.cli.family_registry`): which options choose
+and apply to a family, its fit, its outcome column and how its targets are built are read
+from the family's entry; this module names no family (adding one to the command line is
+one table entry).
 """
 from __future__ import annotations
 
@@ -18,45 +23,32 @@ import warnings
 from pathlib import Path
 
 from coxinfluence.cli.audit_inputs import (
-    audit_target,
+    AuditData,
     columns_text,
-    per_stratum,
     read_audit_csv,
     read_newdata,
+    target_plan,
 )
+from coxinfluence.cli.family_registry import CLI_FAMILIES, choose_family
 from coxinfluence.cli.registry import Subcommand, add_progress_argument, register, show_progress
-from coxinfluence.influence_functions.seam import model_header
-
-#: the parametric AFT models of --model (ci.fit_aft's dist)
-AFT_MODELS = ("weibull", "exponential", "lognormal", "loglogistic")
-#: --model's choices; Cox is the default
-MODELS = ("cox",) + AFT_MODELS
 
 
 def _audit_arguments(p: argparse.ArgumentParser) -> None:
+    families = list(CLI_FAMILIES.values())
     p.add_argument("data", nargs="?", type=Path, help="CSV file, one row per patient")
     p.add_argument("--demo", action="store_true",
                    help="audit lifelines' bundled GBSG2 data (embedded, no download)")
-    p.add_argument("--model", choices=MODELS, default=None,
-                   help="cox (default) or a parametric AFT model as R's survreg: weibull, "
-                        "exponential, lognormal, loglogistic (--status with --cause fits a "
-                        "Fine-Gray model instead)")
+    p.add_argument("--model", choices=[m for f in families for m in f.models], default=None,
+                   help="; ".join(f.help for f in families if f.help))
     p.add_argument("--start", default=None,
                    help="entry-time column: each row is at risk on (start, time] (R's "
                         "Surv(start, stop, event)); Cox: delayed entry, time-varying "
                         "covariates; AFT: delayed entry (left truncation)")
     p.add_argument("--time", help="follow-up (stop) time column")
     p.add_argument("--event", help="event indicator column (1 = event, 0 = censored)")
-    fg = p.add_argument_group("competing risks (Fine-Gray, as R's cmprsk::crr)")
-    fg.add_argument("--status", default=None,
-                    help="status column: 0 = censored, 1, 2, ... the cause of failure "
-                         "(with --cause, instead of --event)")
-    fg.add_argument("--cause", type=int, default=None,
-                    help="the cause K modelled (crr's failcode): fits the Fine-Gray "
-                         "subdistribution hazard model; the other causes compete")
-    fg.add_argument("--cengroup", default=None,
-                    help="censoring-group column: a censoring Kaplan-Meier per group (crr's "
-                         "cengroup)")
+    for family in families:               # the families' own options
+        if family.add_arguments is not None:
+            family.add_arguments(p)
     p.add_argument("--strata", nargs="+", default=None,
                    help="stratum column(s) (Cox: a baseline hazard per stratum; AFT: a scale "
                         "per stratum)")
@@ -113,76 +105,21 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
 
 # ------------------------------------------------------------------- the model
 
-def model_family(args) -> str:
-    """"cox", "aft" or "fine_gray" from the options (``--status`` with ``--cause``:
-    Fine-Gray; ``--model`` an AFT distribution: AFT; else Cox); a ValueError naming the
-    options that do not go together."""
-    if args.cause is not None or args.status is not None or args.cengroup is not None:
-        _check_fine_gray(args)
-        return "fine_gray"
-    if args.model in AFT_MODELS:
-        _refuse(args, f"a {args.model} AFT model",
-                ties="--ties (the AFT likelihood has no ties)")
-        return "aft"
-    return "cox"
-
-
-def _check_fine_gray(args):
-    given = ("--cause" if args.cause is not None else
-             "--status" if args.status is not None else "--cengroup")
-    if args.model is not None:
-        raise ValueError(f"--model {args.model} and {given} conflict: --status with --cause "
-                         "fits a Fine-Gray model; give one model")
-    if args.status is None or args.cause is None:
-        event = ("" if args.event is None or args.status is not None else
-                 "; --event does not apply to a Fine-Gray model: give the status column "
-                 "(0 = censored, 1, 2, ... = the causes) as --status, not --event")
-        raise ValueError(f"{given} needs both --status S and --cause K (they fit a "
-                         f"Fine-Gray model for cause K){event}")
-    if args.demo:
-        raise ValueError("--demo (GBSG2) has no competing causes; give a DATA.csv file "
-                         "with --status and --cause")
-    _refuse(args, f"a Fine-Gray model (--cause {args.cause})",
-            event="--event (a Fine-Gray model reads --status: 0 censored, 1, 2, ... the "
-                  "causes)",
-            start="--start (not supported: one row per subject)",
-            subjects="--subjects (one row per subject)",
-            cluster="--cluster (the subjects are the units: crr's sandwich SE)")
-
-
-def _refuse(args, model, **options):
-    """A ValueError naming the first of ``options`` (option attribute -> its words) that
-    is given, for ``model``."""
-    for name, words in options.items():
-        if getattr(args, name) not in (None, False):
-            raise ValueError(f"{words} does not apply to {model}")
-
-
 def _fit(family, args, data):
-    """The fitted model of ``family`` on ``data``; convergence warnings go to stderr (the
-    report shows a fit that did not converge at its top, in red)."""
+    """The fitted model of ``family`` (its table entry's ``fit``) on ``data``; convergence
+    warnings go to stderr (the report shows a fit that did not converge at its top, in
+    red)."""
     import coxinfluence as ci
     with warnings.catch_warnings(record=True) as caught:
         # every family's convergence warning is a ci.ConvergenceWarning
         warnings.simplefilter("always", ci.ConvergenceWarning)
-        if family == "fine_gray":
-            fit = ci.fit_fine_gray(data.X, data.time, data.outcome, cause=args.cause,
-                                   cengroup=data.cengroup, weights=data.weights,
-                                   strata=data.strata, ties=args.ties or "breslow")
-        elif family == "aft":
-            fit = ci.fit_aft(data.X, data.time, data.outcome, args.model, entry=data.start,
-                             weights=data.weights, strata=data.strata, id=data.ids)
-        else:
-            fit = ci.fit_cox(data.X, data.time, data.outcome, start=data.start, id=data.ids,
-                             strata=data.strata, weights=data.weights,
-                             ties=args.ties or "efron")
+        fit = family.fit(data, args)
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
     return fit
 
 
 def _demo_data():
-    from coxinfluence.cli.audit_inputs import AuditData
     from coxinfluence.demo import gbsg2_design
     X, time, event = gbsg2_design()
     frame = X.assign(time=time.to_numpy(), event=event.to_numpy())
@@ -200,20 +137,19 @@ def _audit_run(args: argparse.Namespace) -> int:
 
     if args.top < 1:
         raise ValueError(f"--top must be >= 1; got {args.top}")
-    family = model_family(args)
+    family = choose_family(args)
     data, description = _read(args, family)
     newdata = None
     if args.newdata is not None:
         newdata = read_newdata(args.newdata, list(data.X.columns),
                                None if args.demo else args.strata, args.id)
-    target = audit_target(args.target, data.X, newdata, family=family, strata=data.strata)
+    plan = target_plan(args.target, data.X, newdata, family=family.name, strata=data.strata)
     show = show_progress(args.progress)
     steps = tqdm(total=4, desc="audit", unit="step", disable=not show)
     steps.set_postfix_str("fitting")
     fit = _fit(family, args, data)
     steps.update()
-    if family == "cox" and newdata is None:
-        target = per_stratum(target, fit)
+    target = plan.finish(fit)
     steps.set_postfix_str(args.method)
     # R: cluster= makes the SE robust; a Fine-Gray model's units and SE are crr's
     robust = True if data.clusters is not None else None
@@ -241,7 +177,7 @@ def _audit_run(args: argparse.Namespace) -> int:
     columns = columns_text(data)
     write_report(out, res, reid=reid_res, exact=exact_res,
                  description=f"{description} {columns}", top_k=args.top)
-    print_summary(res, reid_res, exact_res, target, columns=columns)
+    print_summary(res, reid_res, exact_res, res.target, columns=columns)
     print(f"wrote {out}")
     return 0
 
@@ -254,19 +190,20 @@ def _read(args, family):
         return _demo_data(), "lifelines' bundled GBSG2 breast-cancer data (demo)."
     if args.data is None:
         raise ValueError("give a DATA.csv file or --demo")
-    subjects = bool(args.id) and ((family == "cox" and args.start is not None)
-                                  or (family in ("cox", "aft") and args.subjects))
-    data = read_audit_csv(args, outcome="status" if family == "fine_gray" else "event",
-                          subjects=subjects, stratum_covariates=family == "aft")
+    data = read_audit_csv(args, outcome=family.outcome,
+                          subjects=bool(args.id) and family.subjects(args),
+                          stratum_covariates=family.stratum_covariates,
+                          columns=family.columns, covariate_columns=family.covariate_columns)
     return data, f"Data: {args.data.name}."
 
 
 def print_summary(res, reid_res, exact_res, target, *, columns=None):
     """The audit's summary on stdout: the model (its seam's words), the top units (exact
     displacement marked with *), what was verified, the flags, the approximation's
-    agreement, and ``columns`` (the covariates and the columns' roles, as
+    agreement, ``target`` by its name (the one audited: ``res.target``), and ``columns``
+    (the covariates and the columns' roles, as
     :func:`~coxinfluence.cli.audit_inputs.columns_text` says them)."""
-    header = model_header(res.model)
+    header = res.model.report_header()
     top = res.top(min(5, len(res.loo_change)))
     print(f"{header.statement}: {res.units_text}, {header.facts}; target {target.name}")
     if not res.fit_ok:

@@ -6,7 +6,9 @@ patients of ``--newdata`` (:func:`read_newdata`) and the target of ``--target``
 covariate, and without ``--covariates`` a column that looks like an identifier
 (:func:`identifier_reason`) is refused rather than silently used as one; the covariates
 and the roles are said in one sentence (:func:`columns_text`) in the summary and the
-report."""
+report. What differs between model families (the outcome column's option, the family's own
+role columns, how a target is built) is read from the command line's table of families
+(:mod:`coxinfluence.cli.family_registry`), never decided here."""
 from __future__ import annotations
 
 import re
@@ -15,10 +17,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from coxinfluence.influence_functions.seam import label_text
+from coxinfluence.cli.family_registry import (
+    PARAMETER_TARGETS,
+    TargetRequest,
+    cli_family,
+    target_help,
+    target_kind,
+)
 
 __all__ = ["AuditData", "read_audit_csv", "read_csv", "read_newdata", "audit_target",
-           "per_stratum", "rows_text", "columns_text", "identifier_reason"]
+           "TargetPlan", "target_plan", "rows_text", "columns_text", "identifier_reason"]
 
 
 @dataclass
@@ -27,10 +35,12 @@ class AuditData:
     id column's values when ids are one row each, else the data row number 1, 2, ...).
 
     ``frame``: every used column (the top table's data); ``X``: the covariates as floats;
-    ``outcome``: the ``--event`` column (Cox, AFT) or the ``--status`` column (Fine-Gray);
-    the others the column of their option, or None; ``roles``: (role, column) for each
-    column given a role other than covariate ("time", "event" or "status", "start",
-    "strata", "weights", "id", "cluster", "cengroup"), as :func:`columns_text` lists them."""
+    ``outcome``: the column of the family's outcome option (``--event``; Fine-Gray's
+    ``--status``); ``family_columns``: the family's own role columns (option -> column,
+    e.g. Fine-Gray's ``cengroup``), those given; the others the column of their option, or
+    None; ``roles``: (role, column) for each column given a role other than covariate
+    ("time", the outcome's option, "start", "strata", "weights", "id", "cluster", the
+    family's own), as :func:`columns_text` lists them."""
 
     frame: pd.DataFrame
     X: pd.DataFrame
@@ -41,7 +51,7 @@ class AuditData:
     start: pd.Series | None = None
     ids: pd.Series | None = None
     clusters: pd.Series | None = None
-    cengroup: pd.Series | None = None
+    family_columns: dict = field(default_factory=dict)
     roles: list = field(default_factory=list)
 
 
@@ -68,34 +78,40 @@ def _optional(value):
     return [value] if value else []
 
 
-def read_audit_csv(args, *, outcome="event", subjects=False,
-                   stratum_covariates=False) -> AuditData:
+def read_audit_csv(args, *, outcome="event", subjects=False, stratum_covariates=False,
+                   columns=(), covariate_columns=()) -> AuditData:
     """The data file ``args.data`` read with the columns the options name. ``outcome``:
-    the option naming the outcome column ("event", or "status" for Fine-Gray);
-    ``subjects``: rows sharing an ``--id`` are one patient's (Cox intervals), so ids may
-    repeat and the rows are labelled by their number; ``stratum_covariates``: whether a
-    ``--strata`` column may also be a covariate (an AFT model's strata are scales; a Cox or
-    Fine-Gray model's are baseline hazards, in which a covariate constant within each
-    stratum has no coefficient)."""
+    the option naming the outcome column (a family's ``outcome``: "event", Fine-Gray's
+    "status"); ``subjects``: rows sharing an ``--id`` are one patient's (Cox intervals), so
+    ids may repeat and the rows are labelled by their number; ``stratum_covariates``:
+    whether a ``--strata`` column may also be a covariate (an AFT model's strata are
+    scales; a Cox or Fine-Gray model's are baseline hazards, in which a covariate constant
+    within each stratum has no coefficient); ``columns``: the options naming the family's
+    own role columns (Fine-Gray's "cengroup"), ``covariate_columns`` those that may also be
+    covariates."""
     path = args.data
     df = read_csv(path, "data file", "")
-    out_col = getattr(args, outcome)
+    options = vars(args)
+    out_col = options[outcome]
     if not args.time or not out_col:
         raise ValueError(f"--time and --{outcome} are required with a data file")
     if args.subjects and not args.id:
         raise ValueError("--subjects needs --id (the column naming each row's patient)")
-    cengroup = getattr(args, "cengroup", None)
+    own = {name: options[name] for name in columns if options[name]}
     roles = [(role, col) for role, col in
              [("time", args.time), (outcome, out_col), ("start", args.start)]
              + [("strata", c) for c in (args.strata or [])]
-             + [("weights", args.weights), ("id", args.id), ("cluster", args.cluster),
-                ("cengroup", cengroup)] if col]
-    _refuse_outcome_in_other_roles(roles)
+             + [("weights", args.weights), ("id", args.id), ("cluster", args.cluster)]
+             + list(own.items()) if col]
+    outcome_roles = ("time", outcome, "start")
+    _refuse_outcome_in_other_roles(roles, outcome_roles)
     special = [col for _, col in roles]
     if args.covariates:
         covs = list(args.covariates)
+        may_be_covariates = set(covariate_columns) | ({"strata"} if stratum_covariates
+                                                     else set())
         _refuse_role_covariates(covs, [(r, c) for r, c in roles
-                                       if not (stratum_covariates and r == "strata")])
+                                       if r not in may_be_covariates], outcome_roles)
     else:
         covs = [c for c in df.columns if c not in special]
     if not covs:
@@ -119,7 +135,7 @@ def read_audit_csv(args, *, outcome="event", subjects=False,
         raise ValueError(f"non-numeric column(s) {bad}: encode categories as 0/1 columns first"
                          + (f"; {identifiers}" if identifiers else ""))
     cols = list(dict.fromkeys(numeric + (args.strata or []) + _optional(args.cluster)
-                              + _optional(cengroup) + (_optional(args.id) if subjects else [])))
+                              + list(own.values()) + (_optional(args.id) if subjects else [])))
     _refuse_missing_values(df, cols, args.id if args.id and not subjects else None)
 
     def column(name):
@@ -129,11 +145,9 @@ def read_audit_csv(args, *, outcome="event", subjects=False,
                      outcome=df[out_col], strata=df[args.strata] if args.strata else None,
                      weights=column(args.weights), start=column(args.start),
                      ids=column(args.id) if subjects else None, clusters=column(args.cluster),
-                     cengroup=column(cengroup), roles=roles)
+                     family_columns={k: df[c] for k, c in own.items()}, roles=roles)
 
 
-#: the outcome's roles (the columns of R's Surv(start, time, event), or crr's status)
-OUTCOME_ROLES = ("time", "event", "status", "start")
 #: how a message names a role's column, and what a column cannot be both of
 _ROLE_WORDS = {"strata": ("a --strata column (a baseline hazard per stratum: a covariate "
                           "constant within each stratum has no coefficient)", "a stratum"),
@@ -142,10 +156,11 @@ _ROLE_WORDS = {"strata": ("a --strata column (a baseline hazard per stratum: a c
                "cluster": ("the --cluster column", "the cluster")}
 
 
-def _refuse_outcome_in_other_roles(roles):
-    """An outcome column (time, event / status, start) has no other role."""
+def _refuse_outcome_in_other_roles(roles, outcome_roles):
+    """An outcome column (``outcome_roles``: time, event / status, start) has no other
+    role."""
     for k, (role, col) in enumerate(roles):
-        if role not in OUTCOME_ROLES:
+        if role not in outcome_roles:
             continue
         for other, col2 in roles[k + 1:]:
             if col2 == col:
@@ -153,19 +168,20 @@ def _refuse_outcome_in_other_roles(roles):
                                  f"the --{other} column")
 
 
-def _refuse_role_covariates(covs, roles):
+def _refuse_role_covariates(covs, roles, outcome_roles):
     """``--covariates`` names no column twice and no column of ``roles`` (outcome, id,
-    strata, weights, cluster; a censoring-group column may be a covariate, as in crr)."""
+    strata, weights, cluster, a family's own role columns: those that may be covariates,
+    as a censoring-group column in crr, are not in ``roles``)."""
     twice = [c for c in dict.fromkeys(covs) if covs.count(c) > 1]
     if twice:
         raise ValueError(f"--covariates names {twice[0]!r} twice")
     for role, col in roles:
-        if col not in covs or role == "cengroup":
+        if col not in covs:
             continue
-        if role in OUTCOME_ROLES:
+        if role in outcome_roles:
             what, both = f"the outcome column (--{role})", "the outcome"
         else:
-            what, both = _ROLE_WORDS[role]
+            what, both = _ROLE_WORDS.get(role, (f"the --{role} column", f"the {role}"))
         raise ValueError(f"{col!r} is {what}: a column cannot be both {both} and a covariate; "
                          "remove it from --covariates")
 
@@ -297,46 +313,56 @@ def read_newdata(path, covariates, strata, id_col):
     return df[need]
 
 
-#: --target values that need no new patients: coefficients, hazard ratios, time ratios
-PARAMETER_TARGETS = ("coef", "hr", "tr")
-TARGET_HELP = ("coef, hr, tr, lp, rr, survival:T1,T2,..., quantile[:P1,P2,...] or "
-               "cif:T1,T2,...")
+@dataclass(frozen=True)
+class TargetPlan:
+    """The target of ``--target``, and what becomes of it once the model is fitted.
+
+    ``target``: the target as built from the options; ``kind``: its
+    :class:`~coxinfluence.cli.family_registry.TargetKind` (None for the parameters' targets
+    coef, hr, tr); ``request``: what was asked for."""
+
+    target: object
+    kind: object = None
+    request: TargetRequest | None = None
+
+    def finish(self, fit):
+        """The target for the fitted model ``fit`` (the kind's ``after_fit``, if any: a
+        stratified Cox model's survival at the covariate means once per stratum)."""
+        if self.kind is None or self.kind.after_fit is None:
+            return self.target
+        return self.kind.after_fit(self.target, fit, self.request)
 
 
-def audit_target(spec, X, newdata=None, *, family="cox", strata=None):
-    """The target of ``--target spec`` for a model of ``family`` ("cox", "aft",
-    "fine_gray"): coef, hr, tr (the model's parameters); lp, rr (Cox), survival:T1,T2,...
-    (Cox's ``Survival``, an AFT model's ``AFTSurvival``), quantile[:P1,...] (an AFT model's
-    survival quantiles, default the median) and cif:T1,T2,... (a Fine-Gray model's
-    cumulative incidence) of the patients of ``newdata``, by default at the covariate means
-    (once per stratum of a stratified AFT or Fine-Gray model,
-    ``strata`` its stratum column). Whether the model offers the target is the seam's to
-    say (``ci.influence`` refuses a target not in its ``target_names``)."""
-    from coxinfluence.audit import targets as T
-    from coxinfluence.audit.aft_targets import AFTSurvival, SurvivalQuantile
-    from coxinfluence.audit.fine_gray_targets import CumulativeIncidence
+def target_plan(spec, X, newdata=None, *, family="cox", strata=None) -> TargetPlan:
+    """The :class:`TargetPlan` of ``--target spec`` for a model of the family named
+    ``family`` (a name of the table, :mod:`~coxinfluence.cli.family_registry`): coef, hr,
+    tr (the model's parameters); lp, rr, survival:T1,T2,..., quantile[:P1,...] (default the
+    median), cif:T1,T2,... of the patients of ``newdata``, by default at the covariate means,
+    built as the family's table entry says (``strata``: the data's stratum columns). Whether
+    the model offers the target is the seam's to say (``ci.influence`` refuses a target not
+    in its ``target_names``)."""
+    entry = cli_family(family)
     patients = X.mean().to_frame("mean").T if newdata is None else newdata
     spec = spec.strip().lower()
     if spec in PARAMETER_TARGETS:
         if newdata is not None:
             raise ValueError("--newdata applies to the lp, rr and survival targets, quantile "
                              f"and cif, not --target {spec}")
-        return T.resolve_target(spec)
+        return TargetPlan(PARAMETER_TARGETS[spec]())
     kind, colon, values = spec.partition(":")
-    if kind in ("lp", "rr") and not colon:
-        return (T.LinearPredictor if kind == "lp" else T.RelativeRisk)(patients)
-    if kind == "survival" and values and family == "aft":
-        X_new, labels = stratified_patients(patients, newdata, strata)
-        return AFTSurvival(X_new, _numbers(spec), strata=labels)
-    if kind == "survival" and values:
-        return T.Survival(patients, _numbers(spec))
-    if kind == "quantile":
-        X_new, labels = stratified_patients(patients, newdata, strata)
-        return SurvivalQuantile(X_new, _numbers(spec) if values else [0.5], strata=labels)
-    if kind == "cif" and values:
-        X_new, labels = stratified_patients(patients, newdata, strata)
-        return CumulativeIncidence(X_new, _numbers(spec), strata=labels)
-    raise ValueError(f"--target must be {TARGET_HELP}; got {spec!r}")
+    how = target_kind(entry, kind)
+    if (how is None or (colon and how.values == "none")
+            or (not values and how.values == "required")):
+        raise ValueError(f"--target must be {target_help()}; got {spec!r}")
+    request = TargetRequest(kind, _numbers(spec) if values else None, patients, newdata,
+                            strata)
+    return TargetPlan(how.build(request), how, request)
+
+
+def audit_target(spec, X, newdata=None, *, family="cox", strata=None):
+    """The target of ``--target spec`` for a model of the family named ``family``, as built
+    before the fit (:func:`target_plan`'s ``target``)."""
+    return target_plan(spec, X, newdata, family=family, strata=strata).target
 
 
 def _numbers(spec):
@@ -347,40 +373,3 @@ def _numbers(spec):
     except ValueError:
         raise ValueError(f"--target {kind}:... needs numbers separated by commas; got "
                          f"{spec!r}") from None
-
-
-def stratified_patients(patients, newdata, strata):
-    """``(X_new, strata)`` for an AFT or Fine-Gray model's new-patient target: without
-    strata the patients as they are; the patients of ``newdata`` with their stratum
-    column's labels;
-    the covariate means once per stratum (labels as in the training data, sorted; a
-    tuple per row for several stratum columns, as ``fit_aft`` and ``fit_fine_gray`` label
-    them)."""
-    if strata is None:
-        return patients, None
-    if newdata is not None:
-        return newdata, _stratum_labels(newdata, strata.columns)
-    labels = sorted(set(_stratum_labels(strata, strata.columns)))
-    rows = pd.concat([patients] * len(labels), ignore_index=True)
-    rows.index = [f"mean, stratum {label_text(lab)}" for lab in labels]
-    return rows, labels
-
-
-def _stratum_labels(frame, columns):
-    """Each row's stratum: its value of the one stratum column, or the tuple of several."""
-    if len(columns) == 1:
-        return list(frame[columns[0]])
-    return list(frame[list(columns)].itertuples(index=False, name=None))
-
-
-def per_stratum(target, fit):
-    """A survival target at the covariate means becomes one curve per stratum (each
-    stratum of a stratified Cox model has its own baseline hazard)."""
-    from coxinfluence.audit import targets as T
-    labels = fit.data.strata_labels
-    if not isinstance(target, T.Survival) or labels is None or len(labels) < 2:
-        return target
-    mean = target.X_new
-    rows = pd.concat([mean] * len(labels), ignore_index=True)
-    rows.index = [f"mean, stratum {label_text(lab)}" for lab in labels]
-    return T.Survival(rows, target.times, strata=list(labels))

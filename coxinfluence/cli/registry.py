@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None, *, registry: dict[str, Subcommand] | Non
     """Entry point; returns the exit code."""
     parser = build_parser(registry)
     args = parser.parse_args(argv)
-    if getattr(args, "_run", None) is None:
+    if vars(args).get("_run") is None:
         parser.print_help(sys.stderr)
         return 2
     try:

@@ -1,0 +1,507 @@
+"""The command line's table of model families: one :class:`CliFamily` per family in
+:data:`CLI_FAMILIES`, added with :func:`register_cli_family` (issue 34).
+
+``coxinfluence audit`` (:mod:`~coxinfluence.cli.audit_command`,
+:mod:`~coxinfluence.cli.audit_inputs`) is written once against this table and names no
+family. The options choose an entry (:func:`choose_family`): the entry one of whose own
+options is given (``--status``/``--cause``/``--cengroup``: Fine-Gray), else the entry whose
+``models`` hold ``--model`` (``cox``, the default, or an AFT distribution). The entry then
+says everything the command needs to know about its family:
+
+- which options do not apply (``refused``, refused with a one-line error naming them) and
+  its own checks of the options (``check``); its own options (``add_arguments``);
+- the option naming the outcome column (``outcome``: ``"event"``, or Fine-Gray's
+  ``"status"``), its own role columns (``columns``: Fine-Gray's ``cengroup``), whether rows
+  sharing an ``--id`` are one patient's (``subjects``) and whether a ``--strata`` column may
+  also be a covariate (``stratum_covariates``: an AFT model's strata are scales);
+- the fit (``fit(data, args)``: ``data`` the :class:`~coxinfluence.cli.audit_inputs.AuditData`
+  of the CSV file, ``args`` the parsed options);
+- how each ``--target kind:values`` is built: the public targets of
+  :mod:`coxinfluence.targets`, by :data:`TARGET_KINDS` unless the entry's ``targets``
+  override a kind (an AFT model's survival once per stratum, a stratified Cox model's
+  survival at the covariate means once per stratum after the fit).
+
+Adding a family to the command line is one table entry, e.g. (a test does this)::
+
+    register_cli_family(CliFamily(
+        "mine", models=("mine",), help="mine: my model",
+        fit=lambda data, args: my_fit(data.X, data.time, data.outcome)))
+
+after which ``coxinfluence audit DATA.csv --time T --event E --model mine`` audits it (its
+fit must be a model ``ci.influence`` audits: one registered with the seam's registry). This
+module is where the families' knowledge of the command line lives; the rest of
+:mod:`coxinfluence.cli` reads it from here.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+
+import coxinfluence as ci
+from coxinfluence.influence_functions.seam import label_text
+
+__all__ = ["CliFamily", "TargetKind", "TargetRequest", "CLI_FAMILIES", "TARGET_KINDS",
+           "PARAMETER_TARGETS", "DEFAULT_MODEL", "register_cli_family", "cli_family",
+           "choose_family", "target_kind", "target_help", "stratified_patients"]
+
+
+@dataclass(frozen=True)
+class TargetRequest:
+    """What ``--target kind:values`` asks for, as a :class:`TargetKind` builds it.
+
+    ``kind``: the name before the colon; ``numbers``: the values after it (None when none
+    are given); ``patients``: the patients of ``--newdata``, else the covariate means (one
+    row labelled ``"mean"``); ``newdata``: the ``--newdata`` patients or None; ``strata``:
+    the data's stratum columns (a DataFrame) or None.
+
+    Examples
+    --------
+    >>> from coxinfluence.cli.family_registry import TargetRequest
+    >>> X = pd.DataFrame({"age": [50.0, 60.0]})
+    >>> r = TargetRequest("survival", [10.0], X.mean().to_frame("mean").T, None, None)
+    >>> r.stratified()[0].index.tolist()
+    ['mean']
+    """
+
+    kind: str
+    numbers: list | None
+    patients: pd.DataFrame
+    newdata: pd.DataFrame | None = None
+    strata: pd.DataFrame | None = None
+
+    def stratified(self):
+        """``(X_new, strata)``: the patients once per stratum (:func:`stratified_patients`).
+
+        Returns
+        -------
+        tuple
+            The new patients (DataFrame) and their stratum labels (None without strata).
+        """
+        return stratified_patients(self.patients, self.newdata, self.strata)
+
+
+@dataclass(frozen=True)
+class TargetKind:
+    """How one ``--target kind[:values]`` is built.
+
+    ``build(request)``: the target (a public target of :mod:`coxinfluence.targets`) from a
+    :class:`TargetRequest`; ``values``: ``"none"`` (no colon), ``"required"`` or
+    ``"optional"`` numbers after the colon; ``placeholder``: the letter of the values in
+    the help (``T`` for times, ``P`` for probabilities); ``after_fit(target, fit,
+    request)``: the target once the model is fitted (None: as built).
+
+    Examples
+    --------
+    >>> from coxinfluence.cli.family_registry import TARGET_KINDS
+    >>> TARGET_KINDS["survival"].syntax("survival")
+    'survival:T1,T2,...'
+    """
+
+    build: Callable[[TargetRequest], Any]
+    values: str = "none"
+    placeholder: str = "T"
+    after_fit: Callable[[Any, Any, TargetRequest], Any] | None = None
+
+    def syntax(self, kind):
+        """``kind`` as the help writes it.
+
+        Parameters
+        ----------
+        kind : str
+            The name before the colon.
+
+        Returns
+        -------
+        str
+            ``"lp"``, ``"survival:T1,T2,..."`` or ``"quantile[:P1,P2,...]"``.
+        """
+        values = f"{self.placeholder}1,{self.placeholder}2,..."
+        return {"none": kind, "required": f"{kind}:{values}",
+                "optional": f"{kind}[:{values}]"}[self.values]
+
+
+def _no_check(args):
+    """No checks of the options beyond ``refused``."""
+
+
+def _subjects_option(args):
+    """Rows sharing an ``--id`` are one patient's when ``--subjects`` is given."""
+    return bool(args.subjects)
+
+
+@dataclass(frozen=True)
+class CliFamily:
+    """One model family of ``coxinfluence audit``: the table entry (module docstring).
+
+    Examples
+    --------
+    >>> from coxinfluence.cli.family_registry import CLI_FAMILIES
+    >>> CLI_FAMILIES["aft"].models
+    ('weibull', 'exponential', 'lognormal', 'loglogistic')
+    >>> CLI_FAMILIES["fine_gray"].outcome
+    'status'
+    """
+
+    #: the family's name in the table
+    name: str
+    #: ``fit(data, args)``: the fitted model of the CSV file's columns and the options
+    fit: Callable[[Any, argparse.Namespace], Any]
+    #: the ``--model`` values choosing this family (the first: the one the help names)
+    models: tuple = ()
+    #: the ``--model`` help's words for it
+    help: str = ""
+    #: the options whose presence chooses this family, whatever ``--model`` says
+    chosen_by: tuple = ()
+    #: the option naming the outcome column, also its role's name ("event", "status")
+    outcome: str = "event"
+    #: the family's own role columns: the options naming them (the role's name too)
+    columns: tuple = ()
+    #: which of ``columns`` may also be covariates
+    covariate_columns: tuple = ()
+    #: option (the parsed attribute) -> why it does not apply to this family
+    refused: Mapping[str, str] = field(default_factory=dict)
+    #: the model in words, for those refusals ("a weibull AFT model")
+    words: Callable[[argparse.Namespace], str] | None = None
+    #: ``check(args)``: a ValueError naming the options that do not go together
+    check: Callable[[argparse.Namespace], None] = _no_check
+    #: ``subjects(args)``: whether rows sharing an ``--id`` are one patient's
+    subjects: Callable[[argparse.Namespace], bool] = _subjects_option
+    #: whether a ``--strata`` column may also be a covariate
+    stratum_covariates: bool = False
+    #: kind -> :class:`TargetKind`, overriding :data:`TARGET_KINDS`
+    targets: Mapping[str, TargetKind] = field(default_factory=dict)
+    #: ``add_arguments(parser)``: the family's own options
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+
+    def describe(self, args):
+        """The model in words for a refusal ("a weibull AFT model").
+
+        Parameters
+        ----------
+        args : argparse.Namespace
+            The parsed options.
+
+        Returns
+        -------
+        str
+            ``words(args)``, by default "the <name> model".
+        """
+        return self.words(args) if self.words is not None else f"the {self.name} model"
+
+
+#: the family's name -> its entry; :func:`register_cli_family` adds one
+CLI_FAMILIES: dict[str, CliFamily] = {}
+#: the ``--model`` value used when none is given
+DEFAULT_MODEL = "cox"
+
+
+def register_cli_family(family: CliFamily) -> CliFamily:
+    """Add ``family`` to the command line's table (:data:`CLI_FAMILIES`).
+
+    Parameters
+    ----------
+    family : CliFamily
+        The entry; its name and ``--model`` values must be new.
+
+    Returns
+    -------
+    CliFamily
+        ``family``.
+
+    Raises
+    ------
+    ValueError
+        If its name or one of its ``--model`` values is taken.
+
+    Examples
+    --------
+    >>> from coxinfluence.cli.family_registry import register_cli_family
+    >>> register_cli_family(CLI_FAMILIES["cox"])
+    Traceback (most recent call last):
+    ...
+    ValueError: the command line's model family 'cox' is already registered
+    """
+    if family.name in CLI_FAMILIES:
+        raise ValueError(f"the command line's model family {family.name!r} is already "
+                         "registered")
+    for other in CLI_FAMILIES.values():
+        taken = [m for m in family.models if m in other.models]
+        if taken:
+            raise ValueError(f"--model {taken[0]} already fits the {other.name!r} family")
+    CLI_FAMILIES[family.name] = family
+    return family
+
+
+def cli_family(name: str) -> CliFamily:
+    """The entry of the family ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A name of :data:`CLI_FAMILIES`.
+
+    Returns
+    -------
+    CliFamily
+        Its entry.
+
+    Raises
+    ------
+    ValueError
+        If no family of that name is registered.
+
+    Examples
+    --------
+    >>> from coxinfluence.cli.family_registry import cli_family
+    >>> cli_family("cox").models
+    ('cox',)
+    """
+    if name not in CLI_FAMILIES:
+        raise ValueError(f"unknown model family {name!r}; the command line's are "
+                         f"{list(CLI_FAMILIES)}")
+    return CLI_FAMILIES[name]
+
+
+def refuse_options(args, model, refused):
+    """A ValueError naming the first option of ``refused`` (option -> its words) given."""
+    values = vars(args)
+    for name, words in refused.items():
+        if values[name] not in (None, False):
+            raise ValueError(f"{words} does not apply to {model}")
+
+
+def choose_family(args) -> CliFamily:
+    """The family the options choose, its options checked.
+
+    The entry one of whose ``chosen_by`` options is given, else the one whose ``models``
+    hold ``--model`` (:data:`DEFAULT_MODEL` when none is given); its ``check`` runs and an
+    option it ``refused`` is refused.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options of ``coxinfluence audit``.
+
+    Returns
+    -------
+    CliFamily
+        The entry.
+
+    Raises
+    ------
+    ValueError
+        Naming the options that do not go together or do not apply.
+
+    Examples
+    --------
+    >>> from coxinfluence.cli import build_parser
+    >>> from coxinfluence.cli.family_registry import choose_family
+    >>> args = build_parser().parse_args(["audit", "d.csv", "--model", "weibull"])
+    >>> choose_family(args).name
+    'aft'
+    """
+    values = vars(args)
+    chosen = [f for f in CLI_FAMILIES.values()
+              if any(values.get(o) not in (None, False) for o in f.chosen_by)]
+    if not chosen:
+        model = values["model"] or DEFAULT_MODEL
+        chosen = [f for f in CLI_FAMILIES.values() if model in f.models]
+    family = chosen[0]
+    family.check(args)
+    refuse_options(args, family.describe(args), family.refused)
+    return family
+
+
+# ------------------------------------------------------------------- targets
+
+#: ``--target`` values of the model's parameters (no new patients)
+PARAMETER_TARGETS = {"coef": ci.targets.Coefficients, "hr": ci.targets.HazardRatios,
+                     "tr": ci.targets.TimeRatios}
+
+
+def _linear_predictor(r):
+    return ci.targets.LinearPredictor(r.patients)
+
+
+def _relative_risk(r):
+    return ci.targets.RelativeRisk(r.patients)
+
+
+def _survival(r):
+    return ci.targets.Survival(r.patients, r.numbers)
+
+
+def _survival_per_stratum(r):
+    X_new, labels = r.stratified()
+    return ci.targets.Survival(X_new, r.numbers, strata=labels)
+
+
+def _quantile(r):
+    X_new, labels = r.stratified()
+    return ci.targets.Quantile(X_new, [0.5] if r.numbers is None else r.numbers,
+                               strata=labels)
+
+
+def _cumulative_incidence(r):
+    X_new, labels = r.stratified()
+    return ci.targets.CumulativeIncidence(X_new, r.numbers, strata=labels)
+
+
+#: the ``--target`` kinds of new patients every family reads (an entry's ``targets``
+#: override them); whether the model offers the target is its seam's to say
+TARGET_KINDS: dict[str, TargetKind] = {
+    "lp": TargetKind(_linear_predictor),
+    "rr": TargetKind(_relative_risk),
+    "survival": TargetKind(_survival, values="required"),
+    "quantile": TargetKind(_quantile, values="optional", placeholder="P"),
+    "cif": TargetKind(_cumulative_incidence, values="required"),
+}
+
+
+def target_kind(family: CliFamily, kind: str) -> TargetKind | None:
+    """The family's :class:`TargetKind` of ``kind`` (its own, else :data:`TARGET_KINDS`'),
+    or None."""
+    return family.targets.get(kind, TARGET_KINDS.get(kind))
+
+
+def target_help() -> str:
+    """Every ``--target`` value of the table, as the help and the errors write them.
+
+    Returns
+    -------
+    str
+        "coef, hr, tr, lp, rr, survival:T1,T2,..., quantile[:P1,P2,...] or cif:T1,T2,...".
+
+    Examples
+    --------
+    >>> from coxinfluence.cli.family_registry import target_help
+    >>> target_help().startswith("coef, hr, tr, lp, rr, survival:T1,T2,...")
+    True
+    """
+    kinds = dict(TARGET_KINDS)
+    for family in CLI_FAMILIES.values():
+        kinds.update({k: v for k, v in family.targets.items() if k not in kinds})
+    names = list(PARAMETER_TARGETS) + [tk.syntax(k) for k, tk in kinds.items()]
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def stratified_patients(patients, newdata, strata):
+    """``(X_new, strata)`` for a new-patient target of a model with a stratum label per
+    patient (AFT, Fine-Gray): without strata the patients as they are; the patients of
+    ``newdata`` with their stratum column's labels; the covariate means once per stratum
+    (labels as in the training data, sorted; a tuple per row for several stratum columns,
+    as ``fit_aft`` and ``fit_fine_gray`` label them)."""
+    if strata is None:
+        return patients, None
+    if newdata is not None:
+        return newdata, _stratum_labels(newdata, strata.columns)
+    labels = sorted(set(_stratum_labels(strata, strata.columns)))
+    return _means_per_stratum(patients, labels), labels
+
+
+def _means_per_stratum(patients, labels):
+    rows = pd.concat([patients] * len(labels), ignore_index=True)
+    rows.index = [f"mean, stratum {label_text(lab)}" for lab in labels]
+    return rows
+
+
+def _stratum_labels(frame, columns):
+    """Each row's stratum: its value of the one stratum column, or the tuple of several."""
+    if len(columns) == 1:
+        return list(frame[columns[0]])
+    return list(frame[list(columns)].itertuples(index=False, name=None))
+
+
+# ------------------------------------------------------------------- the families
+
+def _fit_cox(data, args):
+    return ci.fit_cox(data.X, data.time, data.outcome, start=data.start, id=data.ids,
+                      strata=data.strata, weights=data.weights, ties=args.ties or "efron")
+
+
+def _cox_subjects(args):
+    """Cox: rows sharing an ``--id`` are one patient's with ``--start`` (intervals) or
+    ``--subjects``."""
+    return args.start is not None or bool(args.subjects)
+
+
+def _cox_survival_per_stratum(target, fit, r):
+    """Survival at the covariate means becomes one curve per stratum (each stratum of a
+    stratified Cox model has its own baseline hazard); of ``--newdata`` patients, their
+    stratum columns say it."""
+    labels = fit.data.strata_labels
+    if r.newdata is not None or labels is None or len(labels) < 2:
+        return target
+    return ci.targets.Survival(_means_per_stratum(r.patients, labels), r.numbers,
+                               strata=list(labels))
+
+
+def _fit_aft(data, args):
+    return ci.fit_aft(data.X, data.time, data.outcome, args.model, entry=data.start,
+                      weights=data.weights, strata=data.strata, id=data.ids)
+
+
+def _fine_gray_arguments(p):
+    fg = p.add_argument_group("competing risks (Fine-Gray, as R's cmprsk::crr)")
+    fg.add_argument("--status", default=None,
+                    help="status column: 0 = censored, 1, 2, ... the cause of failure "
+                         "(with --cause, instead of --event)")
+    fg.add_argument("--cause", type=int, default=None,
+                    help="the cause K modelled (crr's failcode): fits the Fine-Gray "
+                         "subdistribution hazard model; the other causes compete")
+    fg.add_argument("--cengroup", default=None,
+                    help="censoring-group column: a censoring Kaplan-Meier per group (crr's "
+                         "cengroup)")
+
+
+def _check_fine_gray(args):
+    given = ("--cause" if args.cause is not None else
+             "--status" if args.status is not None else "--cengroup")
+    if args.model is not None:
+        raise ValueError(f"--model {args.model} and {given} conflict: --status with --cause "
+                         "fits a Fine-Gray model; give one model")
+    if args.status is None or args.cause is None:
+        event = ("" if args.event is None or args.status is not None else
+                 "; --event does not apply to a Fine-Gray model: give the status column "
+                 "(0 = censored, 1, 2, ... = the causes) as --status, not --event")
+        raise ValueError(f"{given} needs both --status S and --cause K (they fit a "
+                         f"Fine-Gray model for cause K){event}")
+    if args.demo:
+        raise ValueError("--demo (GBSG2) has no competing causes; give a DATA.csv file "
+                         "with --status and --cause")
+
+
+def _fit_fine_gray(data, args):
+    return ci.fit_fine_gray(data.X, data.time, data.outcome, cause=args.cause,
+                            cengroup=data.family_columns.get("cengroup"),
+                            weights=data.weights, strata=data.strata,
+                            ties=args.ties or "breslow")
+
+
+register_cli_family(CliFamily(
+    "cox", _fit_cox, models=("cox",), help="cox (the default): Cox proportional hazards",
+    subjects=_cox_subjects,
+    targets={"survival": TargetKind(_survival, values="required",
+                                    after_fit=_cox_survival_per_stratum)}))
+register_cli_family(CliFamily(
+    "aft", _fit_aft, models=("weibull", "exponential", "lognormal", "loglogistic"),
+    help="weibull, exponential, lognormal, loglogistic: a parametric AFT model as R's "
+         "survreg",
+    words=lambda args: f"a {args.model} AFT model",
+    refused={"ties": "--ties (the AFT likelihood has no ties)"},
+    stratum_covariates=True,
+    targets={"survival": TargetKind(_survival_per_stratum, values="required")}))
+register_cli_family(CliFamily(
+    "fine_gray", _fit_fine_gray, chosen_by=("cause", "status", "cengroup"),
+    help="--status with --cause (no --model) fits a Fine-Gray model instead",
+    outcome="status", columns=("cengroup",), covariate_columns=("cengroup",),
+    words=lambda args: f"a Fine-Gray model (--cause {args.cause})",
+    refused={"event": "--event (a Fine-Gray model reads --status: 0 censored, 1, 2, ... the "
+                      "causes)",
+             "start": "--start (not supported: one row per subject)",
+             "subjects": "--subjects (one row per subject)",
+             "cluster": "--cluster (the subjects are the units: crr's sandwich SE)"},
+    check=_check_fine_gray, add_arguments=_fine_gray_arguments))
