@@ -27,7 +27,6 @@ from coxinfluence.influence_functions.decomposable_audit import (
 from coxinfluence.influence_functions.engine import Engine
 from coxinfluence.influence_functions.engine_refits import halley_start
 
-
 # ---------------------------------------------------------------- a logistic loss
 
 class LogisticLoss:

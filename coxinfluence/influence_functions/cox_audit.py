@@ -21,19 +21,10 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.units import resolve_units
-from coxinfluence.influence_functions.deleted_hessians import (
-    deleted_hessians,
-    hessians_by_deletion,
-)
-from coxinfluence.influence_functions.engine import Engine
+from coxinfluence.influence_functions.engine_cox import CoxEngine
 from coxinfluence.influence_functions.information_split import InformationSplit
 from coxinfluence.influence_functions.penalized import penalized_refits, penalized_theta_change
-from coxinfluence.influence_functions.refits import (
-    CoxKernel,
-    _default_batch,
-    _refit_reduced,
-    newton_loo,
-)
+from coxinfluence.influence_functions.refits import newton_loo
 from coxinfluence.influence_functions.reid import reid_of_units, unit_score_residuals
 from coxinfluence.influence_functions.seam import FitSeam, ReportHeader
 from coxinfluence.influence_functions.stability import (
@@ -42,12 +33,10 @@ from coxinfluence.influence_functions.stability import (
     unstable_screened,
 )
 from coxinfluence.influence_functions.vif import vif_of_units
-from coxinfluence.likelihood.objective import gradient_tolerance
 from coxinfluence.models.cox import check_fit
-from coxinfluence.numerics.rows import matmul_rows
 
 
-class CoxAudit(FitSeam, Engine):
+class CoxAudit(FitSeam, CoxEngine):
     """A fitted :class:`~coxinfluence.CoxFit` with its units of deletion (``groups``: one
     label per row; default the fit's subjects, else rows), as the audit sees it."""
 
@@ -65,22 +54,6 @@ class CoxAudit(FitSeam, Engine):
             raise NotImplementedError("subjects or clusters of a penalised (ridge) model are "
                                       "not supported: the penalty's change per unit is not "
                                       "implemented")
-
-    @classmethod
-    def of_units(cls, fit, units, *, vif=None, third=None, split=None):
-        """The audit of ``fit`` with its units already resolved (``units``, a
-        :class:`coxinfluence.data.units.Units`), for its exact refits
-        (:func:`~coxinfluence.influence_functions.refits.exact_refits`): ``vif`` (U, d)
-        and ``third`` (d, d, d) when the caller has them; ``split`` (U, d, d), or a function
-        of unit codes returning theirs, the units' ``C_g`` for the refits' start."""
-        self = cls.__new__(cls)
-        self.fit, self.groups, self.units = fit, None, units
-        if vif is not None:
-            self.__dict__["vif"] = np.asarray(vif, dtype=np.float64)
-        if third is not None:
-            self.__dict__["third"] = third
-        self._split = split
-        return self
 
     # ---------------------------------------------------------------- the model
     @property
@@ -151,78 +124,6 @@ class CoxAudit(FitSeam, Engine):
         if method == "newton":
             return np.asarray(newton_loo(fit, groups=self.groups), dtype=np.float64) - fit.coef
         raise ValueError(f"unknown method {method!r}")
-
-    # ------------------------------------------------------ the engine's refits
-    @cached_property
-    def refit_tolerance(self):
-        """The refits' ``max |gradient|``: ``fit.tol`` per unit case weight
-        (:func:`~coxinfluence.likelihood.objective.gradient_tolerance`)."""
-        return gradient_tolerance(self.fit.data, self.fit.tol)
-
-    @property
-    def refit_batch_size(self):
-        """Refits per batch: each batch's largest array near one million floats."""
-        return _default_batch(self.fit.data, per_row_floats=4 * self.fit.data.n)
-
-    @property
-    def full_gradient(self):
-        """(d,) ``grad L(theta_hat)``."""
-        return self.fit.gradient
-
-    @cached_property
-    def gradient_differences(self):
-        """(U, d) ``grad L - grad L_{-g}`` at ``theta_hat``: ``-H VIF_n(g) / U``."""
-        U, d = self.units.n_units, self.fit.data.d
-        return -matmul_rows(self.vif, self.fit.information / U, np.empty((U, d)))
-
-    def deleted_gradients(self, codes):
-        """(m, d) ``grad L_{-g}(theta_hat) = grad L + H VIF_n(g) / U`` of the units
-        ``codes``."""
-        fit, U = self.fit, self.units.n_units
-        vif = self.vif[codes]
-        g = matmul_rows(vif, fit.information / U, np.empty((vif.shape[0], fit.data.d)))
-        g += fit.gradient
-        return g
-
-    def deleted_hessians(self, codes):
-        """(m, d, d) ``H_{-g}(theta_hat)`` of the units ``codes``: ``H - C_g`` where the
-        split is at hand (the flags made it), else exact: a few units by deletion, one
-        problem at a time (the kernels' one-problem path is faster than their batch:
-        measured 3.4x on SUPPORT, equal on GBSG2), more in closed form
-        (:mod:`~coxinfluence.influence_functions.deleted_hessians`)."""
-        fit, codes = self.fit, np.asarray(codes, dtype=int)
-        split = self.__dict__.get("_split")
-        if split is None and "information_parts" in self.__dict__:
-            split = self.split_of
-        if split is not None:
-            C = split(codes) if callable(split) else np.asarray(split)[codes]
-            return fit.information[None] - C
-        if codes.size <= 64:
-            return hessians_by_deletion(fit, self.units, codes, batch=1)
-        return deleted_hessians(fit, self.units, codes)
-
-    def deletion_kernel(self):
-        """The Cox refit kernel (:class:`~coxinfluence.influence_functions.refits.
-        CoxKernel`)."""
-        return CoxKernel(self.fit.risk_sets, self.units.of_row, self.fit.coef)
-
-    def no_maximum(self):
-        """(U,) bool: the deletion leaves no event."""
-        return np.asarray(self.units.removes_all_events, dtype=bool)
-
-    def rank_broken(self):
-        """(U,) bool: the deletion leaves a covariate constant or collinear."""
-        return np.asarray(self.units.breaks_rank, dtype=bool)
-
-    def refit_reduced(self, code):
-        """(d,) the refit without unit ``code``, the columns it leaves unidentifiable
-        dropped (NaN)."""
-        return _refit_reduced(self.fit.data, self.fit.coef, self.units.of_row != code,
-                              self.refit_tolerance, self.max_iter)
-
-    def check_refit(self):
-        """Refuse exact refits of a fit without a maximum."""
-        check_fit(self.fit, "influence(method='exact')", refuse=True)
 
     def refit(self, codes=None, *, progress=None, executor=None, **options):
         """Exact refits (the engine's, :meth:`Engine.refit`; a ridge-penalised fit:

@@ -30,10 +30,13 @@ import warnings
 
 import numpy as np
 
-from coxinfluence.data.deletion import Deletion
-from coxinfluence.data.inputs import CoxInputError
-from coxinfluence.data.rank import check_design, identifiable_columns
 from coxinfluence.data.units import resolve_units
+from coxinfluence.influence_functions.engine_cox import (  # noqa: F401  (re-exported)
+    CoxEngine,
+    CoxKernel,
+    _default_batch,
+    _refit_reduced,
+)
 from coxinfluence.influence_functions.engine_refits import (  # noqa: F401  (re-exported)
     FLAT_EIGENVALUE,
     STATUSES,
@@ -44,12 +47,9 @@ from coxinfluence.influence_functions.engine_refits import (  # noqa: F401  (re-
     refit_units,
 )
 from coxinfluence.influence_functions.vif import refuse_penalty
-from coxinfluence.likelihood.deletion_gradients import DeletionGradients
-from coxinfluence.likelihood.objective import cox_objective, gradient_tolerance
-from coxinfluence.likelihood.risk_sets import RiskSets
+from coxinfluence.likelihood.objective import gradient_tolerance
 from coxinfluence.likelihood.third_derivative import third_derivative  # noqa: F401
 from coxinfluence.models.cox import check_fit
-from coxinfluence.numerics.newton import newton
 
 
 class LeaveOneOutWarning(UserWarning):
@@ -87,71 +87,6 @@ class LeaveOneOutWarning(UserWarning):
     >>> print(np.round(loo[0], 4))
     [0.2128    nan]
     """
-
-
-def _default_batch(data, per_row_floats=None):
-    # keep each batch's largest array (B x n x d for Hessians, B x n for gradients) near
-    # one million floats: larger batches fall out of cache and run slower per row
-    per_row = per_row_floats or data.n * data.d
-    return int(np.clip(1_000_000 // max(per_row, 1), 1, 256))
-
-
-class CoxKernel(DeletionKernel):
-    """The Cox refit kernel of the engine: the risk-set kernels ``risk_sets`` (the sorted
-    data) without each unit's rows (``of_row``: the unit code of each sorted row). The
-    gradients (:class:`~coxinfluence.likelihood.deletion_gradients.DeletionGradients`,
-    one instance per chunk of refits, its work arrays set up once) run their products as
-    one-thread BLAS calls and Newton-Raphson's objective
-    (:func:`~coxinfluence.likelihood.objective.cox_objective`) with ``blas=False``, so the
-    bits do not depend on where a chunk runs."""
-
-    shared_names = ("risk_sets", "of_row")
-
-    def __init__(self, risk_sets, of_row, coef):
-        self.risk_sets, self.of_row, self.coef = risk_sets, of_row, coef
-
-    def objective(self, codes):
-        return cox_objective(self.risk_sets, Deletion.of_units(self.of_row, codes),
-                             blas=False)
-
-    def gradients(self, codes):
-        cache = self.__dict__.setdefault("_cache", {})
-        if "gradients" not in cache:
-            cache["gradients"] = DeletionGradients(self.risk_sets, reference=self.coef)
-        gradients = cache["gradients"]
-        batch = gradients.batch(self.of_row, codes)
-        m = len(codes)
-        return lambda theta, live: gradients(theta, batch if live.size == m
-                                             else batch.take(live))
-
-
-def _refit_reduced(data, coef, keep, tol, max_iter):
-    """Refit on the sorted rows ``keep`` (bool), dropping columns that become
-    unidentifiable.
-
-    Returns a (d,) vector with NaN for dropped columns, or all NaN when even the reduced
-    model cannot be fitted.
-    """
-    sub = data.subset(keep)
-    out = np.full(data.d, np.nan)
-    if sub.event.sum() == 0:
-        return out
-    cols = np.arange(data.d)
-    while True:
-        reduced = sub.with_rows_and_columns(np.ones(sub.n, dtype=bool), cols)
-        try:
-            check_design(reduced)
-            break
-        except CoxInputError:
-            ok_cols = identifiable_columns(reduced)
-            if ok_cols.size == cols.size or ok_cols.size == 0:
-                return out
-            cols = cols[ok_cols]
-    res = newton(cox_objective(RiskSets(reduced)), coef[cols][None, :], tol=tol,
-                 max_iter=max_iter)
-    if res.converged[0]:
-        out[cols] = res.theta[0]
-    return out
 
 
 def warn_undefined(units, codes, what, failed=()):
@@ -202,8 +137,7 @@ def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_
     information (flags), gives the start's deleted Hessians as
     ``H - C_g`` instead of evaluating them (the start is then ``O(|D|/n)`` less accurate; the
     refits converge to the same tolerance)."""
-    from coxinfluence.influence_functions.cox_audit import CoxAudit
-    model = CoxAudit.of_units(fit, units, vif=vif, third=third, split=split)
+    model = CoxEngine(fit, units, vif=vif, third=third, split=split)
     model.refit_tolerance = gradient_tolerance(fit.data, fit.tol if tol is None else tol)
     model.max_iter = max_iter
     codes = np.arange(units.n_units) if codes is None else np.asarray(codes, dtype=int)
@@ -215,8 +149,7 @@ def _warm_start(fit, units, codes, vif_units=None, third=None, split=None):
     """The Halley start of the refits of ``codes`` (points (m, d), inverse Jacobians
     (m, d, d) or None): :func:`~coxinfluence.influence_functions.engine_refits.halley_start`
     of the Cox model (kept for the appendix's dask benchmark)."""
-    from coxinfluence.influence_functions.cox_audit import CoxAudit
-    model = CoxAudit.of_units(fit, units, vif=vif_units, third=third, split=split)
+    model = CoxEngine(fit, units, vif=vif_units, third=third, split=split)
     return halley_start(model, np.asarray(codes, dtype=int))
 
 
