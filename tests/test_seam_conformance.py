@@ -17,7 +17,12 @@ checked against an independent computation:
 - ``method="auto"``'s top 10 by likelihood displacement is ``method="exact"``'s top 10;
 - an integer case weight of 2 equals the row duplicated (families with case weights);
 - the robust covariance is ``D' D`` with ``D`` the units' changes where the family defines
-  it so (``Case.robust`` names the method giving ``D``; None: refused, a ValueError);
+  it so (``Case.robust`` names the method giving ``D``; None: refused, a ValueError): Reid's
+  change for Cox (rows, subjects, clusters, lifelines' ridge, scikit-survival's CoxPH: R's
+  ``coxph(cluster=)$var``), Fine-Gray (crr's sandwich, its IF including the censoring
+  term), the engine's decomposable families (lifelines' ancillary fit, the autodiff GLM,
+  the test-only family); the VIF change (equal to Reid's) for AFT (R's ``survreg(robust =
+  TRUE)``); refused for Coxnet;
 - results are indexed by the caller's index (rows) or the sorted unit labels;
 - ``executor=`` gives the serial results, ``progress=True`` writes a tqdm bar to stderr;
 - the caller's data are unchanged.
@@ -288,7 +293,7 @@ def _autodiff_glm():
         presence = jnp.asarray((seam.unit_labels != label).astype(float))
         f = jax.jit(jax.vmap(lambda t: seam.loss.loss(t, presence)))
         return lambda thetas: np.asarray(f(jnp.asarray(thetas)))
-    return Case("autodiff_glm", df, make, deleted_objective=deleted,
+    return Case("autodiff_glm", df, make, deleted_objective=deleted, robust="reid",
                 oracle_refit=lambda case, label: _logit_oracle(_without(case, label)))
 
 
@@ -334,6 +339,14 @@ def _without(case, label):
     keep = np.ones(len(case.df), dtype=bool)
     keep[_unit_rows(case, label)] = False
     return case.df[keep]
+
+
+def _made_without(case, label):
+    """``case.make`` on the data without the unit ``label`` (made once per unit)."""
+    key = ("without", label)
+    if key not in case.extra:
+        case.extra[key] = case.make(_without(case, label))
+    return case.extra[key]
 
 
 @dataclass
@@ -407,7 +420,8 @@ def _deleted_objective(audited, label):
     case = audited.case
     if case.deleted_objective is not None:
         return case.deleted_objective(audited.seam, label)
-    return _seam(case, _without(case, label)).objective
+    model, data, options = _made_without(case, label)
+    return _quiet(audit_model, model, data, **options)[0].objective
 
 
 def _restricted(f, theta, free):
@@ -458,7 +472,7 @@ def _oracle_refit(audited, label):
     case = audited.case
     if case.oracle_refit is not None:
         return np.asarray(case.oracle_refit(case, label), dtype=np.float64)
-    model, _, _ = case.make(_without(case, label))
+    model, _, _ = _made_without(case, label)
     return np.asarray(case.own_coef(model), dtype=np.float64)
 
 
@@ -577,3 +591,39 @@ def test_callers_data_unchanged(audited):
         pd.testing.assert_frame_equal(data, data_before)
     for k, v in options.items():
         np.testing.assert_array_equal(np.asarray(v), np.asarray(options_before[k]))
+
+
+# ------------------------------------------- the test-only family, end to end (item 5)
+
+def test_example_family_gets_the_whole_audit(tmp_path):
+    """A family registered from the tests alone (``tests/seam_example_family.py``, no
+    package file touched) gets ``ci.influence``'s whole audit: the VIF for every unit,
+    the flags, ``auto``'s verified top 10, the likelihood displacement (exact where
+    refitted: ``2 [L(theta_{-i}) - L(theta_hat)]`` of its own objective), LMAX, and the
+    HTML report naming the model."""
+    from seam_example_family import FAMILY, LogisticAudit, LogisticFit
+
+    from coxinfluence.influence_functions.registry import families
+    from coxinfluence.report import write_report
+    assert FAMILY in families()
+    df = _binary(15, n=120)
+    fit = LogisticFit(df[["x1", "x2"]], df["y"])
+    res = _quiet(ci.influence, fit, df)
+    assert isinstance(res.model, LogisticAudit)
+    assert list(res.loo_change.index) == list(df.index)
+    assert list(res.loo_change.columns) == ["Intercept", "x1", "x2"]
+    assert {"undefined", "unstable", "refit_failed"} <= set(res.flags.columns)
+    assert res.verification.rule_met and res.top(10)["verified"].all()
+    top = res.top(10).index
+    theta = np.asarray(fit.coef) + res.theta_change.loc[top].to_numpy()
+    for label, t in zip(top, theta):                 # LD of the refit, from the fitter's loss
+        ld = 2 * (fit.loss.loss_grad_hess(t[None, :], hess=False)[0][0]
+                  - fit.loss.loss_grad_hess(fit.coef[None, :], hess=False)[0][0])
+        assert res.likelihood_displacement.loc[label] == pytest.approx(ld, rel=1e-9)
+        np.testing.assert_allclose(t, _logit_oracle(df.drop(index=label)), rtol=0,
+                                   atol=1e-8)
+    assert np.isfinite(res.lmax).all() and res.lmax.max() > 0
+    path = write_report(tmp_path / "audit.html", res)
+    text = path.read_text(encoding="utf-8")
+    assert "Logistic regression (a test-only family)" in text
+    assert str(top[0]) in text
