@@ -44,11 +44,13 @@ import pandas as pd
 from coxinfluence.data.units import resolve_units
 from coxinfluence.influence_functions.cox_audit import CoxAudit
 from coxinfluence.influence_functions.deleted_hessians import deleted_hessians
-from coxinfluence.influence_functions.refits import Refits
+from coxinfluence.influence_functions.engine import Engine, Refits
+from coxinfluence.influence_functions.engine_refits import _progress
 from coxinfluence.influence_functions.seam import FitSeam
 from coxinfluence.influence_functions.vif import vif_of_units
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
 from coxinfluence.models.coxnet import coxnet_refits
+from coxinfluence.numerics.executors import n_workers, on_workers, whole_batch_chunks
 
 __all__ = ["SksurvCoxAudit", "CoxnetAudit", "SELECTION_SAFETY", "NEWTON_ENTRIES"]
 
@@ -72,11 +74,15 @@ class SksurvCoxAudit(CoxAudit):
     model_name = "Cox proportional hazards (scikit-survival CoxPHSurvivalAnalysis)"
 
 
-class CoxnetAudit(FitSeam):
+class CoxnetAudit(Engine, FitSeam):
     """A ``CoxnetSurvivalAnalysis`` at one alpha (``fit``: the
     :class:`~coxinfluence.models.coxnet.SksurvCoxFit` of its elastic net), units the rows
     (module docstring). ``survival``: whether ``Survival`` targets are offered (the
-    estimator has a baseline model)."""
+    estimator has a baseline model). On the engine
+    (:class:`~coxinfluence.influence_functions.engine.Engine`) with the gradients and
+    Hessians on the active set (the VIF and one-step Newton changes are the engine's);
+    the refits are the elastic net's own (:func:`~coxinfluence.models.coxnet.coxnet_refits`:
+    proximal Newton, a deletion may change the selection)."""
 
     model_name = "Cox elastic net (scikit-survival CoxnetSurvivalAnalysis)"
     units_are_rows = True
@@ -137,48 +143,86 @@ class CoxnetAudit(FitSeam):
         s = np.sign(self.coef)
         return grad_loo + self.fit.penalty.l1_loo * s
 
+    # ------------------------------------------------ the engine's derivatives
+    @property
+    def full_gradient(self):
+        """(d,) zeros: ``grad J`` on the active set (the KKT conditions; decoupled off
+        it)."""
+        return np.zeros(self.coef.size)
+
     @cached_property
+    def gradient_differences(self):
+        """(n, d) ``grad J - grad J_{-i}`` on the active set: ``-(G_{-i,A} + lambda_{-i,A}
+        s_A)`` (``grad J_A = 0``), zero off it."""
+        return np.where(self.active, -self._kkt_rhs(self.deleted_gradient), 0.0)
+
+    def deleted_hessians(self, codes):
+        """(m, d, d) the smooth part's Hessian of ``J_{-i}`` at ``beta_hat`` on the active
+        set (the identity off it): the loss's in closed form
+        (:func:`coxinfluence.influence_functions.deleted_hessians.deleted_hessians`) plus
+        the ridge part without the row."""
+        fit, A = self.fit, self.active
+        codes = np.asarray(codes, dtype=int)
+        H = deleted_hessians(fit, resolve_units(fit), codes)
+        H = H + fit.penalty.ridge_loo[codes][:, :, None] * np.eye(fit.data.d)[None]
+        out = np.repeat(np.eye(fit.data.d)[None], codes.size, axis=0)
+        out[:, A[:, None] & A[None, :]] = H[:, A[:, None] & A[None, :]]
+        return out
+
+    def reid_change(self):
+        """(n, d) ``-H_AA^{-1} U_{i,A}`` (``U_i`` the score residual), zero off ``A``."""
+        fit = self.fit
+        U = fit.data.to_caller_order(score_residuals_sorted(fit.risk_sets, fit.coef))
+        return self._active_solve(fit.information, U)
+
+    @property
     def vif_change(self):
-        return self._active_solve(self.fit.information, self._kkt_rhs(self.deleted_gradient))
+        """(n, d) the VIF's change (the engine's, on the active set)."""
+        return self.change("vif")
+
+    @cached_property
+    def newton_change(self):
+        """(n, d) one-step Newton's change on the active set (computed once)."""
+        return Engine.change(self, "newton")
 
     def change(self, method):
-        if method == "vif":
-            return self.vif_change.copy()
-        if method == "reid":
-            fit = self.fit
-            U = fit.data.to_caller_order(score_residuals_sorted(fit.risk_sets, fit.coef))
-            return self._active_solve(fit.information, U)
+        """The engine's changes (module docstring), Newton's computed once."""
         if method == "newton":
             return self.newton_change.copy()
-        raise ValueError(f"unknown method {method!r}")
+        return super().change(method)
 
-    def _deleted_hessians(self):
-        """(n, d, d) the smooth part's Hessian of ``J_{-i}`` at ``beta_hat``: the loss's
-        in closed form (:func:`coxinfluence.influence_functions.deleted_hessians.deleted_hessians`)
-        plus the ridge part without the row."""
-        fit = self.fit
-        H = deleted_hessians(fit, resolve_units(fit))
-        return H + fit.penalty.ridge_loo[:, :, None] * np.eye(fit.data.d)[None]
-
-    def refit(self, codes=None, *, progress=None, executor=None):
+    def refit(self, codes=None, *, progress=None, executor=None, n_chunks=None):
+        """The elastic net's own refits (:func:`~coxinfluence.models.coxnet.coxnet_refits`)
+        from the one-step Newton (or VIF) change, in batches of 64; ``executor`` (a
+        ``concurrent.futures.Executor`` or a dask ``Client``) takes chunks of whole
+        batches (results bit-identical to the serial run), ``progress`` a tqdm bar."""
         codes = np.arange(self.fit.n) if codes is None else np.asarray(codes, dtype=int)
         guess = self.newton_change if self._with_newton else self.vif_change
-        theta = coxnet_refits(self.fit, codes, init=self.coef + guess[codes])
+        init = self.coef + guess[codes]
+        m, batch = codes.size, 64
+        if executor is None:
+            chunks = whole_batch_chunks(m, -(-m // 2048), batch)
+            results = (coxnet_refits(self.fit, codes[p], init=init[p], batch=batch)
+                       for p in chunks)
+        else:
+            executor, (fit,) = on_workers(executor, self.fit)
+            chunks = whole_batch_chunks(m, n_chunks or 4 * (n_workers(executor) or 2), batch)
+            futures = [executor.submit(coxnet_refits, fit, codes[p], init[p], batch)
+                       for p in chunks]
+            results = (f.result() for f in futures)
+        theta = np.empty((m, self.coef.size))
+        bar = _progress((None if m > 2000 else False) if progress is None else bool(progress),
+                        m, "exact leave-one-out")
+        for p, part in zip(chunks, results):
+            theta[p] = part
+            bar.update(len(p))
+        bar.close()
         ok = np.isfinite(theta).all(axis=1)
         return Refits(codes, theta, np.where(ok, "ok", "refit_failed"))
-
-    def undefined(self):
-        """None: an elastic net (``l1_ratio > 0``) always has a minimum."""
-        return np.zeros(self.fit.n, dtype=bool)
 
     def unstable(self, delta_vif):
         """None beyond :meth:`selection_changes` (no measured rule on the active set)."""
         return np.zeros(self.fit.n, dtype=bool)
-
-    @cached_property
-    def newton_change(self):
-        return self._active_solve(self._deleted_hessians(), self._kkt_rhs(
-            self.deleted_gradient))
 
     @cached_property
     def selection_changes(self):
