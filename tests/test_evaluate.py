@@ -230,3 +230,27 @@ def test_live_r_on_another_split(tmp_path):
     subprocess.run(["Rscript", str(SCRIPT), str(tmp_path), "live", "4"], check=True,
                    capture_output=True)
     _check_cox(tmp_path, "live")
+
+
+def test_library_models_equal_our_fits_of_the_same_model():
+    """lifelines' WeibullAFTFitter = fit_aft (R's survreg, checked above) and
+    scikit-survival's CoxPHSurvivalAnalysis (Breslow ties) = fit_cox(ties="breslow"),
+    through their own predictions (the C-index of lifelines' AFT by its survival at the
+    median test time, the same order as survreg's linear predictor)."""
+    from lifelines import WeibullAFTFitter
+    from sksurv.linear_model import CoxPHSurvivalAnalysis
+    from sksurv.util import Surv
+    train, test, covs, times, _ = load(FIX, "gbsg2")
+    args = (test[covs], test.time, test.event, times)
+    weib = WeibullAFTFitter().fit(train[covs + ["time", "event"]], "time", "event")
+    ours = ci.evaluate(ci.fit_aft(train[covs], train.time, train.event), *args)
+    theirs = ci.evaluate(weib, *args, data=train)
+    np.testing.assert_allclose(theirs.estimate, ours.estimate, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(theirs.se, ours.se, rtol=0, atol=1e-10)
+    y = Surv.from_arrays(train.event.astype(bool), train.time)
+    cox = CoxPHSurvivalAnalysis().fit(train[covs], y)
+    ours = ci.evaluate(ci.fit_cox(train[covs], train.time, train.event, ties="breslow"),
+                       *args)
+    theirs = ci.evaluate(cox, *args, data=train[covs], y=y)
+    np.testing.assert_allclose(theirs.estimate, ours.estimate, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(theirs.se, ours.se, rtol=0, atol=1e-10)

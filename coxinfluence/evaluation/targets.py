@@ -440,7 +440,9 @@ class Concordance(_Surrogate, _TestSetMetric):
     G(T_i-)^2`` (``kind="uno"``, ``"n/G2"``). The risk score is the linear predictor
     (``ci.targets.LinearPredictor``: a Cox model's ``x'beta``) or, for a model without
     one (an AFT model), minus the log of the median survival time (the same order as
-    minus survreg's linear predictor, which R's concordance uses). A step function of
+    minus survreg's linear predictor, which R's concordance uses), or for a model with
+    neither (lifelines' parametric fitters) minus the survival probability at the median
+    of the test times (the same order for an AFT model). A step function of
     the coefficients: value exact, first-order change a smooth surrogate
     (:attr:`first_order`). One column, ``"c_harrell"`` or ``"c_uno"``.
 
@@ -497,14 +499,23 @@ class Concordance(_Surrogate, _TestSetMetric):
             raise ValueError("the test set has no comparable pairs")
 
     def _bind(self, fit):
-        """The score's prediction for ``fit``: its linear predictor, else the median."""
+        """The score's prediction for ``fit``: its linear predictor (sign 1), else its
+        median survival time (-1: minus its log), else its survival at the median test
+        time (0: minus it)."""
         if self._inner is None or self._inner[0] is not fit:
-            try:
-                self._lp.transform = self.transform
-                self._lp.implementation(fit=fit)
-                self._inner = (fit, self._lp, 1)
-            except ValueError:
-                self._inner = (fit, Quantile(self.X_test, 0.5), -1)
+            tau = float(np.median(self.outcomes.time))
+            for pred, sign in ((self._lp, 1), (Quantile(self.X_test, 0.5), -1),
+                               (Survival(self.X_test, [tau]), 0)):
+                pred.transform = self.transform
+                try:
+                    pred.implementation(fit=fit)
+                except ValueError:
+                    continue
+                self._inner = (fit, pred, sign)
+                break
+            else:
+                raise ValueError(f"the model ({type(fit).__name__}) has no linear "
+                                 "predictor, median or survival prediction to rank by")
         return self._inner
 
     def _pred(self):
@@ -527,7 +538,7 @@ class Concordance(_Surrogate, _TestSetMetric):
 
     def _scores(self, fit, values, sign):
         v = np.asarray(values, dtype=np.float64)
-        return v if sign == 1 else -np.log(v)
+        return v if sign == 1 else -np.log(v) if sign == -1 else -v
 
     def _metric_of_scores(self, s):
         si = s[:, self._events][:, :, None]
@@ -583,7 +594,7 @@ class Concordance(_Surrogate, _TestSetMetric):
         v = np.asarray(pred.value(fit, np.asarray(fit.coef)[None, :]), dtype=np.float64)[0]
         s = self._scores(fit, v[None], sign)[0]
         J = np.asarray(pred.jacobian(fit), dtype=np.float64)
-        Js = J if sign == 1 else -J / v[:, None]
+        Js = J if sign == 1 else -J / v[:, None] if sign == -1 else -J
         h = self.bandwidth * s.std() or 1.0
         ev = self._events
         K = self._pairs * _sigmoid_slope((s[ev][:, None] - s[None, :]) / h) / h
