@@ -16,7 +16,8 @@ in ``theta``. With ``B = A^{-1}``, the loss in ``theta`` is ``L~(theta) = L(B th
                                                                        a gradient: covector)
     unstable       the wrapped rule at the change in phi, B delta     (rows: delta @ B')
 
-Invariant, hence delegated: the units, ``undefined``, ``unit_frame``, the flags, the
+Invariant, hence delegated: the units, ``undefined``, ``unit_frame``, the flags (and
+their descriptions), the ratio's name, the report's notes, the
 likelihood displacement (``D' I D`` and the objective at the refits), LMAX (``S I^{-1}
 S'`` is unchanged) and the report's words about the model (``report_header``, with a note
 on the parametrisation). The coefficient table is the Wald table of ``theta``
@@ -200,9 +201,13 @@ class Reparametrised(FitSeam):
     unit_name = property(lambda self: self.inner.unit_name)
     refit_every_flagged = property(lambda self: self.inner.refit_every_flagged)
     flag_descriptions = property(lambda self: self.inner.flag_descriptions)
+    ratio_name = property(lambda self: self.inner.ratio_name)
 
     def extra_flags(self):
         return self.inner.extra_flags()
+
+    def report_notes(self):
+        return self.inner.report_notes()
 
     @property
     def columns(self):
@@ -233,10 +238,11 @@ class Reparametrised(FitSeam):
         """``A (phi_{-g} - phi_hat)`` of the wrapped seam's ``change(method)``."""
         return map_rows(self.inner.change(method), self.A)
 
-    def refit(self, codes=None, *, progress=None, executor=None):
-        """The wrapped seam's refits, their parameters mapped by ``A`` (NaN kept only where
-        the refit's own parameter is NaN: :func:`map_rows`)."""
-        res = self.inner.refit(codes, progress=progress, executor=executor)
+    def refit(self, codes=None, *, progress=None, executor=None, **options):
+        """The wrapped seam's refits (``options``: the engine's, e.g. ``batch_size``),
+        their parameters mapped by ``A`` (NaN kept only where the refit's own parameter is
+        NaN: :func:`map_rows`)."""
+        res = self.inner.refit(codes, progress=progress, executor=executor, **options)
         return Refits(res.codes, map_rows(res.theta, self.A), res.status)
 
     def unstable(self, delta_vif):
