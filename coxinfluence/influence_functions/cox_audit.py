@@ -22,17 +22,12 @@ import pandas as pd
 
 from coxinfluence.data.units import resolve_units
 from coxinfluence.influence_functions.engine_cox import CoxEngine
-from coxinfluence.influence_functions.information_split import InformationSplit
 from coxinfluence.influence_functions.penalized import penalized_refits, penalized_theta_change
 from coxinfluence.influence_functions.refits import newton_loo
 from coxinfluence.influence_functions.reid import reid_of_units, unit_score_residuals
 from coxinfluence.influence_functions.seam import FitSeam, ReportHeader
-from coxinfluence.influence_functions.stability import (
-    third_derivative,
-    undefined_units,
-    unstable_screened,
-)
-from coxinfluence.influence_functions.vif import vif_of_units
+from coxinfluence.influence_functions.stability import undefined_units
+from coxinfluence.influence_functions.vif import vif_of_units  # noqa: F401  (tests count it)
 from coxinfluence.models.cox import check_fit
 
 
@@ -69,12 +64,6 @@ class CoxAudit(FitSeam, CoxEngine):
 
     # ------------------------------------------------------ shared, computed once
     @cached_property
-    def vif(self):
-        """(U, d) ``VIF_n(g)`` of every unit (paper scale; the partial likelihood's part
-        for a penalised fit)."""
-        return np.asarray(vif_of_units(self.fit, units=self.units), dtype=np.float64)
-
-    @cached_property
     def reid(self):
         """(U, d) Reid's ``IF_n(g)`` of every unit (paper scale)."""
         check_fit(self.fit, "reid_influence")
@@ -87,27 +76,6 @@ class CoxAudit(FitSeam, CoxEngine):
         IF is ``n I^{-1}`` times them)."""
         check_fit(self.fit, "reid_influence")
         return np.asarray(unit_score_residuals(self.fit, self.units), dtype=np.float64)
-
-    @cached_property
-    def information_parts(self):
-        """The units' parts ``C_g`` of the information (flags; the refits' warm start),
-        formed per unit when asked (:meth:`split_of`)."""
-        return InformationSplit(self.fit, self.units)
-
-    def split_of(self, codes):
-        """(m, d, d) ``C_g`` of the units ``codes``, each formed once per audit."""
-        codes = np.asarray(codes, dtype=np.intp)
-        kept = self.__dict__.setdefault("_split_kept", {})
-        new = np.unique(codes[[c not in kept for c in codes.tolist()]])
-        if new.size:
-            kept.update(zip(new.tolist(), self.information_parts.of(new)))
-        d = self.fit.data.d
-        return np.array([kept[c] for c in codes.tolist()]).reshape(codes.size, d, d)
-
-    @cached_property
-    def third(self):
-        """(d, d, d) the loss's third derivative at ``theta_hat`` (flags, refits)."""
-        return third_derivative(self.fit)
 
     # ------------------------------------------------------------ the estimates
     def change(self, method):
@@ -144,9 +112,7 @@ class CoxAudit(FitSeam, CoxEngine):
     def unstable(self, delta_vif):
         if self.fit.penalty is not None:       # no measured rule for penalised fits
             return np.zeros(self.units.n_units, dtype=bool)
-        # C_g formed only for the units whose trace bound may reach the rule
-        return unstable_screened(self.fit.information, self.information_parts.traces(),
-                                 self.third, delta_vif, self.split_of)
+        return super().unstable(delta_vif)      # screened: split_traces
 
     def unit_scores(self):
         return self.score_sums

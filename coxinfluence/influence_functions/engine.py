@@ -54,7 +54,10 @@ from coxinfluence.influence_functions.engine_refits import (
     refit_units,
 )
 from coxinfluence.influence_functions.seam import AuditModel
-from coxinfluence.influence_functions.stability import unstable_from_split
+from coxinfluence.influence_functions.stability import (
+    unstable_from_split,
+    unstable_screened,
+)
 from coxinfluence.numerics.newton import solve_any
 
 __all__ = ["Engine", "DeletionKernel", "MaskKernel", "Refits", "RUNAWAY_SE",
@@ -206,18 +209,22 @@ class Engine(AuditModel):
                            batch_size=batch_size, n_chunks=n_chunks, tol=tol,
                            max_iter=max_iter)
 
-    def halley_start(self, codes):
-        """``(theta (m, d), J (m, d, d) or None)``: the refits' Halley start and first
-        inverse Jacobians (:func:`~coxinfluence.influence_functions.engine_refits.
-        halley_start`)."""
-        return halley_start(self, np.asarray(codes, dtype=int).reshape(-1))
-
     # ------------------------------------------------------------------- trust
+    def split_traces(self):
+        """(U,) ``tr(H^{-1} C_g)`` where the family has them without ``C_g`` (then
+        ``unstable`` forms ``C_g`` only for the units they do not clear), else None."""
+        return None
+
     def unstable(self, delta_vif):
         """:func:`~coxinfluence.influence_functions.stability.unstable_from_split` with
-        every unit's ``C_g`` and ``T`` (zero where unknown)."""
+        the units' ``C_g`` and ``T`` (zero where unknown); screened
+        (:func:`~coxinfluence.influence_functions.stability.unstable_screened`) where the
+        family gives :meth:`split_traces`."""
         d = len(self.coef)
         T = np.zeros((d, d, d)) if self.third is None else self.third
+        traces = self.split_traces()
+        if traces is not None:
+            return unstable_screened(self.information, traces, T, delta_vif, self.split_of)
         return unstable_from_split(self.information, self.split_of(np.arange(self.n_units)),
                                    T, delta_vif)
 

@@ -29,6 +29,7 @@ from coxinfluence.influence_functions.deleted_hessians import (
 )
 from coxinfluence.influence_functions.engine import Engine
 from coxinfluence.influence_functions.engine_refits import DeletionKernel
+from coxinfluence.influence_functions.information_split import InformationSplit
 from coxinfluence.likelihood.deletion_gradients import DeletionGradients
 from coxinfluence.likelihood.objective import cox_objective, gradient_tolerance
 from coxinfluence.likelihood.risk_sets import RiskSets
@@ -154,6 +155,26 @@ class CoxEngine(Engine):
     def third(self):
         """(d, d, d) the loss's third derivative at ``theta_hat``."""
         return stability.third_derivative(self.fit)
+
+    @cached_property
+    def information_parts(self):
+        """The units' parts ``C_g`` of the information (flags; the refits' warm start),
+        formed per unit when asked (:meth:`split_of`)."""
+        return InformationSplit(self.fit, self.units)
+
+    def split_of(self, codes):
+        """(m, d, d) ``C_g`` of the units ``codes``, each formed once per audit."""
+        codes = np.asarray(codes, dtype=np.intp)
+        kept = self.__dict__.setdefault("_split_kept", {})
+        new = np.unique(codes[[c not in kept for c in codes.tolist()]])
+        if new.size:
+            kept.update(zip(new.tolist(), self.information_parts.of(new)))
+        d = self.fit.data.d
+        return np.array([kept[c] for c in codes.tolist()]).reshape(codes.size, d, d)
+
+    def split_traces(self):
+        """(U,) ``tr(H^{-1} C_g)``: the ``unstable`` rule's screen."""
+        return self.information_parts.traces()
 
     @cached_property
     def refit_tolerance(self):

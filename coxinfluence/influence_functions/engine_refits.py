@@ -365,14 +365,20 @@ def _broyden_update(J, idx, s, y):
     J[idx[ok]] += upd[ok]
 
 
-def _confirm(kernel, plan, code):
-    """The refit of unit ``code`` by Newton-Raphson with step halving from ``theta_hat``:
-    its coefficients when it converges to a point with information (not
-    :func:`_flat_at_refit`) within :data:`RUNAWAY_SE`, else None (no maximum)."""
+def _from_coef(kernel, coef, code, tol, max_iter, escape=None):
+    """The Newton-Raphson result (with step halving) of the refit without unit ``code``
+    from ``coef``."""
     objective = kernel.objective(np.array([code]))
-    res = newton(objective, plan.coef[None, :], tol=plan.tol, max_iter=plan.max_iter,
-                 escape=plan.runaway)
-    res = kernel.polish(objective, res, plan.tol)
+    res = newton(objective, np.asarray(coef, dtype=np.float64)[None, :], tol=tol,
+                 max_iter=max_iter, escape=escape)
+    return kernel.polish(objective, res, tol)
+
+
+def _confirm(kernel, plan, code):
+    """The refit of unit ``code`` from ``theta_hat`` (:func:`_from_coef`): its
+    coefficients when it converges to a point with information (not
+    :func:`_flat_at_refit`) within :data:`RUNAWAY_SE`, else None (no maximum)."""
+    res = _from_coef(kernel, plan.coef, code, plan.tol, plan.max_iter, plan.runaway)
     if res.converged[0] and not _flat_at_refit(res.hess, plan.chol)[0]:
         return res.theta[0]
     return None
@@ -463,12 +469,9 @@ def _statuses(model, kernel, plan, codes, theta, ok, flat):
 
 
 def plain_refit(kernel, coef, code, tol, max_iter):
-    """(d,) the refit without unit ``code`` by Newton-Raphson with step halving from
-    ``coef`` (NaN where it does not converge): the default second try of a refit."""
-    objective = kernel.objective(np.array([code]))
-    res = newton(objective, np.asarray(coef, dtype=np.float64)[None, :], tol=tol,
-                 max_iter=max_iter)
-    res = kernel.polish(objective, res, tol)
+    """(d,) the refit without unit ``code`` from ``coef`` (:func:`_from_coef`; NaN where it
+    does not converge): the default second try of a refit."""
+    res = _from_coef(kernel, coef, code, tol, max_iter)
     return res.theta[0] if res.converged[0] else np.full(len(coef), np.nan)
 
 
