@@ -10,7 +10,7 @@ import pytest
 from r_residuals import as_list, check_ph_test, close, fit_case, load_cases, matrix, run_r
 
 import coxinfluence as ci
-from coxinfluence.diagnostics.ph_test import km_transform, natural_spline_basis
+from coxinfluence.diagnostics.zph import km_transform, natural_spline_basis
 
 CASES, DATA, REFS = load_cases()
 BY_NAME = {cs["case"]: cs for cs in CASES}

@@ -31,7 +31,7 @@ from coxinfluence.diagnostics.registry import collapse_rows, register_residuals
 from coxinfluence.likelihood.aft import DISTRIBUTIONS, EXACT, INTERVAL
 from coxinfluence.models.aft import AFTFit
 
-__all__ = ["AFT_KINDS", "aft_residuals"]
+__all__ = ["aft_residuals"]
 
 AFT_KINDS = ("response", "deviance", "working", "dfbeta", "dfbetas", "ldcase", "ldresp",
              "ldshape")
@@ -82,8 +82,40 @@ def _quadratic(vectors, V):
 
 
 def aft_residuals(fit, kind, *, collapse=None, weighted=None):
-    """R's ``residuals(fit, type = kind, collapse, weighted)`` of an :class:`AFTFit`
-    (module docstring); called by ``ci.residuals``."""
+    """R's ``residuals(fit, type = kind, collapse, weighted)`` of an AFT fit.
+
+    The function ``ci.residuals`` calls for an :class:`~coxinfluence.AFTFit` (module
+    docstring for the formulas).
+
+    Parameters
+    ----------
+    fit : AFTFit
+        The fit.
+    kind : str
+        One of "response", "deviance", "working", "dfbeta", "dfbetas",
+        "ldcase", "ldresp", "ldshape".
+    collapse : bool or array_like, optional
+        True: sum per subject (``fit_aft(..., id=)``); or one label per row.
+    weighted : bool, optional
+        Multiply by the case weights (R's default: False).
+
+    Returns
+    -------
+    pandas.Series or pandas.DataFrame
+        Per row (caller's index), one column per parameter for dfbeta and
+        dfbetas; per label when collapsed.
+
+    Examples
+    --------
+    >>> from coxinfluence.diagnostics.aft_residuals import aft_residuals
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> fit = ci.fit_aft(rossi[["fin", "age"]], rossi["week"], rossi["arrest"])
+    >>> aft_residuals(fit, "ldcase").round(4).head(2)
+    0    0.0203
+    1    0.0197
+    Name: ldcase, dtype: float64
+    """
     data = fit.data
     der, eta, sigma, g = _row_parts(fit)
     has_entry = data.entry is not None and np.isfinite(data.entry).any()

@@ -28,8 +28,7 @@ from coxinfluence.diagnostics.registry import collapse_rows, register_residuals
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
 from coxinfluence.models.cox import CoxFit
 
-__all__ = ["COX_KINDS", "cox_residuals", "martingale_sorted", "schoenfeld_sorted",
-           "event_order", "caller_index", "r_means"]
+__all__ = ["cox_residuals"]
 
 COX_KINDS = ("martingale", "deviance", "score", "schoenfeld", "scaledsch", "dfbeta",
              "dfbetas", "partial")
@@ -92,8 +91,40 @@ def _labels(fit, collapse):
 
 
 def cox_residuals(fit, kind, *, collapse=None, weighted=None):
-    """R's ``residuals(fit, type = kind, collapse, weighted)`` of a :class:`CoxFit`
-    (module docstring); called by ``ci.residuals``."""
+    """R's ``residuals(fit, type = kind, collapse, weighted)`` of a Cox fit.
+
+    The function ``ci.residuals`` calls for a :class:`~coxinfluence.CoxFit` (module
+    docstring for the formulas).
+
+    Parameters
+    ----------
+    fit : CoxFit
+        The fit.
+    kind : str
+        One of "martingale", "deviance", "score", "schoenfeld",
+        "scaledsch", "dfbeta", "dfbetas", "partial".
+    collapse : bool or array_like, optional
+        True: sum per subject (``fit_cox(..., id=)``); or one label per row.
+    weighted : bool, optional
+        Multiply by the case weights; default R's (dfbeta and dfbetas only).
+
+    Returns
+    -------
+    pandas.Series or pandas.DataFrame
+        Per row (caller's index), per subject when collapsed, per event for the
+        Schoenfeld kinds.
+
+    Examples
+    --------
+    >>> from coxinfluence.diagnostics.cox_residuals import cox_residuals
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> fit = ci.fit_cox(rossi[["fin", "age"]], rossi["week"], rossi["arrest"])
+    >>> cox_residuals(fit, "deviance").round(3).head(2)
+    0    1.771
+    1    1.577
+    Name: deviance, dtype: float64
+    """
     data = fit.data
     if weighted is None:
         weighted = kind in ("dfbeta", "dfbetas")

@@ -25,7 +25,7 @@ from coxinfluence.likelihood.efron import tie_terms
 from coxinfluence.likelihood.fine_gray import CAUSE, per_time, risk_sums
 from coxinfluence.models.fine_gray import FineGrayFit
 
-__all__ = ["FINE_GRAY_KINDS", "fine_gray_residuals", "crr_res"]
+__all__ = ["fine_gray_residuals"]
 
 FINE_GRAY_KINDS = ("schoenfeld", "score", "dfbeta")
 
@@ -48,8 +48,43 @@ def crr_res(fit):
 
 
 def fine_gray_residuals(fit, kind, *, collapse=None, weighted=None):
-    """The residuals of a :class:`FineGrayFit` (module docstring); called by
-    ``ci.residuals``."""
+    """crr's residuals and the subjects' score and dfbeta of a Fine-Gray fit.
+
+    The function ``ci.residuals`` calls for a :class:`~coxinfluence.FineGrayFit`
+    (module docstring for the formulas).
+
+    Parameters
+    ----------
+    fit : FineGrayFit
+        The fit.
+    kind : str
+        One of "schoenfeld", "score", "dfbeta".
+    collapse : bool or array_like, optional
+        One label per subject (caller's order): sums per label (score, dfbeta).
+    weighted : bool, optional
+        Multiply by the case weights; default for dfbeta only.
+
+    Returns
+    -------
+    pandas.Series or pandas.DataFrame
+        schoenfeld: one row per failure time of the cause (crr's ``res``);
+        score, dfbeta: one row per subject (caller's index).
+
+    Examples
+    --------
+    >>> from coxinfluence.diagnostics.fine_gray_residuals import fine_gray_residuals
+    >>> rng = np.random.default_rng(1)
+    >>> n = 200
+    >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2)})
+    >>> t1 = rng.exponential(1 / np.exp(0.5 * X["age"]))
+    >>> t2, censor = rng.exponential(2.0, n), rng.exponential(3.0, n)
+    >>> time = np.minimum.reduce([t1, t2, censor]).round(3)
+    >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+    >>> fit = ci.fit_fine_gray(X, time, status, cause=1)
+    >>> D = fine_gray_residuals(fit, "dfbeta")
+    >>> bool(np.allclose(D.T @ D, fit.var))
+    True
+    """
     data = fit.data
     if kind == "schoenfeld":
         if collapse is not None and collapse is not False:

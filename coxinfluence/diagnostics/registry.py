@@ -19,8 +19,7 @@ import pandas as pd
 from coxinfluence.data.inputs import InputError
 from coxinfluence.influence_functions.registry import audit_model
 
-__all__ = ["ResidualFamily", "register_residuals", "residual_family", "residuals",
-           "collapse_rows", "resolve_fit"]
+__all__ = ["register_residuals", "residuals"]
 
 
 @dataclass(frozen=True)
@@ -39,9 +38,42 @@ _TABLE: dict = {}
 
 
 def register_residuals(fit_class, kinds, function, *, model=None):
-    """Register ``function`` for the ``kinds`` of fits of ``fit_class`` (the first kind is
-    the default). Registering a class again replaces its entry. Returns the
-    :class:`ResidualFamily`."""
+    """Register the residuals of a family of fits with :func:`residuals`.
+
+    The table is keyed by the fit's class (the nearest class of a fit's MRO wins), so
+    ``ci.residuals`` dispatches without asking which model it holds. Registering a
+    class again replaces its entry.
+
+    Parameters
+    ----------
+    fit_class : type
+        The class of the fits (``CoxFit``, ``AFTFit``, ``FineGrayFit``, or a user's).
+    kinds : sequence of str
+        The kinds the family defines; the first is the default.
+    function : callable
+        ``function(fit, kind, *, collapse, weighted)`` returning a pandas Series or
+        DataFrame.
+    model : str, optional
+        The family's name in messages (default the class name).
+
+    Returns
+    -------
+    ResidualFamily
+        The registered entry (``fit_class``, ``model``, ``kinds``, ``function``).
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class MeanFit:
+    ...     y: np.ndarray
+    >>> def centred(fit, kind, *, collapse=None, weighted=None):
+    ...     return pd.Series(fit.y - fit.y.mean(), name=kind)
+    >>> entry = ci.diagnostics.register_residuals(MeanFit, ["centred"], centred,
+    ...                                           model="Mean")
+    >>> ci.residuals(MeanFit(np.array([1.0, 2.0, 6.0]))).tolist()
+    [-2.0, -1.0, 3.0]
+    """
     entry = ResidualFamily(fit_class, model or fit_class.__name__, tuple(kinds), function)
     _TABLE[fit_class] = entry
     return entry
@@ -155,10 +187,20 @@ def residuals(model, data=None, kind=None, collapse=None, *, weighted=None):
     >>> X = rossi[["fin", "age", "prio"]]
     >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
     >>> ci.residuals(fit, kind="martingale").round(4).head(3)
-    0   -0.1475
-    1   -0.2731
-    2    0.6919
+    0    0.9183
+    1    0.8180
+    2    0.5060
     Name: martingale, dtype: float64
+
+    R gives the same: ``residuals(coxph(Surv(week, arrest) ~ fin + age + prio, rossi))``.
+    Schoenfeld residuals have one row per event, indexed by its time:
+
+    >>> ci.residuals(fit, kind="schoenfeld").round(3).head(3)
+            fin     age   prio
+    time
+    1.0  -0.402  -2.515 -4.266
+    2.0  -0.403  21.479 -2.276
+    3.0  -0.403   7.492 -1.277
     >>> ci.residuals(fit, kind="dfbeta").shape
     (432, 3)
     """

@@ -28,7 +28,7 @@ from coxinfluence.diagnostics.cox_residuals import schoenfeld_sorted
 from coxinfluence.diagnostics.registry import resolve_fit
 from coxinfluence.models.cox import CoxFit
 
-__all__ = ["ph_test", "PHTest", "km_transform"]
+__all__ = ["ph_test", "PHTest"]
 
 
 def km_transform(time, event, start=None):
@@ -128,7 +128,7 @@ def _used(data, n_events_stratum):
 class PHTest:
     """The result of :func:`ph_test`, as R's ``cox.zph`` object.
 
-    Attributes
+    Parameters
     ----------
     table : pandas.DataFrame
         ``chisq``, ``df``, ``p`` per term (or covariate) and ``GLOBAL``.
@@ -143,6 +143,19 @@ class PHTest:
         R's ``$var``, the variance used by the plot's band.
     transform : str
         The transform's name.
+
+    See Also
+    --------
+    coxinfluence.ph_test : Makes it.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> fit = ci.fit_cox(rossi[["fin", "age"]], rossi["week"], rossi["arrest"])
+    >>> test = ci.ph_test(fit, transform="rank")
+    >>> test.y.shape, test.transform
+    ((114, 2), 'rank')
     """
 
     table: pd.DataFrame
@@ -284,10 +297,15 @@ def ph_test(model, data=None, transform="km", terms=True):
     >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
     >>> ci.ph_test(fit).table.round(3)
             chisq   df      p
-    fin     0.001  1.0  0.974
-    age     8.102  1.0  0.004
-    prio    0.262  1.0  0.609
-    GLOBAL  8.488  3.0  0.037
+    fin     0.064  1.0  0.801
+    age     6.325  1.0  0.012
+    prio    0.519  1.0  0.471
+    GLOBAL  7.137  3.0  0.068
+
+    R's ``cox.zph(coxph(Surv(week, arrest) ~ fin + age + prio, rossi))`` gives the same
+    table. A covariate's scaled Schoenfeld residuals against time, with a smooth:
+
+    >>> ax = ci.ph_test(fit).plot("age")
     """
     fit = resolve_fit(model, data)
     if not isinstance(fit, CoxFit):
