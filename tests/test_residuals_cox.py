@@ -184,3 +184,29 @@ def test_live_against_r(tmp_path):
     for cs in cases:
         fit = fit_case(cs, data)
         check_residuals(fit, refs[cs["case"]], cs)
+
+
+def test_collapse_true_uses_a_lifelines_cluster_col():
+    from lifelines import CoxPHFitter
+    d = DATA["lung"]
+    df = d[["age", "sex", "ph.ecog", "wt.loss", "time", "status", "inst"]]
+    cph = CoxPHFitter().fit(df, "time", "status", cluster_col="inst")
+    by_cluster = ci.residuals(cph, df, kind="dfbeta", collapse=True)
+    by_labels = ci.residuals(cph, df, kind="dfbeta", collapse=d["inst"])
+    assert list(by_cluster.index) == sorted(d["inst"].unique())
+    np.testing.assert_allclose(by_cluster.to_numpy(), by_labels.to_numpy(), rtol=1e-12)
+    # per row the lifelines model gives R's numbers (cluster_col changes only the SEs)
+    R = matrix(REFS["lung_efron"]["residuals"]["dfbeta"])
+    close(ci.residuals(cph, df, kind="dfbeta").to_numpy(), R, 1e-7)
+
+
+def test_scikit_survival_model_takes_its_y_option():
+    sksurv = pytest.importorskip("sksurv.linear_model")
+    from sksurv.util import Surv
+    cs = BY_NAME["lung_breslow"]
+    d = DATA["lung"]
+    X = d[as_list(cs["covariates"])]
+    y = Surv.from_arrays(d["status"].astype(bool), d["time"])
+    est = sksurv.CoxPHSurvivalAnalysis(ties="breslow", tol=1e-12, n_iter=200).fit(X, y)
+    R = matrix(REFS["lung_breslow"]["residuals"]["score"])
+    close(ci.residuals(est, X, kind="score", y=y).to_numpy(), R, 1e-7)

@@ -89,16 +89,22 @@ def residual_family(fit) -> ResidualFamily:
                     f"{known}")
 
 
-def resolve_fit(model, data=None):
-    """The fit behind a user's model (our fits are used as they are; lifelines and
-    statsmodels models are resolved as ``ci.influence`` resolves them)."""
+def resolve_fit(model, data=None, **options):
+    """``(fit, groups)``: the fit behind a user's model (our fits are used as they are;
+    lifelines, statsmodels and scikit-survival models are resolved as ``ci.influence``
+    resolves them, ``options`` such as scikit-survival's ``y=`` passed on) and the
+    model's own units where the library names them (lifelines' ``cluster_col``), else
+    None."""
     if any(isinstance(model, cls) for cls in _TABLE):
         if data is not None:
             raise InputError("data= is for models that do not keep their training data "
                              "(lifelines, statsmodels); a coxinfluence fit keeps its own")
-        return model
-    _, resolved = audit_model(model, data)
-    return resolved.fit
+        if options:
+            raise InputError(f"{', '.join(f'{k}=' for k in options)} not available for a "
+                             "coxinfluence fit")
+        return model, None
+    _, resolved = audit_model(model, data, **options)
+    return resolved.fit, resolved.groups
 
 
 def _check_kind(entry, kind):
@@ -132,7 +138,7 @@ def collapse_rows(values, labels, index=None):
     return out
 
 
-def residuals(model, data=None, kind=None, collapse=None, *, weighted=None):
+def residuals(model, data=None, kind=None, collapse=None, *, weighted=None, **options):
     """Residuals of a fitted survival model, as R's ``residuals()`` gives them.
 
     Cox models (``ci.fit_cox``, lifelines' ``CoxPHFitter`` and ``CoxTimeVaryingFitter``,
@@ -154,11 +160,15 @@ def residuals(model, data=None, kind=None, collapse=None, *, weighted=None):
         "schoenfeld" (default), "score", "dfbeta".
     collapse : bool or array_like, optional
         Sum the per-row residuals per subject, as R's ``collapse=``: True for the fit's
-        subjects (``fit_cox(..., id=)``), or one label per row (caller's order).
-        Not for residuals with one row per event.
+        subjects (``fit_cox(..., id=)``, a lifelines ``CoxTimeVaryingFitter``'s
+        ``id_col``, else a lifelines ``cluster_col``), or one label per row (caller's
+        order). Not for residuals with one row per event.
     weighted : bool, optional
         Multiply by the case weights, as R's ``weighted=``; default R's (True for
         dfbeta and dfbetas of a Cox model, else False).
+    **options
+        Options of the model's family, as ``ci.influence`` takes them (scikit-survival's
+        ``y=``).
 
     Returns
     -------
@@ -204,7 +214,10 @@ def residuals(model, data=None, kind=None, collapse=None, *, weighted=None):
     >>> ci.residuals(fit, kind="dfbeta").shape
     (432, 3)
     """
-    fit = resolve_fit(model, data)
+    fit, groups = resolve_fit(model, data, **options)
     entry = residual_family(fit)
+    if collapse is True and groups is not None and getattr(getattr(fit, "data", None),
+                                                           "ids", None) is None:
+        collapse = np.asarray(groups)          # the library's units: lifelines' cluster_col
     kind = entry.kinds[0] if kind is None else _check_kind(entry, kind)
     return entry.function(fit, kind, collapse=collapse, weighted=weighted)

@@ -249,7 +249,7 @@ def natural_spline_basis(x, df):
     return np.column_stack(cols[:df])
 
 
-def ph_test(model, data=None, transform="km", terms=True):
+def ph_test(model, data=None, transform="km", terms=True, **options):
     """Test proportional hazards, as R's ``cox.zph`` (survival 3.x).
 
     The score test of time-varying coefficients ``beta + theta g(t)`` at ``theta = 0``,
@@ -271,6 +271,9 @@ def ph_test(model, data=None, transform="km", terms=True):
         True or False: one test per covariate; a dict ``{term: [columns]}`` groups
         columns into terms of several degrees of freedom (a factor's dummies), as R's
         terms.
+    **options
+        Options of the model's family, as ``ci.influence`` takes them (scikit-survival's
+        ``y=``).
 
     Returns
     -------
@@ -307,7 +310,7 @@ def ph_test(model, data=None, transform="km", terms=True):
 
     >>> ax = ci.ph_test(fit).plot("age")
     """
-    fit = resolve_fit(model, data)
+    fit, _ = resolve_fit(model, data, **options)
     if not isinstance(fit, CoxFit):
         raise TypeError(f"ph_test is the proportional-hazards test of Cox models; got a "
                         f"{type(fit).__name__}")
