@@ -74,7 +74,7 @@ def _table(df: pd.DataFrame, digits=4) -> str:
         return "NA" if pd.isna(v) else str(int(v))
 
     def other(v):
-        return "NA" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
+        return "NA" if pd.isna(v) is True else str(v)     # a scalar missing value
 
     def formatter(col):
         if _whole_numbers(col):
