@@ -4,7 +4,9 @@ Uno), on GBSG2 (censoring throughout, tied times) and Rossi (heavy ties, censori
 at the end), fitted on a training part and evaluated on a test part.
 
 Fixtures: tests/fixtures/r_evaluate/, written by tests/r/evaluate_reference.R (its header
-says what each quantity is); the live test reruns the script on another split.
+says what each quantity is); *_strata: the same data with a Cox model stratified by a
+binary column (GBSG2: menopausal status; Rossi: wexp), whose concordance R counts within
+strata; the live test reruns the script on another split.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from coxinfluence.evaluation import scores
 FIX = Path(__file__).parent / "fixtures" / "r_evaluate"
 SCRIPT = Path(__file__).parent / "r" / "evaluate_reference.R"
 CASES = ["gbsg2", "rossi"]
+STRATA = ["gbsg2_strata", "rossi_strata"]     # a column "stratum": strata(stratum) in R
 
 
 def load(directory, case):
@@ -29,7 +32,7 @@ def load(directory, case):
     d = pd.read_csv(directory / f"{case}_data.csv")
     times = pd.read_csv(directory / f"{case}_times.csv").t.to_numpy()
     ref = pd.read_csv(directory / f"{case}_reference.csv")
-    covs = [c for c in d.columns if c not in ("time", "event", "split")]
+    covs = [c for c in d.columns if c not in ("time", "event", "split", "stratum")]
     train = d[d.split == "train"].reset_index(drop=True)
     test = d[d.split == "test"].reset_index(drop=True)
     return train, test, covs, times, ref
@@ -80,8 +83,13 @@ def test_scores_on_r_risks_equal_score(case):
 
 def _check_cox(directory, case):
     train, test, covs, times, ref = load(directory, case)
-    fit = ci.fit_cox(train[covs], train.time, train.event)
-    table = ci.evaluate(fit, test[covs], test.time, test.event, times)
+    if "stratum" in train:
+        fit = ci.fit_cox(train[covs], train.time, train.event, strata=train.stratum)
+        X_test = test[covs + ["stratum"]]
+    else:
+        fit = ci.fit_cox(train[covs], train.time, train.event)
+        X_test = test[covs]
+    table = ci.evaluate(fit, X_test, test.time, test.event, times)
     assert table.columns.tolist() == ["metric", "time", "estimate", "se", "lower", "upper"]
     assert table.metric.tolist() == (["brier"] * len(times) + ["auc"] * len(times)
                                      + ["ibs", "c_harrell", "c_uno"])
@@ -92,13 +100,13 @@ def _check_cox(directory, case):
     return fit, train, test, covs, times, ref
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", CASES + STRATA)
 def test_evaluate_cox_equals_r(case):
     fit, *_ = _check_cox(FIX, case)
     assert fit.nobs > 0
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", CASES + STRATA)
 def test_evaluate_aft_equals_r(case):
     """A Weibull AFT model: its own S(t|x); the C-index orders by survreg's lp."""
     train, test, covs, times, ref = load(FIX, case)

@@ -1,6 +1,7 @@
 """Test-set metrics as targets of the audit (issue 38): values equal to R's Score and
 concordance, exact changes equal to R's refit-and-rescore (tests/r/evaluate_reference.R
-refits coxph without each of a sample of training rows and rescores), Jacobians equal to
+refits coxph without each of a sample of training rows and rescores; also a Cox model
+stratified by menopausal status on GBSG2), Jacobians equal to
 finite differences (the Brier scores') or to the derivative of the documented smooth
 surrogate coded here afresh (AUC, C), data effects equal to the metric with the baseline
 recomputed without the row.
@@ -30,14 +31,19 @@ def load(case):
     d = pd.read_csv(FIX / f"{case}_data.csv")
     times = pd.read_csv(FIX / f"{case}_times.csv").t.to_numpy()
     ref = pd.read_csv(FIX / f"{case}_reference.csv")
-    covs = [c for c in d.columns if c not in ("time", "event", "split")]
+    covs = [c for c in d.columns if c not in ("time", "event", "split", "stratum")]
     train = d[d.split == "train"].reset_index(drop=True)
     test = d[d.split == "test"].reset_index(drop=True)
     return train, test, covs, times, ref
 
 
+def cox(train, covs):
+    strata = train.stratum if "stratum" in train else None
+    return ci.fit_cox(train[covs], train.time, train.event, strata=strata)
+
+
 def targets_of(test, covs, times):
-    X, t, e = test[covs], test.time, test.event
+    X, t, e = test[covs + (["stratum"] if "stratum" in test else [])], test.time, test.event
     return {"loo_brier": BrierScore(X, t, e, times),
             "loo_ibs": IntegratedBrierScore(X, t, e, times),
             "loo_auc": TimeDependentAUC(X, t, e, times),
@@ -45,10 +51,10 @@ def targets_of(test, covs, times):
             "loo_c_uno": Concordance(X, t, e, kind="uno")}
 
 
-@pytest.fixture(scope="module", params=["gbsg2", "rossi"])
+@pytest.fixture(scope="module", params=["gbsg2", "rossi", "gbsg2_strata"])
 def case(request):
     train, test, covs, times, ref = load(request.param)
-    fit = ci.fit_cox(train[covs], train.time, train.event)
+    fit = cox(train, covs)
     return fit, train, test, covs, times, ref
 
 
@@ -67,8 +73,7 @@ def test_exact_changes_equal_r_refit_and_rescore(case):
     rows = np.unique(ref[ref.quantity == "loo_brier"].row.to_numpy()).astype(int)
     loo = np.full((len(train), len(covs)), np.nan)
     for i in rows:
-        rest = train.drop(index=i)
-        loo[i] = ci.fit_cox(rest[covs], rest.time, rest.event).coef
+        loo[i] = cox(train.drop(index=i), covs).coef
     for q, target in targets_of(test, covs, times).items():
         got = target.refit_values(fit, loo)
         assert np.isnan(np.delete(got, rows, axis=0)).all()

@@ -8,7 +8,12 @@ from coxinfluence.audit.targets import Survival
 from coxinfluence.data.inputs import InputError
 from coxinfluence.evaluation import scores
 from coxinfluence.evaluation.targets import Concordance
-from coxinfluence.evaluation.test_set import check_columns, check_times, read_test_set
+from coxinfluence.evaluation.test_set import (
+    check_columns,
+    check_times,
+    read_test_set,
+    test_strata,
+)
 from coxinfluence.influence_functions.registry import audit_model
 from coxinfluence.models.base import normal_quantile
 
@@ -45,7 +50,8 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
       grid), its standard error from the Brier scores' influence functions;
     - ``c_harrell`` and ``c_uno``: ``survival::concordance(fit, newdata = test, timewt =
       "n")`` and ``timewt = "n/G2"`` (risk score: the linear predictor, or for a model
-      without one the median survival time, reversed), standard error ``sqrt(var)``.
+      without one the median survival time, reversed; within strata for a stratified
+      Cox model), standard error ``sqrt(var)``.
 
     The formulas are in :mod:`coxinfluence.evaluation.scores`. Each metric is also a
     target of the audit (:mod:`coxinfluence.evaluation.targets`): which training
@@ -148,7 +154,7 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
         target.transform = transform
         pred, sign = target._with(fit)
         s = target._scores(fit, pred.value(fit, coef), sign)[0]
-        est, dfbeta = scores.concordance(out, s, kind)
+        est, dfbeta = scores.concordance(out, s, kind, strata=test_strata(fit, X_test))
         rows.append((f"c_{kind}", np.nan, est, float(np.sqrt((dfbeta ** 2).sum()))))
     table = pd.DataFrame(rows, columns=["metric", "time", "estimate", "se"])
     z = normal_quantile(alpha)

@@ -327,7 +327,24 @@ def comparable(out, rows):
     return (out.time[None, :] > ti) | ((out.time[None, :] == ti) & ~out.event[None, :])
 
 
-def concordance(out, score, kind="harrell", block=256):
+def _pair_counts(out, s, kind, block):
+    """(3, n): the weighted concordant, discordant and tied comparable pairs containing
+    each patient of ``out`` (scores ``s``)."""
+    omega = _uno_weights(out, kind)
+    events = np.flatnonzero(out.event)
+    ic = np.zeros((3, out.n))
+    for start in range(0, events.size, block):
+        rows = events[start:start + block]
+        comp = comparable(out, rows) * omega[rows][:, None]
+        si = s[rows][:, None]
+        for k, rel in enumerate((si > s[None, :], si < s[None, :], si == s[None, :])):
+            w = comp * rel
+            ic[k] += w.sum(axis=0)
+            ic[k, rows] += w.sum(axis=1)
+    return ic
+
+
+def concordance(out, score, kind="harrell", strata=None, block=256):
     """The concordance of risk scores with the test outcomes, and its variance.
 
     Parameters
@@ -338,6 +355,9 @@ def concordance(out, score, kind="harrell", block=256):
         Risk scores: larger means an earlier event.
     kind : {"harrell", "uno"}
         The weight of the pairs (module docstring).
+    strata : array_like, shape (n,), optional
+        Stratum codes: pairs only within a stratum, Uno's weights from each stratum's
+        censoring Kaplan-Meier (R's ``concordance`` of a stratified ``coxph``).
     block : int, default 256
         Events per block of the pairwise comparison.
 
@@ -348,18 +368,15 @@ def concordance(out, score, kind="harrell", block=256):
         patient, ``var = sum(dfbeta^2)``).
     """
     s = np.asarray(score, dtype=np.float64)
-    omega = _uno_weights(out, kind)
-    events = np.flatnonzero(out.event)
-    n = out.n
-    ic = np.zeros((3, n))       # concordant, discordant, tied: pairs containing k
-    for start in range(0, events.size, block):
-        rows = events[start:start + block]
-        comp = comparable(out, rows) * omega[rows][:, None]
-        si = s[rows][:, None]
-        for k, rel in enumerate((si > s[None, :], si < s[None, :], si == s[None, :])):
-            w = comp * rel
-            ic[k] += w.sum(axis=0)
-            ic[k, rows] += w.sum(axis=1)
+    if strata is None:
+        ic = _pair_counts(out, s, kind, block)
+    else:
+        strata = np.asarray(strata)
+        ic = np.zeros((3, out.n))
+        for code in np.unique(strata):
+            rows = np.flatnonzero(strata == code)
+            part = TestOutcomes(out.time[rows], out.event[rows].astype(int))
+            ic[:, rows] = _pair_counts(part, s[rows], kind, block) if part.event.any() else 0
     counts = ic.sum(axis=1) / 2
     npair = counts.sum()
     if npair == 0:

@@ -39,8 +39,9 @@ import copy
 import numpy as np
 
 from coxinfluence.audit.targets import LinearPredictor, Quantile, Survival, Target
+from coxinfluence.data.inputs import InputError
 from coxinfluence.evaluation.scores import TestOutcomes, ibs_weights, pair_matrix
-from coxinfluence.evaluation.test_set import check_times, read_test_set
+from coxinfluence.evaluation.test_set import check_times, read_test_set, test_strata
 
 __all__ = ["BrierScore", "IntegratedBrierScore", "TimeDependentAUC", "Concordance"]
 
@@ -48,6 +49,27 @@ __all__ = ["BrierScore", "IntegratedBrierScore", "TimeDependentAUC", "Concordanc
 def _sigmoid_slope(z):
     e = np.exp(-np.abs(z))
     return e / (1.0 + e) ** 2
+
+
+def _pair_weights(out, kind, strata):
+    """The events and each one's comparable pairs' weights, (E, n): within strata when
+    given, Uno's weights then from each stratum's censoring Kaplan-Meier."""
+    events = np.flatnonzero(out.event)
+    ti = out.time[events][:, None]
+    comp = (out.time[None, :] > ti) | ((out.time[None, :] == ti) & ~out.event[None, :])
+    if strata is None:
+        G = out.G_before()
+    else:
+        comp &= strata[events][:, None] == strata[None, :]
+        G = np.ones(out.n)
+        for code in np.unique(strata):
+            rows = np.flatnonzero(strata == code)
+            G[rows] = TestOutcomes(out.time[rows], out.event[rows].astype(int)).G_before()
+    if not comp.any():
+        raise InputError("the test set has no comparable pairs (an event before another "
+                         "patient's time)")
+    omega = np.ones(out.n) if kind == "harrell" else 1.0 / G ** 2
+    return events, comp * omega[events][:, None]
 
 
 class _TestSetMetric(Target):
@@ -437,12 +459,14 @@ class Concordance(_Surrogate, _TestSetMetric):
     ``survival::concordance(fit, newdata = test)``'s: over comparable pairs (an event and
     a patient followed longer), the share where the event had the higher risk score,
     ties 1/2; each pair weighted 1 (``kind="harrell"``, ``timewt = "n"``) or ``1 /
-    G(T_i-)^2`` (``kind="uno"``, ``"n/G2"``). The risk score is the linear predictor
-    (``ci.targets.LinearPredictor``: a Cox model's ``x'beta``) or, for a model without
-    one (an AFT model), minus the log of the median survival time (the same order as
-    minus survreg's linear predictor, which R's concordance uses), or for a model with
-    neither (lifelines' parametric fitters) minus the survival probability at the median
-    of the test times (the same order for an AFT model). A step function of
+    G(T_i-)^2`` (``kind="uno"``, ``"n/G2"``); for a stratified Cox model, pairs within a
+    stratum only (``G`` each stratum's), as R's concordance of a stratified coxph. The
+    risk score is the linear predictor (``ci.targets.LinearPredictor``: a Cox model's
+    ``x'beta``) or, for a model without one (an AFT model), minus the log of the median
+    survival time (the same order as minus survreg's linear predictor, which R's
+    concordance uses), or for a model with neither (lifelines' parametric fitters) minus
+    the survival probability at the median of the test times (the same order for an AFT
+    model). A step function of
     the coefficients: value exact, first-order change a smooth surrogate
     (:attr:`first_order`). One column, ``"c_harrell"`` or ``"c_uno"``.
 
@@ -488,21 +512,18 @@ class Concordance(_Surrogate, _TestSetMetric):
         if not self.bandwidth > 0:
             raise ValueError(f"bandwidth must be positive; got {bandwidth!r}")
         self._lp = LinearPredictor(X_test)
-        out = self.outcomes
-        self._omega = (np.ones(out.n) if kind == "harrell" else 1.0 / out.G_before() ** 2)
-        self._events = np.flatnonzero(out.event)
-        ti = out.time[self._events][:, None]
-        self._comparable = ((out.time[None, :] > ti)
-                            | ((out.time[None, :] == ti) & ~out.event[None, :]))
-        self._pairs = self._comparable * self._omega[self._events][:, None]
-        if not self._comparable.any():
-            raise ValueError("the test set has no comparable pairs")
+        self._events, self._pairs = _pair_weights(self.outcomes, kind, None)
+        self._strata = None
 
     def _bind(self, fit):
         """The score's prediction for ``fit``: its linear predictor (sign 1), else its
         median survival time (-1: minus its log), else its survival at the median test
         time (0: minus it)."""
         if self._inner is None or self._inner[0] is not fit:
+            strata = test_strata(fit, self.X_test)
+            if strata is not None or self._strata is not None:
+                self._events, self._pairs = _pair_weights(self.outcomes, self.kind, strata)
+                self._strata = strata
             tau = float(np.median(self.outcomes.time))
             for pred, sign in ((self._lp, 1), (Quantile(self.X_test, 0.5), -1),
                                (Survival(self.X_test, [tau]), 0)):

@@ -12,7 +12,7 @@ import pandas as pd
 from coxinfluence.data.inputs import InputError, aligned_inputs, as_vector, show_labels
 from coxinfluence.evaluation.scores import TestOutcomes
 
-__all__ = ["read_test_set", "check_times", "check_columns"]
+__all__ = ["read_test_set", "check_times", "check_columns", "test_strata"]
 
 
 def read_test_set(X_test, time_test, event_test):
@@ -125,3 +125,29 @@ def check_columns(X_test, names):
         raise InputError(f"the test covariates' columns are not the training ones "
                          f"({'; '.join(parts)}); the model was fitted on "
                          f"{show_labels(list(names))}")
+
+
+def test_strata(fit, X_test):
+    """The test patients' stratum codes under a stratified Cox fit; None otherwise.
+
+    Parameters
+    ----------
+    fit : object
+        The fitted model.
+    X_test : DataFrame or array_like
+        The test patients (their stratum columns are read).
+
+    Returns
+    -------
+    numpy.ndarray of int or None
+        One code per test patient (:func:`coxinfluence.models.predictions.cox_strata`).
+    """
+    data = getattr(fit, "data", None)
+    if not getattr(data, "strata_names", None):
+        return None
+    from coxinfluence.models.predictions import cox_strata
+    m = len(X_test) if isinstance(X_test, pd.DataFrame) else np.atleast_2d(X_test).shape[0]
+    return np.asarray(cox_strata(fit, X_test, None, m))
+
+
+test_strata.__test__ = False        # not a pytest test

@@ -7,7 +7,8 @@
 # without each of a sample of training rows (R's refit-and-rescore).
 #
 # Usage: Rscript evaluate_reference.R DIR CASE [N_LOO]
-# Reads DIR/CASE_data.csv (covariate columns, then time, event, split = "train"/"test")
+# Reads DIR/CASE_data.csv (covariate columns, then time, event, split = "train"/"test";
+#   a column `stratum`, if there, stratifies the Cox model: strata(stratum))
 #   and DIR/CASE_times.csv (one column t).
 # Writes DIR/CASE_reference.csv, long format: quantity, row, time, value. Quantities:
 #   risk (1 - S(t|x) of test patient `row` at `time`: survfit(fit, newdata) read at the
@@ -29,10 +30,13 @@ case <- args[2]
 n_loo <- if (length(args) >= 3) as.integer(args[3]) else 10L
 d <- read.csv(file.path(dir, paste0(case, "_data.csv")))
 times <- read.csv(file.path(dir, paste0(case, "_times.csv")))$t
-covs <- setdiff(names(d), c("time", "event", "split"))
-train <- d[d$split == "train", c(covs, "time", "event")]
-test <- d[d$split == "test", c(covs, "time", "event")]
-form <- as.formula(paste("Surv(time, event) ~", paste(covs, collapse = " + ")))
+covs <- setdiff(names(d), c("time", "event", "split", "stratum"))
+keep <- intersect(c(covs, "stratum", "time", "event"), names(d))
+train <- d[d$split == "train", keep]
+test <- d[d$split == "test", keep]
+rhs <- paste(c(covs, if ("stratum" %in% names(d)) "strata(stratum)"), collapse = " + ")
+form <- as.formula(paste("Surv(time, event) ~", rhs))
+aft_form <- as.formula(paste("Surv(time, event) ~", paste(covs, collapse = " + ")))
 rows <- list()
 emit <- function(quantity, row, time, value) {
   rows[[length(rows) + 1]] <<- data.frame(quantity = quantity, row = row, time = time,
@@ -75,9 +79,9 @@ for (q in c("brier", "brier_se", "auc", "auc_se")) emit(q, NA, times, m[[q]])
 for (q in c("ibs", "ibs_se")) emit(q, NA, max(times), m[[q]])
 for (q in c("c_harrell", "c_harrell_se", "c_uno", "c_uno_se")) emit(q, NA, NA, m[[q]])
 
-# a Weibull AFT model (survreg): Score on 1 - S(t|x) = psurvreg(t, lp, scale), and
+# a Weibull AFT model (survreg; without the strata): Score on 1 - S(t|x) = psurvreg(t, lp, scale), and
 # concordance(fit, newdata) on survreg's linear predictor
-aft <- survreg(form, data = train, dist = "weibull")
+aft <- survreg(aft_form, data = train, dist = "weibull")
 lp_aft <- predict(aft, newdata = test, type = "lp")
 risk_aft <- sapply(times, function(t) psurvreg(t, lp_aft, aft$scale, "weibull"))
 sa <- Score(list(aft = risk_aft), formula = Surv(time, event) ~ 1, data = test,
