@@ -15,7 +15,8 @@ checked against an independent computation:
   (``ci.fit_*`` on the subset, lifelines' fitter, scikit-survival's estimator, statsmodels'
   ``Logit`` for the autodiff GLM, scipy for the test-only family), within 1e-6 SE;
 - ``method="auto"``'s top 10 by likelihood displacement is ``method="exact"``'s top 10;
-- an integer case weight of 2 equals the row duplicated (families with case weights);
+- doubling a unit's integer case weights equals entering it twice (families with case
+  weights: Cox, AFT, Fine-Gray, lifelines' ``weights_col``, the test-only family);
 - the robust covariance is ``D' D`` with ``D`` the units' changes where the family defines
   it so (``Case.robust`` names the method giving ``D``; None: refused, a ValueError): Reid's
   change for Cox (rows, subjects, clusters, lifelines' ridge, scikit-survival's CoxPH: R's
@@ -50,16 +51,17 @@ N = 80
 
 
 def _rows(seed=1, n=N):
-    """Survival rows: two covariates, a weight column of ones, a shuffled integer index
-    (the caller's labels, not 0..n-1)."""
+    """Survival rows: two covariates, case weights 1 or 2, a shuffled integer index (the
+    caller's labels, not 0..n-1)."""
     rng = np.random.default_rng(seed)
     x1 = rng.normal(size=n)
     x2 = (rng.uniform(size=n) < 0.5).astype(float)
     t = rng.exponential(np.exp(-(0.5 * x1 - 0.4 * x2))) * 10 + 0.1
     e = (rng.uniform(size=n) < 0.75).astype(float)
+    w = rng.choice([1.0, 2.0], size=n, p=[0.7, 0.3])            # case weights
     index = pd.Index(1000 + rng.permutation(n) * 7, name="patient")
-    return pd.DataFrame({"x1": x1, "x2": x2, "t": np.round(t, 2), "e": e,
-                         "w": np.ones(n)}, index=index)
+    return pd.DataFrame({"x1": x1, "x2": x2, "t": np.round(t, 2), "e": e, "w": w},
+                        index=index)
 
 
 def _subjects(seed=2, n_subjects=40):
@@ -74,7 +76,7 @@ def _subjects(seed=2, n_subjects=40):
         event = float(rng.uniform() < 0.7)
         for k in range(len(bounds) - 1):
             out.append({"id": f"s{s:02d}", "start": bounds[k], "stop": bounds[k + 1],
-                        "x1": rng.normal(), "x2": x2,
+                        "x1": rng.normal(), "x2": x2, "w": 1.0 + (s % 3 == 0),
                         "e": event if k == len(bounds) - 2 else 0.0})
     df = pd.DataFrame(out)
     df.index = pd.Index([f"row{i}" for i in range(len(df))][::-1])
@@ -101,8 +103,9 @@ class Case:
     ``unit``: the column of ``df`` naming the unit of deletion (None: the rows);
     ``weights``: the case-weight column (None: the family has none);
     ``robust``: the method whose changes ``D`` give the robust covariance ``D' D`` (None:
-    ``covariance(True)`` is refused); ``event_unit``: a row whose weight-2 test is exact
-    under the case's ties (a censored row with Efron ties)."""
+    ``covariance(True)`` is refused); ``weighted_unit(df)``: the unit whose weights the
+    weight-2 test doubles (with Efron's ties a censored one: Efron's correction counts
+    tied events, so an event of weight 2 is not two tied events)."""
 
     name: str
     df: pd.DataFrame
@@ -111,11 +114,12 @@ class Case:
     unit: Optional[str] = None
     weights: Optional[str] = None
     robust: Optional[str] = None
-    weighted_row: Optional[Callable] = None
+    weighted_unit: Callable = lambda df: df.index[4]
     deleted_objective: Optional[Callable] = None
     oracle_refit: Optional[Callable] = None
     step_cap: Optional[Callable] = None
     refit_se: float = 1e-6
+    no_weights: str = "the family has no case weights"
     extra: dict = field(default_factory=dict)
 
 
@@ -123,15 +127,15 @@ def _cox_rows():
     df = _rows()
     return Case("cox_rows", df, lambda d: (ci.fit_cox(d[["x1", "x2"]], d["t"], d["e"],
                                                       weights=d["w"]), None, {}),
-                weights="w", robust="reid", weighted_row=_censored)
+                weights="w", robust="reid", weighted_unit=_censored)
 
 
 def _cox_subjects():
     df = _subjects()
     return Case("cox_subjects", df,
                 lambda d: (ci.fit_cox(d[["x1", "x2"]], d["stop"], d["e"], start=d["start"],
-                                      id=d["id"]), None, {}),
-                unit="id", robust="reid")
+                                      id=d["id"], weights=d["w"]), None, {}),
+                unit="id", weights="w", robust="reid", weighted_unit=_censored_subject)
 
 
 def _cox_clusters():
@@ -141,11 +145,17 @@ def _cox_clusters():
     return Case("cox_clusters", df,
                 lambda d: (ci.fit_cox(d[["x1", "x2"]], d["t"], d["e"], ties="breslow",
                                       weights=d["w"]), None, {"groups": d["hospital"]}),
-                unit="hospital", weights="w", robust="reid")
+                unit="hospital", weights="w", robust="reid",
+                weighted_unit=lambda d: d["hospital"].iloc[0])
 
 
 def _censored(df):
     return df.index[np.flatnonzero(df["e"].to_numpy() == 0)[0]]
+
+
+def _censored_subject(df):
+    events = df.groupby("id")["e"].sum()
+    return events.index[np.flatnonzero(events.to_numpy() == 0)[0]]
 
 
 def _lifelines_fit(fitter, d, cols, **kw):
@@ -164,14 +174,17 @@ def _cox_ridge():
                              fit_options={"precision": 1e-13})
         return cph, d[cols], {}
     return Case("cox_ridge", df, make, own_coef=lambda m: m.params_.to_numpy(),
-                robust="reid")
+                robust="reid",
+                no_weights="lifelines' penalised CoxPHFitter: a weight of 2 is not the row "
+                           "entered twice in lifelines itself (its covariates' scaling is "
+                           "unweighted; measured 4e-3 apart in coef)")
 
 
 def _aft():
     df = _rows(seed=7)
     return Case("aft", df, lambda d: (ci.fit_aft(d[["x1", "x2"]], d["t"], d["e"],
                                                  weights=d["w"]), None, {}),
-                weights="w", robust="vif", weighted_row=lambda d: d.index[3])
+                weights="w", robust="vif", weighted_unit=lambda d: d.index[3])
 
 
 #: lifelines' optimiser tightened (SLSQP's ftol for the AFT fitters, BFGS's gtol otherwise);
@@ -191,7 +204,7 @@ def _lifelines_weibull():
                            fit_options=_TIGHT)
         return m, d[cols], {}
     return Case("lifelines_weibull_aft", df, make, own_coef=lambda m: m.params_.to_numpy(),
-                weights="w", robust="vif", weighted_row=lambda d: d.index[5],
+                weights="w", robust="vif", weighted_unit=lambda d: d.index[5],
                 refit_se=_LIFELINES_SE)
 
 
@@ -205,7 +218,7 @@ def _lifelines_ancillary():
                            fit_options=_TIGHT)
         return m, d[cols], {}
     return Case("lifelines_ancillary", df, make, own_coef=lambda m: m.params_.to_numpy(),
-                weights="w", robust="reid", weighted_row=lambda d: d.index[5],
+                weights="w", robust="reid", weighted_unit=lambda d: d.index[5],
                 refit_se=_LIFELINES_SE)
 
 
@@ -214,7 +227,7 @@ def _fine_gray():
     return Case("fine_gray", df,
                 lambda d: (ci.fit_fine_gray(d[["x1", "x2"]], d["t"], d["status"], cause=1,
                                             weights=d["w"], strata=d["stratum"]), None, {}),
-                weights="w", robust="reid", weighted_row=lambda d: d.index[2])
+                weights="w", robust="reid", weighted_unit=lambda d: d.index[2])
 
 
 def _sksurv_y(d):
@@ -231,7 +244,8 @@ def _sksurv_coxph():
         est = sk.CoxPHSurvivalAnalysis(alpha=2.0, ties="efron", tol=1e-15).fit(
             d[["x1", "x2"]], y)
         return est, d[["x1", "x2"]], {"y": y}
-    return Case("sksurv_coxph", df, make, own_coef=lambda m: m.coef_, robust="reid")
+    return Case("sksurv_coxph", df, make, own_coef=lambda m: m.coef_, robust="reid",
+                no_weights="scikit-survival's Cox estimators take no case weights")
 
 
 def _sksurv_coxnet():
@@ -248,6 +262,7 @@ def _sksurv_coxnet():
                 d[cols], y)
         return est, d[cols], {"y": y}
     return Case("sksurv_coxnet", df, make, own_coef=lambda m: m.coef_[:, 0],
+                no_weights="scikit-survival's Cox estimators take no case weights",
                 step_cap=lambda coef: np.where(coef != 0, np.abs(coef) / 4, np.inf))
 
 
@@ -274,7 +289,7 @@ def _example_family():
     df = _binary(13)
     return Case("example_family", df,
                 lambda d: (LogisticFit(d[["x1", "x2"]], d["y"], weights=d["w"]), None, {}),
-                weights="w", robust="reid", weighted_row=lambda d: d.index[4],
+                weights="w", robust="reid", weighted_unit=lambda d: d.index[4],
                 oracle_refit=lambda case, label: _logit_oracle(_without(case, label)))
 
 
@@ -284,7 +299,8 @@ def _autodiff_glm():
     df = _binary(14, n=60)
 
     def make(d):
-        loss = losses.glm(d[["x1", "x2"]].to_numpy(), d["y"].to_numpy())
+        loss = losses.glm(d[["x1", "x2"]].to_numpy(), d["y"].to_numpy(),
+                          weights=d["w"].to_numpy())
         return AutodiffModel(loss, columns=["Intercept", "x1", "x2"], labels=d.index), None, {}
 
     def deleted(seam, label):
@@ -294,6 +310,9 @@ def _autodiff_glm():
         f = jax.jit(jax.vmap(lambda t: seam.loss.loss(t, presence)))
         return lambda thetas: np.asarray(f(jnp.asarray(thetas)))
     return Case("autodiff_glm", df, make, deleted_objective=deleted, robust="reid",
+                no_weights="not run for the autodiff GLM: two more losses would compile for "
+                           "seconds each (the test-only family checks a weighted "
+                           "decomposable loss)",
                 oracle_refit=lambda case, label: _logit_oracle(_without(case, label)))
 
 
@@ -502,35 +521,36 @@ def test_auto_top_10_is_the_exact_top_10(audited):
     assert np.abs(diff).max() <= 1e-7
 
 
-def test_weight_two_is_the_row_duplicated(audited):
-    """A case weight of 2 on one row equals the row entered twice: the fit, every other
-    unit's change by each method, and (exact) the deletion of the doubled row against the
-    fit without both copies."""
+def test_weight_two_is_the_unit_duplicated(audited):
+    """Doubling a unit's case weights equals entering its rows twice (as a second unit):
+    the fit, every other unit's change by each method, and (exact) the deletion of the
+    doubled unit against the family's fit without both copies."""
     case = audited.case
     if case.weights is None:
-        pytest.skip(f"{case.name}: the family has no case weights")
-    row = case.weighted_row(case.df) if case.weighted_row else case.df.index[0]
+        pytest.skip(f"{case.name}: {case.no_weights}")
+    label = case.weighted_unit(case.df)
+    rows = _unit_rows(case, label)
     weighted = case.df.copy()
-    weighted.loc[row, case.weights] = 2.0
-    dup = pd.concat([case.df, case.df.loc[[row]].set_axis(["copy"], axis=0)])
+    weighted.iloc[rows, weighted.columns.get_loc(case.weights)] *= 2.0
+    copy = case.df.iloc[rows].set_axis([f"copy{k}" for k in range(rows.size)], axis=0)
     if case.unit is not None:
-        dup.loc["copy", case.unit] = f"{dup.loc['copy', case.unit]}_copy"
+        copy[case.unit] = f"{label}_copy"
+    dup = pd.concat([case.df, copy])
     sw, sd = _seam(case, weighted), _seam(case, dup)
     np.testing.assert_allclose(sw.coef, sd.coef, rtol=0, atol=1e-9)
     labels = sw.unit_labels
-    own = labels.get_loc(row if case.unit is None else case.df.loc[row, case.unit])
+    own = labels.get_loc(label)
     others = np.delete(np.arange(len(labels)), own)
     at = sd.unit_labels.get_indexer(labels[others])
+    assert (at >= 0).all()
     for method in ("vif", "reid", "newton"):
         a, b = sw.change(method)[others], sd.change(method)[at]
         assert np.abs(a - b).max() <= 1e-7 * np.abs(b).max(), method
-    # deleting the doubled row = deleting both copies
-    gone = dup.index.isin([row, "copy"])
-    if case.unit is not None:
-        gone |= dup[case.unit].isin([labels[own], f"{labels[own]}_copy"])
-    both = dup[~gone]
+    # deleting the doubled unit = deleting both copies
+    both = dup.drop(index=list(case.df.index[rows]) + list(copy.index))
     model, _, _ = case.make(both)
     refit = _quiet(sw.refit, [own])
+    assert refit.status[0] == "ok"
     se = _se(sw)
     assert np.abs((refit.theta[0] - case.own_coef(model)) / se).max() <= case.refit_se
 
@@ -607,7 +627,7 @@ def test_example_family_gets_the_whole_audit(tmp_path):
     from coxinfluence.report import write_report
     assert FAMILY in families()
     df = _binary(15, n=120)
-    fit = LogisticFit(df[["x1", "x2"]], df["y"])
+    fit = LogisticFit(df[["x1", "x2"]], df["y"], weights=df["w"])
     res = _quiet(ci.influence, fit, df)
     assert isinstance(res.model, LogisticAudit)
     assert list(res.loo_change.index) == list(df.index)
