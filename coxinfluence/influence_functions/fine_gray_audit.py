@@ -57,23 +57,21 @@ _BATCH_FLOATS = 4_000_000
 
 class FineGrayKernel(DeletionKernel):
     """The refit kernel (:class:`~coxinfluence.influence_functions.engine.DeletionKernel`):
-    the loss without each subject, as presence masks over the sorted rows (the censoring
-    Kaplan-Meier re-estimated per problem, :func:`~coxinfluence.likelihood.fine_gray.
-    loss_grad_hess`); ``sorted_row`` the sorted row of each subject."""
+    the loss without each subject, ``likelihood.objective(P)``
+    (:meth:`~coxinfluence.likelihood.fine_gray.FineGrayLikelihood.objective`) with presence
+    masks over the sorted rows (the censoring Kaplan-Meier re-estimated per problem);
+    ``sorted_row`` the sorted row of each subject."""
 
-    shared_names = ("data",)
+    shared_names = ("likelihood",)
 
-    def __init__(self, data, sorted_row):
-        self.data, self.sorted_row = data, sorted_row
+    def __init__(self, likelihood, sorted_row):
+        self.likelihood, self.sorted_row = likelihood, sorted_row
 
     def objective(self, codes):
         codes = np.asarray(codes, dtype=np.intp)
-        P = np.ones((codes.size, self.data.n))
+        P = np.ones((codes.size, self.likelihood.data.n))
         P[np.arange(codes.size), self.sorted_row[codes]] = 0.0
-
-        def evaluate(idx, theta, hess=True):
-            return loss_grad_hess(self.data, theta, P[idx], hessian=hess)
-        return evaluate
+        return self.likelihood.objective(P)
 
     def gradients(self, codes):
         objective = self.objective(codes)
@@ -122,7 +120,7 @@ class FineGrayAudit(Engine, FitSeam):
         return self.fit.objective(thetas)
 
     def deletion_kernel(self):
-        return FineGrayKernel(self.fit.data, self._sorted_row)
+        return FineGrayKernel(self.fit.likelihood, self._sorted_row)
 
     # ------------------------------------------------------ the derivatives
     @cached_property

@@ -460,12 +460,13 @@ class FineGrayLikelihood:
         return out if np.ndim(theta) == 2 or out.shape[0] > 1 else out[0]
 
     def objective(self, presence_sorted):
-        """``objective(idx, theta)`` for :func:`coxinfluence.numerics.newton.newton`: the
-        problems ``idx`` of a batch of presence masks over the *sorted* rows."""
+        """``objective(idx, theta, hess=True)`` for :func:`coxinfluence.numerics.newton.
+        newton` and the influence engine's refits: the problems ``idx`` of a batch of
+        presence masks over the *sorted* rows (``hess=False``: no Hessian, None)."""
         P = np.atleast_2d(np.asarray(presence_sorted, dtype=np.float64))
 
-        def objective(idx, theta):
-            return loss_grad_hess(self.data, theta, P[idx])
+        def objective(idx, theta, hess=True):
+            return loss_grad_hess(self.data, theta, P[idx], hessian=hess)
 
         return objective
 
