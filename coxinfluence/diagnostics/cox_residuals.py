@@ -17,6 +17,10 @@ Efron's or Breslow's ties, strata, case weights, (start, stop] rows):
   centring of ``predict(type = "terms")`` (:func:`r_means`).
 
 ``weighted=True`` multiplies by the case weights before collapsing (R's ``weighted=``).
+For Schoenfeld residuals each event is multiplied by its own weight; survival 3.5.3's
+``residuals(fit, "schoenfeld", weighted = TRUE)`` multiplies the events, in its sorted
+order, by ``weights[deaths]`` with ``weights`` in the data's order (a misalignment,
+shown in ``tests/test_residuals_cox.py``), so on weighted fits the two differ there.
 """
 from __future__ import annotations
 
