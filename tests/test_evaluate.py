@@ -262,3 +262,34 @@ def test_library_models_equal_our_fits_of_the_same_model():
     theirs = ci.evaluate(cox, *args, data=train[covs], y=y)
     np.testing.assert_allclose(theirs.estimate, ours.estimate, rtol=0, atol=1e-10)
     np.testing.assert_allclose(theirs.se, ours.se, rtol=0, atol=1e-10)
+
+
+def test_fine_gray_competing_risks_equal_score():
+    """Competing risks (simulated, causes 1 and 2, tied times): the cumulative incidence's
+    Brier score, AUC and IBS as Score(Hist(time, status) ~ 1, cause = 1) computes them,
+    from R's predict.crr risks (to rounding) and from fit_fine_gray end to end (to crr's
+    convergence, ~1e-8 on the coefficients); no concordance rows."""
+    d = pd.read_csv(FIX / "fg_data.csv")
+    ref = pd.read_csv(FIX / "fg_reference.csv")
+    times = pd.read_csv(FIX / "fg_times.csv").t.to_numpy()
+    train = d[d.split == "train"].reset_index(drop=True)
+    test = d[d.split == "test"].reset_index(drop=True)
+    out = scores.TestOutcomes(test.time, test.status, cause=1)
+    risk = ref[ref.quantity == "risk"]
+    for k, t in enumerate(times):
+        r = risk[risk.time == t].sort_values("row").value.to_numpy()
+        b, ic_b = scores.brier(out, 1 - r, t)
+        a, ic_a = scores.auc(out, r, t)
+        np.testing.assert_allclose([b, scores.standard_error(ic_b), a,
+                                    scores.standard_error(ic_a)],
+                                   [get(ref, q)[k] for q in ("brier", "brier_se", "auc",
+                                                             "auc_se")], rtol=0, atol=1e-12)
+    fit = ci.fit_fine_gray(train[["x1", "x2"]], train.time, train.status)
+    table = ci.evaluate(fit, test[["x1", "x2"]], test.time, test.status, times)
+    assert table.metric.tolist() == ["brier"] * 4 + ["auc"] * 4 + ["ibs"]
+    est = np.concatenate([get(ref, q) for q in ("brier", "auc", "ibs")])
+    se = np.concatenate([get(ref, q + "_se") for q in ("brier", "auc", "ibs")])
+    np.testing.assert_allclose(table.estimate, est, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(table.se, se, rtol=0, atol=1e-6)
+    with pytest.raises(ci.InputError, match="no events of cause 1"):
+        ci.evaluate(fit, test[["x1", "x2"]], test.time, test.status.replace(1, 2), times)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from coxinfluence.audit.target_base import implementation_of
 from coxinfluence.audit.targets import Survival
 from coxinfluence.data.inputs import InputError
 from coxinfluence.evaluation import scores
@@ -26,6 +27,8 @@ def _training_columns(fit):
     cov = getattr(fit, "covariates", None)
     if cov is None:
         cov = getattr(data, "columns", None)
+    if cov is None:
+        cov = getattr(fit, "columns", None)
     if cov is None:
         return None
     strata = getattr(data, "strata_names", None) or []
@@ -53,6 +56,12 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
       without one the median survival time, reversed; within strata for a stratified
       Cox model), standard error ``sqrt(var)``.
 
+    A Fine-Gray model (``FineGrayFit``) is scored for competing risks as ``Score(...,
+    Hist(time, status) ~ 1, cause = fit's cause)``: the Brier score and the AUC of its
+    cumulative incidence ``F(t|x)`` (cases: the cause's events by ``t``; another
+    cause's events by ``t`` are controls weighted by ``1 / G(T_i-)``), and the IBS; no
+    concordance rows.
+
     The formulas are in :mod:`coxinfluence.evaluation.scores`. Each metric is also a
     target of the audit (:mod:`coxinfluence.evaluation.targets`): which training
     patients move it.
@@ -69,7 +78,8 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
     time_test : array_like
         The test patients' follow-up times (a Series is matched on ``X_test``'s index).
     event_test : array_like
-        1 for an event, 0 for a censoring.
+        1 for an event, 0 for a censoring; for a Fine-Gray model the cause (0 censored,
+        1, 2, ...).
     times : float or array_like
         The times of the Brier score and the AUC, inside the test set's follow-up.
     data : DataFrame, optional
@@ -128,15 +138,23 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
     seam, resolved = audit_model(model, data, **options)
     fit, transform = seam.fit, resolved.transform
     check_columns(X_test, _training_columns(fit) if transform is None else None)
-    out = read_test_set(X_test, time_test, event_test)
+    # a model with a cumulative incidence and no survival (Fine-Gray): competing risks
+    incidence = (implementation_of("survival", fit=fit) is None
+                 and implementation_of("cumulative_incidence", fit=fit))
+    cause = getattr(fit, "cause", 1) if incidence else None
+    out = read_test_set(X_test, time_test, event_test, cause=cause)
     t = check_times(times, out)
-    surv = Survival(X_test, t)
-    surv.transform = transform
     coef = np.asarray(fit.coef, dtype=np.float64)[None, :]
-    try:
-        S = np.asarray(surv.value(fit, coef), dtype=np.float64).reshape(out.n, t.size)
-    except ValueError as exc:
-        raise InputError(f"ci.evaluate needs the model's survival prediction: {exc}") from None
+    if incidence:
+        pred = incidence(X_test, t)
+    else:
+        pred = Survival(X_test, t)
+        if implementation_of("survival", fit=fit) is None:
+            raise InputError(f"ci.evaluate needs the model's survival prediction; "
+                             f"{type(fit).__name__} has none")
+    pred.transform = transform
+    values = np.asarray(pred.value(fit, coef), dtype=np.float64).reshape(out.n, t.size)
+    S = 1.0 - values if incidence else values
     rows = []
     brier_ic = []
     for k, tk in enumerate(t):
@@ -149,7 +167,7 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
     w = scores.ibs_weights(t)
     ibs = float(sum(r[2] * wk for r, wk in zip(rows, w)))
     rows.append(("ibs", t[-1], ibs, scores.standard_error(w @ np.array(brier_ic))))
-    for kind in ("harrell", "uno"):
+    for kind in () if incidence else ("harrell", "uno"):
         target = Concordance(X_test, out.time, out.event.astype(int), kind=kind)
         target.transform = transform
         pred, sign = target._with(fit)

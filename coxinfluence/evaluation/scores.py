@@ -10,7 +10,10 @@ of the test set (censorings are the events; at a time with both, the events come
 so the censorings' risk set there leaves out the patients who died then).
 At a time ``t`` a *case* died by ``t`` (``T_i <= t``, an event; weight ``1 / G(T_i-)``),
 a *control* is still followed after ``t`` (``T_i > t``; weight ``1 / G(t)``); a patient
-censored by ``t`` has weight 0.
+censored by ``t`` has weight 0. With competing risks (Score's ``Hist(time, status)``,
+``cause``) the cases are the events of the cause and an event of another cause by ``t``
+is a control of weight ``1 / G(T_i-)``, the predictions are the cumulative incidences
+``F_i(t)`` of the cause, and ``S = 1 - F`` below.
 
 - Brier score: ``B(t) = (1/n) sum_i r_i``, ``r_i = case_i S_i(t)^2 / G(T_i-) + control_i
   (1 - S_i(t))^2 / G(t)``, ``S_i(t)`` the predicted survival (risk ``1 - S``).
@@ -100,17 +103,23 @@ class TestOutcomes:
     time : array_like, shape (n,)
         Follow-up times, finite and non-negative.
     event : array_like, shape (n,)
-        1 for an event, 0 for a censoring.
+        1 for an event, 0 for a censoring; with competing risks the cause (1, 2, ...).
+    cause : int, default 1
+        The event of interest: the *cases*; other causes' events before a time are
+        controls weighted by ``1 / G(T_i-)`` (Score's ``Hist(time, status)``, ``cause``).
     """
 
     __test__ = False        # not a pytest class
 
-    def __init__(self, time, event):
+    def __init__(self, time, event, cause=1):
         self.time = np.array(time, dtype=np.float64)
         ev = np.asarray(event)
-        if not np.isin(ev, (0, 1)).all():
-            raise InputError("event_test must be 0 (censored) or 1 (event)")
-        self.event = ev.astype(bool)
+        if not (np.isfinite(ev.astype(float)).all() and (ev >= 0).all()
+                and (ev == np.round(ev)).all()):
+            raise InputError("event_test must be 0 (censored) or an event code 1, 2, ...")
+        self.status = ev.astype(int)
+        self.cause = int(cause)
+        self.event = self.status != 0
         n = self.n = self.time.size
         self.utimes, self.idx = np.unique(self.time, return_inverse=True)
         counts = np.bincount(self.idx, minlength=self.utimes.size)
@@ -178,15 +187,19 @@ class TestOutcomes:
         Returns
         -------
         tuple of numpy.ndarray
-            ``(case, control, a, b, m)``: the masks, the weights ``case / G(T-)`` and
-            ``control / G(t)``, and the last unique-time index of each patient's weight's
-            range (``T_i-`` for cases, ``t`` for the others).
+            ``(case, control, a, b, m)``: the masks (controls: followed past ``t``, or
+            another cause's event by ``t``), the weights ``case / G(T-)`` and the
+            controls' ``1 / G(t)`` (``1 / G(T-)`` for another cause's), and the last
+            unique-time index of each patient's weight's range (``T_i-`` for an event by
+            ``t``, ``t`` for the others).
         """
-        case = (self.time <= t) & self.event
-        control = self.time > t
+        before = (self.time <= t) & self.event
+        case = before & (self.status == self.cause)
+        other = before & ~case
+        control = (self.time > t) | other
         a = np.where(case, 1.0 / self.G_before(), 0.0)
-        b = np.where(control, 1.0 / self.G(t), 0.0)
-        m = np.where(case, self.idx - 1, self.last_index(t))
+        b = np.where(other, 1.0 / self.G_before(), np.where(control, 1.0 / self.G(t), 0.0))
+        m = np.where(before, self.idx - 1, self.last_index(t))
         return case, control, a, b, m
 
     def censoring_term(self, r, m):

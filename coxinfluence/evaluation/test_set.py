@@ -15,7 +15,7 @@ from coxinfluence.evaluation.scores import TestOutcomes
 __all__ = ["read_test_set", "check_times", "check_columns", "test_strata"]
 
 
-def read_test_set(X_test, time_test, event_test):
+def read_test_set(X_test, time_test, event_test, cause=None):
     """The test outcomes, matched to ``X_test``'s rows on the index.
 
     Parameters
@@ -25,7 +25,10 @@ def read_test_set(X_test, time_test, event_test):
     time_test : array_like
         Their follow-up times (finite, non-negative).
     event_test : array_like
-        1 for an event, 0 for a censoring.
+        1 for an event, 0 for a censoring; with ``cause``, the event's cause (0
+        censored, 1, 2, ...).
+    cause : int, optional
+        Competing risks: the cause of interest (None: events are 0/1).
 
     Returns
     -------
@@ -45,14 +48,17 @@ def read_test_set(X_test, time_test, event_test):
     event = as_vector(given["event_test"], n, "event_test")
     if not np.isfinite(time).all() or (time < 0).any():
         raise InputError("time_test must be finite and non-negative")
-    if not np.isin(event, (0.0, 1.0)).all():
-        raise InputError("event_test must be 0 (censored) or 1 (event); competing "
-                         "risks are not supported here")
+    if cause is None and not np.isin(event, (0.0, 1.0)).all():
+        raise InputError("event_test must be 0 (censored) or 1 (event)")
+    if cause is not None and not ((event >= 0) & (event == np.round(event))).all():
+        raise InputError("event_test must be 0 (censored) or a cause 1, 2, ...")
     if n < 2:
         raise InputError(f"the test set needs at least 2 patients; got {n}")
-    if not event.any():
-        raise InputError("the test set has no events: no metric is defined")
-    return TestOutcomes(time, event.astype(int))
+    if not (event == (1 if cause is None else cause)).any():
+        raise InputError("the test set has no events"
+                         + ("" if cause is None else f" of cause {cause}")
+                         + ": no metric is defined")
+    return TestOutcomes(time, event.astype(int), cause=1 if cause is None else cause)
 
 
 def check_times(times, outcomes):
@@ -89,7 +95,7 @@ def check_times(times, outcomes):
         raise InputError(f"time(s) {show_labels([f'{v:g}' for v in late])} at or beyond the "
                          f"test set's follow-up (its last time is {last:g}): no test "
                          "patient is followed past them")
-    first = outcomes.time[outcomes.event].min()
+    first = outcomes.time[outcomes.status == outcomes.cause].min()
     early = t[t < first]
     if early.size:
         raise InputError(f"time(s) {show_labels([f'{v:g}' for v in early])} before the "

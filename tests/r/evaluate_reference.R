@@ -8,7 +8,11 @@
 #
 # Usage: Rscript evaluate_reference.R DIR CASE [N_LOO]
 # Reads DIR/CASE_data.csv (covariate columns, then time, event, split = "train"/"test";
-#   a column `stratum`, if there, stratifies the Cox model: strata(stratum))
+#   a column `stratum`, if there, stratifies the Cox model: strata(stratum); with a
+#   column `status` (0 censored, 1, 2 causes) instead of `event`: a Fine-Gray model,
+#   cmprsk::crr for cause 1, and Score's competing-risk Brier score and AUC of its
+#   predict.crr cumulative incidence; quantities risk, coef, brier(_se), auc(_se),
+#   ibs(_se) only)
 #   and DIR/CASE_times.csv (one column t).
 # Writes DIR/CASE_reference.csv, long format: quantity, row, time, value. Quantities:
 #   risk (1 - S(t|x) of test patient `row` at `time`: survfit(fit, newdata) read at the
@@ -30,6 +34,41 @@ case <- args[2]
 n_loo <- if (length(args) >= 3) as.integer(args[3]) else 10L
 d <- read.csv(file.path(dir, paste0(case, "_data.csv")))
 times <- read.csv(file.path(dir, paste0(case, "_times.csv")))$t
+if ("status" %in% names(d)) {
+  # competing risks: a Fine-Gray model (cmprsk::crr) for cause 1, its predict.crr read
+  # at the times (the last failure time <= t, 0 before the first), scored by
+  # Score(Hist(time, status) ~ 1, cause = 1)
+  suppressPackageStartupMessages(library(cmprsk))
+  covs <- setdiff(names(d), c("time", "status", "split"))
+  train <- d[d$split == "train", ]
+  test <- d[d$split == "test", ]
+  fit <- crr(train$time, train$status, cov1 = as.matrix(train[, covs]), failcode = 1,
+             cencode = 0)
+  pr <- predict(fit, cov1 = as.matrix(test[, covs]))
+  at <- findInterval(times, pr[, 1])
+  risk <- t(sapply(seq_len(nrow(test)), function(i) c(0, pr[, i + 1])[at + 1]))
+  sc <- Score(list(fg = risk), formula = Hist(time, status) ~ 1, data = test, cause = 1,
+              times = times, metrics = c("brier", "auc"), cens.model = "km", se.fit = TRUE,
+              null.model = FALSE, summary = "ibs", keep = "vcov", conservative = FALSE)
+  br <- sc$Brier$score[order(sc$Brier$score$times)]
+  au <- sc$AUC$score[order(sc$AUC$score$times)]
+  V <- as.matrix(sc$Brier$vcov)
+  V[lower.tri(V)] <- t(V)[lower.tri(V)]
+  w <- c(diff(c(0, times))[-1], 0) / max(times)
+  out <- rbind(
+    data.frame(quantity = "risk", row = rep(seq_len(nrow(test)) - 1L, length(times)),
+               time = rep(times, each = nrow(test)), value = as.vector(risk)),
+    data.frame(quantity = "coef", row = seq_along(covs) - 1L, time = NA, value = fit$coef),
+    data.frame(quantity = "brier", row = NA, time = times, value = br$Brier),
+    data.frame(quantity = "brier_se", row = NA, time = times, value = br$se),
+    data.frame(quantity = "auc", row = NA, time = times, value = au$AUC),
+    data.frame(quantity = "auc_se", row = NA, time = times, value = au$se),
+    data.frame(quantity = "ibs", row = NA, time = max(times), value = br$IBS[nrow(br)]),
+    data.frame(quantity = "ibs_se", row = NA, time = max(times),
+               value = sqrt(drop(t(w) %*% V %*% w))))
+  write.csv(out, file.path(dir, paste0(case, "_reference.csv")), row.names = FALSE)
+  quit(save = "no")
+}
 covs <- setdiff(names(d), c("time", "event", "split", "stratum"))
 keep <- intersect(c(covs, "stratum", "time", "event"), names(d))
 train <- d[d$split == "train", keep]
