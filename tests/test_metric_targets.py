@@ -246,3 +246,37 @@ def test_bad_input_refused():
         Concordance(X, t, e, kind="somers")
     with pytest.raises(ValueError, match="bandwidth"):
         Concordance(X, t, e, bandwidth=0)
+
+
+def test_fine_gray_targets():
+    """A Fine-Gray model's cumulative incidence F scored as S = 1 - F: the values equal
+    Score's competing-risk numbers (R fixture), the Brier Jacobian finite differences,
+    and the exact change the metric of a fit_fine_gray refit without the row (scored by
+    ci.evaluate, itself checked against R)."""
+    d = pd.read_csv(FIX / "fg_data.csv")
+    ref = pd.read_csv(FIX / "fg_reference.csv")
+    times = pd.read_csv(FIX / "fg_times.csv").t.to_numpy()
+    train = d[d.split == "train"].reset_index(drop=True)
+    test = d[d.split == "test"].reset_index(drop=True)
+    covs = ["x1", "x2"]
+    fit = ci.fit_fine_gray(train[covs], train.time, train.status)
+    args = (test[covs], test.time, test.status, times)
+    brier, ibs = BrierScore(*args, cause=1), IntegratedBrierScore(*args, cause=1)
+    auc = TimeDependentAUC(*args, cause=1)
+    at = fit.coef[None, :]
+    for target, q in ((brier, "brier"), (ibs, "ibs"), (auc, "auc")):
+        want = ref[ref.quantity == q].value.to_numpy()
+        np.testing.assert_allclose(target.value(fit, at)[0], want, rtol=0, atol=1e-8)
+    theta = np.asarray(fit.coef, dtype=float)
+    fd = _central_difference(lambda th: brier.value(fit, th[None, :])[0], theta)
+    np.testing.assert_allclose(brier.jacobian(fit), fd, rtol=1e-5, atol=1e-9)
+    loo = np.full((len(train), len(covs)), np.nan)
+    for i in (0, 40):
+        rest = train.drop(index=i)
+        other = ci.fit_fine_gray(rest[covs], rest.time, rest.status)
+        loo[i] = other.coef
+        table = ci.evaluate(other, *args).set_index("metric")
+        np.testing.assert_allclose(brier.refit_values(fit, loo)[i],
+                                   table.loc["brier", "estimate"], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(auc.refit_values(fit, loo)[i],
+                                   table.loc["auc", "estimate"], rtol=0, atol=1e-12)

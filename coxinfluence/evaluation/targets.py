@@ -38,6 +38,7 @@ import copy
 
 import numpy as np
 
+from coxinfluence.audit.target_base import implementation_of
 from coxinfluence.audit.targets import LinearPredictor, Quantile, Survival, Target
 from coxinfluence.data.inputs import InputError
 from coxinfluence.evaluation.scores import TestOutcomes, ibs_weights, pair_matrix
@@ -85,21 +86,35 @@ class _TestSetMetric(Target):
     #: how the first-order change is computed
     first_order = "chain rule"
 
-    def __init__(self, X_test, time_test, event_test, times=None):
+    def __init__(self, X_test, time_test, event_test, times=None, cause=None):
         self.X_test = X_test
-        self.outcomes: TestOutcomes = read_test_set(X_test, time_test, event_test)
+        self.outcomes: TestOutcomes = read_test_set(X_test, time_test, event_test, cause)
         self.times = None if times is None else check_times(times, self.outcomes)
         self._inner = None
+        self._incidence = None
 
     # the prediction target, with the transform of a model whose library builds the
-    # design from raw columns (set on this target by ci.influence)
-    def _pred(self):
-        inner = self._inner
+    # design from raw columns (set on this target by ci.influence); for a model with a
+    # cumulative incidence F and no survival (Fine-Gray), F, read as S = 1 - F (flip)
+    def _pred(self, fit):
+        inner, flip = self._inner, False
+        if (implementation_of("survival", fit=fit) is None
+                and implementation_of("cumulative_incidence", fit=fit) is not None):
+            if self._incidence is None or self._incidence[0] is not fit:
+                cls = implementation_of("cumulative_incidence", fit=fit)
+                self._incidence = (fit, cls(self.X_test, self.times))
+            inner, flip = self._incidence[1], True
         if self.transform is not None and inner.transform is not self.transform:
             inner = copy.copy(inner)
             inner.transform = self.transform
-            self._inner = inner
-        return inner
+            if not flip:
+                self._inner = inner
+        return inner, flip
+
+    def _surv(self, fit, theta):
+        pred, flip = self._pred(fit)
+        v = np.asarray(pred.value(fit, theta), dtype=np.float64)
+        return 1.0 - v if flip else v
 
     def _shape(self, values):
         values = np.asarray(values, dtype=np.float64)
@@ -121,7 +136,7 @@ class _TestSetMetric(Target):
             The metric (one column per entry, :meth:`columns`) from the model's
             predictions for the test patients at each row of ``theta``.
         """
-        return self._metric(self._shape(self._pred().value(fit, theta)))
+        return self._metric(self._shape(self._surv(fit, theta)))
 
     def jacobian(self, fit):
         """The metric's derivative in the coefficients at the fit (chain rule).
@@ -139,9 +154,9 @@ class _TestSetMetric(Target):
         numpy.ndarray, shape (m, d)
             ``sum_{i,t} dg/dpred_{it} dpred_{it}/dtheta``.
         """
-        pred = self._pred()
-        at = self._shape(pred.value(fit, np.asarray(fit.coef)[None, :]))[0]
-        J = np.asarray(pred.jacobian(fit), dtype=np.float64)
+        pred, flip = self._pred(fit)
+        at = self._shape(self._surv(fit, np.asarray(fit.coef)[None, :]))[0]
+        J = np.asarray(pred.jacobian(fit), dtype=np.float64) * (-1.0 if flip else 1.0)
         J = J.reshape(self.outcomes.n, at.shape[1], -1)
         return np.einsum("ptm,ptd->md", self._gradient(at), J)
 
@@ -163,11 +178,12 @@ class _TestSetMetric(Target):
         numpy.ndarray of shape (U, m), or None
             One row per unit.
         """
-        pred = self._pred()
+        pred, flip = self._pred(fit)
         eff = pred.data_effect(fit, units)
         if eff is None:
             return None
-        at = np.asarray(pred.value(fit, np.asarray(fit.coef)[None, :]), dtype=np.float64)
+        eff = -np.asarray(eff, dtype=np.float64) if flip else eff
+        at = self._surv(fit, np.asarray(fit.coef)[None, :])
         return self._metric(self._shape(at + eff)) - self._metric(self._shape(at))
 
     def refit_values(self, fit, theta_loo, units=None):
@@ -188,7 +204,9 @@ class _TestSetMetric(Target):
             The metric from the predictions of each refitted model (NaN where not
             refitted).
         """
-        pred = np.asarray(self._pred().refit_values(fit, theta_loo, units), dtype=np.float64)
+        pred, flip = self._pred(fit)
+        pred = np.asarray(pred.refit_values(fit, theta_loo, units), dtype=np.float64)
+        pred = 1.0 - pred if flip else pred
         out = np.full((pred.shape[0], len(self.columns(fit))), np.nan)
         ok = np.isfinite(pred).all(axis=1)
         if ok.any():
@@ -208,16 +226,16 @@ class _TestSetMetric(Target):
         tuple of str
             The sentences of the prediction target (empty if none).
         """
-        return tuple(self._pred().followup_notes(fit))
+        return tuple(self._pred(fit)[0].followup_notes(fit))
 
 
 class _TimeMetric(_TestSetMetric):
     """A metric of the predicted survival at the times (Brier, AUC)."""
 
-    def __init__(self, X_test, time_test, event_test, times):
+    def __init__(self, X_test, time_test, event_test, times, cause=None):
         if times is None:
             raise ValueError("times are required")
-        super().__init__(X_test, time_test, event_test, times)
+        super().__init__(X_test, time_test, event_test, times, cause)
         self._inner = Survival(X_test, self.times)
         self._roles = [self.outcomes.roles(t) for t in self.times]
 
@@ -255,6 +273,10 @@ class BrierScore(_TimeMetric):
         Their follow-up times and events (1) or censorings (0).
     times : float or array_like
         The times, inside the test set's follow-up.
+    cause : int, optional
+        Competing risks (a Fine-Gray model, scored on its cumulative incidence ``F``
+        as ``S = 1 - F``): ``event_test`` holds causes (0 censored, 1, 2, ...) and this is
+        the cause of interest, the fit's; None: events are 0/1.
 
     Raises
     ------
@@ -317,6 +339,10 @@ class IntegratedBrierScore(BrierScore):
         Their follow-up times and events.
     times : array_like
         The grid of times, inside the test set's follow-up.
+    cause : int, optional
+        Competing risks (a Fine-Gray model, scored on its cumulative incidence ``F``
+        as ``S = 1 - F``): ``event_test`` holds causes (0 censored, 1, 2, ...) and this is
+        the cause of interest, the fit's; None: events are 0/1.
 
     See Also
     --------
@@ -340,8 +366,8 @@ class IntegratedBrierScore(BrierScore):
     name = "integrated_brier_score"
     label = "ibs"
 
-    def __init__(self, X_test, time_test, event_test, times):
-        super().__init__(X_test, time_test, event_test, times)
+    def __init__(self, X_test, time_test, event_test, times, cause=None):
+        super().__init__(X_test, time_test, event_test, times, cause)
         self._w = ibs_weights(self.times)
 
     def columns(self, fit):
@@ -400,6 +426,10 @@ class TimeDependentAUC(_Surrogate, _TimeMetric):
     bandwidth : float, default 0.05
         The surrogate's ``h`` relative to the standard deviation of the test patients'
         risks at each time.
+    cause : int, optional
+        Competing risks (a Fine-Gray model, scored on its cumulative incidence ``F``
+        as ``S = 1 - F``): ``event_test`` holds causes (0 censored, 1, 2, ...) and this is
+        the cause of interest, the fit's; None: events are 0/1.
 
     See Also
     --------
@@ -424,8 +454,8 @@ class TimeDependentAUC(_Surrogate, _TimeMetric):
     name = "time_dependent_auc"
     label = "auc"
 
-    def __init__(self, X_test, time_test, event_test, times, bandwidth=0.05):
-        super().__init__(X_test, time_test, event_test, times)
+    def __init__(self, X_test, time_test, event_test, times, bandwidth=0.05, cause=None):
+        super().__init__(X_test, time_test, event_test, times, cause)
         self.bandwidth = float(bandwidth)
         if not self.bandwidth > 0:
             raise ValueError(f"bandwidth must be positive; got {bandwidth!r}")
@@ -539,8 +569,8 @@ class Concordance(_Surrogate, _TestSetMetric):
                                  "predictor, median or survival prediction to rank by")
         return self._inner
 
-    def _pred(self):
-        raise AssertionError("unbound")
+    def _pred(self, fit):
+        raise AssertionError("the concordance binds its score by _bind")
 
     def columns(self, fit):
         """One column, ``"c_harrell"`` or ``"c_uno"``.
