@@ -25,13 +25,13 @@ from coxinfluence.influence_functions.engine_cox import CoxEngine
 from coxinfluence.influence_functions.penalized import penalized_refits, penalized_theta_change
 from coxinfluence.influence_functions.refits import newton_loo
 from coxinfluence.influence_functions.reid import reid_of_units, unit_score_residuals
-from coxinfluence.influence_functions.seam import FitSeam, ReportHeader
+from coxinfluence.influence_functions.seam import ReportHeader
 from coxinfluence.influence_functions.stability import undefined_units
 from coxinfluence.influence_functions.vif import vif_of_units  # noqa: F401  (tests count it)
 from coxinfluence.models.cox import check_fit
 
 
-class CoxAudit(FitSeam, CoxEngine):
+class CoxAudit(CoxEngine):
     """A fitted :class:`~coxinfluence.CoxFit` with its units of deletion (``groups``: one
     label per row; default the fit's subjects, else rows), as the audit sees it."""
 
@@ -51,14 +51,6 @@ class CoxAudit(FitSeam, CoxEngine):
                                       "implemented")
 
     # ---------------------------------------------------------------- the model
-    @property
-    def unit_labels(self):
-        return self.units.labels
-
-    @property
-    def units_are_rows(self):
-        return bool(self.units.is_rows)
-
     def objective(self, thetas):
         return self.fit.objective(thetas)
 

@@ -30,6 +30,7 @@ from coxinfluence.influence_functions.deleted_hessians import (
 from coxinfluence.influence_functions.engine import Engine
 from coxinfluence.influence_functions.engine_refits import DeletionKernel
 from coxinfluence.influence_functions.information_split import InformationSplit
+from coxinfluence.influence_functions.seam import FitSeam
 from coxinfluence.likelihood.deletion_gradients import DeletionGradients
 from coxinfluence.likelihood.objective import cox_objective, gradient_tolerance
 from coxinfluence.likelihood.risk_sets import RiskSets
@@ -105,7 +106,7 @@ def _refit_reduced(data, coef, keep, tol, max_iter):
     return out
 
 
-class CoxEngine(Engine):
+class CoxEngine(FitSeam, Engine):
     """A :class:`~coxinfluence.CoxFit` and its units (a
     :class:`coxinfluence.data.units.Units`) as the engine refits them (module docstring):
     ``vif`` (U, d) and ``third`` (d, d, d) when the caller has them; ``split`` (U, d, d),
@@ -127,18 +128,6 @@ class CoxEngine(Engine):
     @property
     def units_are_rows(self):
         return bool(self.units.is_rows)
-
-    @property
-    def coef(self):
-        return self.fit.coef
-
-    @property
-    def information(self):
-        return self.fit.information
-
-    @property
-    def converged(self):
-        return bool(self.fit.converged)
 
     def change(self, method):
         """The VIF change ``-VIF_n(g)/U`` (the refits' fallback start)."""

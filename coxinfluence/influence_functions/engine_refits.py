@@ -1,35 +1,20 @@
-"""The one batched refit loop of every model family, and its Halley start.
-
-:class:`coxinfluence.influence_functions.engine.Engine` refits a unit's deletion here,
-whatever the family: from the family's derivatives at ``theta_hat`` (the deleted
-problems' gradients and Hessians, the third derivative) and its refit kernel
-(:class:`DeletionKernel`: the batched gradients and Newton objective of the problems
-without each unit).
+"""The one batched refit loop of every model family, and its Halley start
+(:class:`coxinfluence.influence_functions.engine.Engine` refits here).
 
 - :func:`halley_start`: the one-step Newton change ``D0 = -H_{-g}^{-1} g`` (``g = grad
   L_{-g}(theta_hat)``) corrected by the third derivative, Halley's ``D = -(H_{-g} +
   T[D0]/2)^{-1} g`` (:func:`coxinfluence.numerics.newton.halley_step`), with ``(H_{-g} +
-  T[D])^{-1}``, the deleted Hessian at the start to second order, as first inverse
-  Jacobian. Fallbacks: the Newton start with ``H_{-g}^{-1}`` where Halley's step is not
-  within half of ``D0`` (or no ``T``); the VIF start ``theta_hat + change("vif")`` with
-  ``H^{-1}`` where ``H_{-g}`` is not positive definite, or m Hessians are too many for
-  memory. The start is O(|D|^3) from the refit (Newton's: O(|D|^2)): on SUPPORT 85% of
-  the Cox refits reach ``max |grad| <= 1e-10`` after one step.
-- :func:`refit_units`: chunks of whole batches (``executor``: a
-  ``concurrent.futures.Executor`` or a dask ``Client``, the kernel's large parts
-  scattered once to every worker; a tqdm bar with ``progress``), each batch by
-  quasi-Newton steps from the start with Broyden updates of the inverse Jacobians
-  (gradients only), then Newton-Raphson with step halving for the refits not converged,
-  moved far from their start or more than one standard error from ``theta_hat``. A refit
-  more than :data:`RUNAWAY_SE` standard errors (information metric) from ``theta_hat``
-  stops there; one that did, or stopped on a flat likelihood (:func:`_flat_at_refit`),
-  is refitted once more from ``theta_hat`` by plain Newton-Raphson and is ``"undefined"``
-  (no maximum) unless that converges. Deletions the family knows to leave no maximum are
-  ``"undefined"``; those that leave columns unidentifiable are refitted without them
-  (the family's ``refit_reduced``).
-
-Every refit is computed in the same batch however the work is spread, so results are
-bit-for-bit those of the serial run.
+  T[D])^{-1}`` as first inverse Jacobian: O(|D|^3) from the refit, Newton's O(|D|^2) (on
+  SUPPORT 85% of the Cox refits reach ``max |grad| <= 1e-10`` after one step). Fallbacks:
+  the Newton start with ``H_{-g}^{-1}`` (Halley's step not within half of ``D0``, or no
+  ``T``); the VIF start with ``H^{-1}`` (``H_{-g}`` not positive definite, or m Hessians
+  too many for memory).
+- :func:`refit_units`: chunks of whole batches, so every refit is computed in the same
+  batch (the same bits) however ``executor`` (a ``concurrent.futures.Executor`` or a dask
+  ``Client``: the kernel's data scattered once per worker) spreads them; per batch
+  quasi-Newton steps with Broyden updates (:func:`_loo_chunk`), Newton-Raphson for the
+  rest, runaway (:data:`RUNAWAY_SE`) and flat-likelihood checks; the statuses of
+  :class:`Refits` (:func:`_statuses`).
 """
 from __future__ import annotations
 
