@@ -16,8 +16,8 @@ derivatives, by JAX, and the engine derives the algorithms:
   ``"newton"``; ``unstable`` with ``C_g = H - H_{-g}``; ``unit_scores``; ``covariance``;
 - ``refit``: the engine's batched loop (Halley start, quasi-Newton, Newton-Raphson with
   step halving to ``max|grad| <= tol``, runaway detection, ``progress=``, ``executor=``),
-  its kernel the loss's JAX-compiled batches (:class:`AutodiffKernel`: value, gradient
-  and Hessian vmapped over presence masks, one compiled shape per batch);
+  its kernel the loss's JAX-compiled batches (value, gradient and Hessian vmapped over
+  presence masks, one compiled shape per batch);
 - ``undefined``: none known in advance for a generic loss (a refit that runs off is
   "undefined", one that does not converge ``"refit_failed"``).
 
@@ -34,13 +34,13 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.deletion import Deletion
-from coxinfluence.influence_functions.engine import DeletionKernel, Engine
+from coxinfluence.influence_functions.engine import Engine, MaskKernel
 
 from .core import weight_influence
 from .losses._common import _value_grad_hessian
 from .solvers import _cached
 
-__all__ = ["AutodiffModel", "AutodiffKernel"]
+__all__ = ["AutodiffModel"]
 
 #: problems per compiled call (every call padded to it: one compiled shape)
 _BATCH = 64
@@ -56,93 +56,33 @@ def _compiled(loss):
     return _cached(loss, "engine_kernel", build)
 
 
-def evaluate_batches(loss, theta, presence, hess=True):
-    """``(loss (k,), grad (k, d), hess (k, d, d) or None)`` of ``loss`` at the rows of
-    ``theta`` (k, d) with the presence masks ``presence`` (k, n), by the compiled
-    batches of :data:`_BATCH` problems (the last padded by repeating its last row); a
-    loss that is not finite is ``inf`` (NaN derivatives), as
-    :func:`coxinfluence.numerics.newton.newton` reads it."""
-    theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
-    presence = np.atleast_2d(np.asarray(presence, dtype=np.float64))
-    k, d = theta.shape
-    fn = _compiled(loss)[1 if hess else 0]
-    value, grad = np.empty(k), np.empty((k, d))
-    H = np.empty((k, d, d)) if hess else None
-    for s in range(0, k, _BATCH):
-        part = np.arange(s, min(s + _BATCH, k))
-        fill = np.concatenate([part, np.full(_BATCH - part.size, part[-1])])
-        out = fn(jnp.asarray(theta[fill]), jnp.asarray(presence[fill]))
-        value[part] = np.asarray(out[0])[:part.size]
-        grad[part] = np.asarray(out[1])[:part.size]
-        if hess:
-            H[part] = np.asarray(out[2])[:part.size]
-    bad = ~np.isfinite(value)
-    value[bad] = np.inf
-    return value, grad, H
-
-
-class AutodiffKernel(DeletionKernel):
-    """The refit kernel of a loss (:class:`~coxinfluence.influence_functions.engine.
-    DeletionKernel`): the problems without each object, their value, gradient and
-    Hessian by the loss's JAX-compiled batches (:func:`evaluate_batches`).
-
-    Parameters
-    ----------
-    loss : Loss
-        ``loss(theta, presence)`` with ``n_objects``.
-
-    Examples
-    --------
-    >>> from coxinfluence.autodiff import losses
-    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
-    >>> kernel = AutodiffKernel(losses.glm(X, np.array([0.0, 1.0, 0.0, 1.0])))
-    >>> value, grad, hess = kernel.objective(np.array([0]))(np.array([0]), np.zeros((1, 2)))
-    >>> grad.shape, hess.shape
-    ((1, 2), (1, 2, 2))
-    """
-
-    shared_names = ("loss",)
+class _Batches:
+    """The refit kernel's source (:class:`~coxinfluence.influence_functions.engine.
+    MaskKernel`): ``objective(deletion)`` evaluates the loss at the rows of ``theta``
+    (k, d) with the deletion's presence masks by the compiled batches of :data:`_BATCH`
+    problems (the last padded by repeating its last row); a loss that is not finite is
+    ``inf``, as :func:`coxinfluence.numerics.newton.newton` reads it."""
 
     def __init__(self, loss):
         self.loss = loss
-        self.n = int(loss.n_objects)
 
-    def objective(self, codes):
-        """``objective(idx, theta, hess=True)`` of the problems without each object of
-        ``codes`` (the form :func:`coxinfluence.numerics.newton.newton` minimises).
-
-        Parameters
-        ----------
-        codes : numpy.ndarray
-            ``(m,)`` the objects deleted, one per problem.
-
-        Returns
-        -------
-        callable
-            ``(idx, theta) -> (loss, grad, hess)`` of the problems ``idx``.
-        """
-        P = Deletion.of_rows(self.n, np.asarray(codes, dtype=int)).presence
+    def objective(self, deletion):
+        presence = deletion.presence
 
         def evaluate(idx, theta, hess=True):
-            return evaluate_batches(self.loss, theta, P[idx], hess)
+            theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
+            P, (k, d) = presence[idx], theta.shape
+            fn = _compiled(self.loss)[1 if hess else 0]
+            out = (np.empty(k), np.empty((k, d)), np.empty((k, d, d)) if hess else None)
+            for s in range(0, k, _BATCH):
+                part = np.arange(s, min(s + _BATCH, k))
+                fill = np.concatenate([part, np.full(_BATCH - part.size, part[-1])])
+                got = fn(jnp.asarray(theta[fill]), jnp.asarray(P[fill]))
+                for a, b in zip(out, got):
+                    a[part] = np.asarray(b)[:part.size]
+            out[0][~np.isfinite(out[0])] = np.inf
+            return out
         return evaluate
-
-    def gradients(self, codes):
-        """``(theta, live) -> (k, d)`` the gradients of the problems at positions ``live``
-        of ``codes`` (no Hessian).
-
-        Parameters
-        ----------
-        codes : numpy.ndarray
-            ``(m,)`` the objects deleted, one per problem.
-
-        Returns
-        -------
-        callable
-            The gradients' function.
-        """
-        objective = self.objective(codes)
-        return lambda theta, live: objective(live, theta, hess=False)[1]
 
 
 class AutodiffModel(Engine):
@@ -265,21 +205,19 @@ class AutodiffModel(Engine):
         return self.gradient
 
     def deletion_kernel(self):
-        """The refit kernel: the loss's JAX-compiled batches.
+        """The refit kernel: the loss's JAX-compiled batches over presence masks.
 
         Returns
         -------
-        AutodiffKernel
+        coxinfluence.influence_functions.engine.MaskKernel
             The problems without each object.
         """
-        return AutodiffKernel(self.loss)
+        return MaskKernel(_Batches(self.loss), np.arange(self.n))
 
     def _at_hat(self, codes, hess):
-        """Value, gradient and Hessian at ``coef`` of the problems without each object of
-        ``codes``."""
-        codes = np.asarray(codes, dtype=int)
-        theta = np.repeat(self.coef[None, :], codes.size, axis=0)
-        return self.deletion_kernel().objective(codes)(np.arange(codes.size), theta, hess)
+        """Value, gradient and Hessian at ``coef`` without each object of ``codes``."""
+        evaluate = _Batches(self.loss).objective(Deletion.of_rows(self.n, codes))
+        return evaluate(np.arange(len(codes)), np.repeat(self.coef[None], len(codes), 0), hess)
 
     @cached_property
     def gradient_differences(self):

@@ -26,7 +26,7 @@ weight after ``T_i``. With ``n`` subjects and ``H`` the information at ``theta_h
 - **Exact refits**: the engine's batched loop
   (:mod:`~coxinfluence.influence_functions.engine_refits`: Halley start, quasi-Newton,
   Newton-Raphson, runaway detection, ``progress=``, ``executor=``) on the deleted loss
-  (Kaplan-Meier re-estimated: presence masks, :class:`FineGrayKernel`), to ``max
+  (Kaplan-Meier re-estimated: presence masks), to ``max
   |gradient| <= 1e-10`` (or the gradient's rounding floor).
 - **Flags**: ``undefined`` (no failure of the cause left, or the design rank deficient
   without the subject), ``unstable`` by
@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.rank import rows_whose_deletion_breaks_rank
-from coxinfluence.influence_functions.engine import DeletionKernel, Engine
+from coxinfluence.influence_functions.engine import Engine, MaskKernel
 from coxinfluence.influence_functions.registry import Family, as_seam, register_family
 from coxinfluence.influence_functions.seam import FitSeam, ReportHeader, label_text
 from coxinfluence.likelihood.fine_gray import CAUSE, crr_scores, loss_grad_hess
@@ -53,29 +53,6 @@ __all__ = ["FineGrayAudit"]
 
 #: presence masks and row arrays of at most this many floats per batch of refits
 _BATCH_FLOATS = 4_000_000
-
-
-class FineGrayKernel(DeletionKernel):
-    """The refit kernel (:class:`~coxinfluence.influence_functions.engine.DeletionKernel`):
-    the loss without each subject, ``likelihood.objective(P)``
-    (:meth:`~coxinfluence.likelihood.fine_gray.FineGrayLikelihood.objective`) with presence
-    masks over the sorted rows (the censoring Kaplan-Meier re-estimated per problem);
-    ``sorted_row`` the sorted row of each subject."""
-
-    shared_names = ("likelihood",)
-
-    def __init__(self, likelihood, sorted_row):
-        self.likelihood, self.sorted_row = likelihood, sorted_row
-
-    def objective(self, codes):
-        codes = np.asarray(codes, dtype=np.intp)
-        P = np.ones((codes.size, self.likelihood.data.n))
-        P[np.arange(codes.size), self.sorted_row[codes]] = 0.0
-        return self.likelihood.objective(P)
-
-    def gradients(self, codes):
-        objective = self.objective(codes)
-        return lambda theta, live: objective(live, theta, hess=False)[1]
 
 
 class FineGrayAudit(Engine, FitSeam):
@@ -120,7 +97,10 @@ class FineGrayAudit(Engine, FitSeam):
         return self.fit.objective(thetas)
 
     def deletion_kernel(self):
-        return FineGrayKernel(self.fit.likelihood, self._sorted_row)
+        """The loss without each subject (the censoring Kaplan-Meier re-estimated):
+        presence masks, :meth:`~coxinfluence.likelihood.fine_gray.FineGrayLikelihood.
+        objective`."""
+        return MaskKernel(self.fit.likelihood, np.arange(self.fit.n))
 
     # ------------------------------------------------------ the derivatives
     @cached_property

@@ -126,19 +126,6 @@ class CoxnetAudit(Engine, FitSeam):
         penalty = fit.penalty
         return fit.gradient - dL + (penalty.ridge_loo - penalty.ridge) * fit.coef
 
-    def _active_solve(self, M, rhs):
-        """(n, d) ``-M_AA^{-1} rhs_A`` (zeros off ``A``); ``M`` (d, d) or (n, d, d)."""
-        A = self.active
-        out = np.zeros(rhs.shape)
-        if not A.any():
-            return out
-        if M.ndim == 2:
-            out[:, A] = -np.linalg.solve(M[np.ix_(A, A)], rhs[:, A].T).T
-        else:
-            MA = M[:, A][:, :, A]
-            out[:, A] = -np.linalg.solve(MA, rhs[:, A][:, :, None])[:, :, 0]
-        return out
-
     def _kkt_rhs(self, grad_loo):
         s = np.sign(self.coef)
         return grad_loo + self.fit.penalty.l1_loo * s
@@ -171,9 +158,12 @@ class CoxnetAudit(Engine, FitSeam):
 
     def reid_change(self):
         """(n, d) ``-H_AA^{-1} U_{i,A}`` (``U_i`` the score residual), zero off ``A``."""
-        fit = self.fit
+        fit, A = self.fit, self.active
         U = fit.data.to_caller_order(score_residuals_sorted(fit.risk_sets, fit.coef))
-        return self._active_solve(fit.information, U)
+        out = np.zeros(U.shape)
+        if A.any():
+            out[:, A] = -np.linalg.solve(fit.information[np.ix_(A, A)], U[:, A].T).T
+        return out
 
     @property
     def vif_change(self):
@@ -197,23 +187,21 @@ class CoxnetAudit(Engine, FitSeam):
         ``concurrent.futures.Executor`` or a dask ``Client``) takes chunks of whole
         batches (results bit-identical to the serial run), ``progress`` a tqdm bar."""
         codes = np.arange(self.fit.n) if codes is None else np.asarray(codes, dtype=int)
-        guess = self.newton_change if self._with_newton else self.vif_change
-        init = self.coef + guess[codes]
-        m, batch = codes.size, 64
+        init = self.coef + (self.newton_change if self._with_newton else self.vif_change)[codes]
+        m = codes.size
         if executor is None:
-            chunks = whole_batch_chunks(m, -(-m // 2048), batch)
-            results = (coxnet_refits(self.fit, codes[p], init=init[p], batch=batch)
-                       for p in chunks)
+            chunks = whole_batch_chunks(m, -(-m // 2048), 64)
+            parts = (coxnet_refits(self.fit, codes[p], init[p], 64) for p in chunks)
         else:
             executor, (fit,) = on_workers(executor, self.fit)
-            chunks = whole_batch_chunks(m, n_chunks or 4 * (n_workers(executor) or 2), batch)
-            futures = [executor.submit(coxnet_refits, fit, codes[p], init[p], batch)
+            chunks = whole_batch_chunks(m, n_chunks or 4 * (n_workers(executor) or 2), 64)
+            futures = [executor.submit(coxnet_refits, fit, codes[p], init[p], 64)
                        for p in chunks]
-            results = (f.result() for f in futures)
+            parts = (f.result() for f in futures)
         theta = np.empty((m, self.coef.size))
         bar = _progress((None if m > 2000 else False) if progress is None else bool(progress),
                         m, "exact leave-one-out")
-        for p, part in zip(chunks, results):
+        for p, part in zip(chunks, parts):
             theta[p] = part
             bar.update(len(p))
         bar.close()

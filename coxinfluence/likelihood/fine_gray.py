@@ -459,11 +459,13 @@ class FineGrayLikelihood:
         out = self.evaluate(theta, deleted)[2]
         return out if np.ndim(theta) == 2 or out.shape[0] > 1 else out[0]
 
-    def objective(self, presence_sorted):
+    def objective(self, deleted=None):
         """``objective(idx, theta, hess=True)`` for :func:`coxinfluence.numerics.newton.
         newton` and the influence engine's refits: the problems ``idx`` of a batch of
-        presence masks over the *sorted* rows (``hess=False``: no Hessian, None)."""
-        P = np.atleast_2d(np.asarray(presence_sorted, dtype=np.float64))
+        deletions (``deleted`` as the class docstring says: a
+        :class:`~coxinfluence.data.deletion.Deletion` over the caller's rows; None: the
+        full data), ``hess=False``: no Hessian (None)."""
+        P = self.presence(deleted)
 
         def objective(idx, theta, hess=True):
             return loss_grad_hess(self.data, theta, P[idx], hessian=hess)
