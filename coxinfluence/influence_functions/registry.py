@@ -39,13 +39,40 @@ __all__ = ["Family", "Resolved", "register_family", "families", "family_of", "au
 
 @dataclass
 class Resolved:
-    """What the audit knows of a model's training data besides the seam: ``fit`` (the
-    fit the targets evaluate), ``frame`` (covariates, time, event, ...; caller's row
-    order and index), ``source`` ("coxinfluence", "lifelines", "statsmodels",
-    "scikit-survival", or the model's name), ``transform`` (raw new-patient frames ->
-    the design, where the library builds it from raw columns), ``groups`` (the default
-    units, e.g. lifelines' ``cluster_col``), ``robust`` (the library reports robust
-    SEs) and ``seam`` ((fit, groups) -> the seam, where the integration chooses it)."""
+    """What the audit knows of a model's training data besides the seam.
+
+    A family's ``build`` returns one beside the seam (:func:`audit_model`).
+
+    Parameters
+    ----------
+    fit : object
+        The fit the targets evaluate (a ``CoxFit``, ``AFTFit``, ...).
+    frame : pandas.DataFrame
+        The training data: covariates, time, event, ...; the caller's row order and index.
+    source : str
+        Where the model came from: "coxinfluence", "lifelines", "statsmodels",
+        "scikit-survival", or the model's name.
+    transform : callable, optional
+        Raw new-patient frames -> the design, where the library builds it from raw
+        columns (formulas, dummies).
+    groups : array_like, optional
+        The default units of deletion, one label per row (e.g. lifelines'
+        ``cluster_col``); None: the model's own.
+    robust : bool, default False
+        Whether the library reports robust standard errors.
+    seam : callable, optional
+        ``(fit, groups) ->`` the seam, where the integration chooses it.
+
+    Examples
+    --------
+    >>> from coxinfluence.influence_functions.registry import audit_model
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> fit = ci.fit_cox(rossi[["fin", "age"]], rossi["week"], rossi["arrest"])
+    >>> seam, resolved = audit_model(fit)
+    >>> resolved.source, list(resolved.frame.columns), resolved.robust
+    ('coxinfluence', ['fin', 'age', 'time', 'event'], False)
+    """
 
     fit: object
     frame: pd.DataFrame
@@ -58,19 +85,67 @@ class Resolved:
 
 @dataclass(frozen=True)
 class Family:
-    """A registered model family.
+    """A model family, as registered with :func:`register_family`.
 
-    ``name``: what it is called in messages and the CLI ("cox", "aft", "fine_gray",
-    "scikit-survival", ...); ``accepts(model) -> bool``: whether a user's object is
-    this family's; ``build(model, data, groups, robust, **options) -> (seam,
-    Resolved)``: the model behind the seam and its data; ``options``: the keyword
-    options ``build`` takes beyond those; ``description``: what it accepts, in words
-    (the message for an unsupported model lists them); ``needs_data``: its models keep
-    no training data (``ci.influence(model, data)`` only; the low-level functions
-    ``ci.vif``, ... refuse them); ``functions``: the family's own implementations of
-    the low-level functions by name (``"vif"``, ``"reid_influence"``, ``"newton_loo"``,
-    ``"exact_loo"``), called with the caller's arguments instead of the seam's generic
-    path (Cox's batched closed forms and their options)."""
+    Parameters
+    ----------
+    name : str
+        What it is called in messages and the CLI ("cox", "aft", "fine_gray",
+        "scikit-survival", ...); registering a family under a name already taken
+        replaces the earlier one.
+    accepts : callable
+        ``accepts(model) -> bool``: whether a user's object is this family's.
+    build : callable
+        ``build(model, data, *, groups=None, robust=None, **options) -> (seam,
+        Resolved)``: the model behind the seam
+        (:class:`~coxinfluence.influence_functions.seam.AuditModel`) and its data
+        (:class:`Resolved`).
+    options : tuple of str, default ()
+        The keyword options of ``ci.influence`` that ``build`` takes beyond those
+        (scikit-survival: ``("y", "alpha")``); any other is refused.
+    description : str, default ""
+        What it accepts, in words: the message for an unsupported model lists them.
+    needs_data : bool, default False
+        Its models keep no training data (lifelines, statsmodels, scikit-survival):
+        ``ci.influence(model, data)`` only; the low-level functions (``ci.vif``,
+        ``ci.reid_influence``, ``ci.newton_loo``, ``ci.exact_loo``) refuse them. Otherwise
+        those functions build the seam with ``data=None``.
+    functions : mapping, optional
+        The family's own implementations of the low-level functions by name (``"vif"``,
+        ``"reid_influence"``, ``"newton_loo"``, ``"exact_loo"``), called with the
+        caller's arguments instead of the seam's generic path (Cox's batched closed
+        forms and their options).
+
+    See Also
+    --------
+    register_family : Adds one to the dispatcher.
+    audit_model : Dispatches a user's object to the family that accepts it.
+
+    Examples
+    --------
+    A family for a class of the user's, here a Cox model under another name, audited
+    by the Cox seam (``register_family(family)`` would make ``ci.influence`` take it):
+
+    >>> from coxinfluence.influence_functions.cox_audit import CoxAudit
+    >>> from coxinfluence.influence_functions.registry import Family, Resolved
+    >>> class Wrapped:
+    ...     def __init__(self, fit):
+    ...         self.inner = fit
+    >>> def build(model, data, *, groups=None, robust=None):
+    ...     fit = model.inner
+    ...     return CoxAudit(fit, groups), Resolved(fit, pd.DataFrame(index=range(fit.n)),
+    ...                                            "my library")
+    >>> family = Family("wrapped", lambda m: isinstance(m, Wrapped), build,
+    ...                 description="a Wrapped Cox fit")
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> fit = ci.fit_cox(rossi[["fin", "age"]], rossi["week"], rossi["arrest"])
+    >>> family.accepts(Wrapped(fit)), family.accepts(fit)
+    (True, False)
+    >>> seam, resolved = family.build(Wrapped(fit), None)
+    >>> resolved.source, len(seam.unit_labels)
+    ('my library', 432)
+    """
 
     name: str
     accepts: Callable[[object], bool]
@@ -85,8 +160,37 @@ _FAMILIES: list = []
 
 
 def register_family(family: Family) -> Family:
-    """Add ``family`` (a :class:`Family`) to the dispatcher; a family registered again
-    under the same name replaces the earlier one. Returns ``family``."""
+    """Add a family to the dispatcher.
+
+    A family registered again under the same name replaces the earlier one (and is asked
+    last). Built-in families register themselves when their module is imported.
+
+    Parameters
+    ----------
+    family : Family
+        The family.
+
+    Returns
+    -------
+    Family
+        ``family`` itself.
+
+    Raises
+    ------
+    TypeError
+        ``family`` is not a :class:`Family`.
+
+    Examples
+    --------
+    :class:`Family` builds one; ``register_family(family)`` then makes ``ci.influence``
+    and the low-level functions take its models. Anything else is refused:
+
+    >>> from coxinfluence.influence_functions.registry import register_family
+    >>> register_family("cox")
+    Traceback (most recent call last):
+    ...
+    TypeError: expected a Family; got str
+    """
     if not isinstance(family, Family):
         raise TypeError(f"expected a Family; got {type(family).__name__}")
     _FAMILIES[:] = [f for f in _FAMILIES if f.name != family.name]
@@ -95,22 +199,90 @@ def register_family(family: Family) -> Family:
 
 
 def families() -> tuple:
-    """The registered :class:`Family` objects, in the order they are asked."""
+    """The registered families.
+
+    Returns
+    -------
+    tuple of Family
+        In the order they are asked (:func:`audit_model`).
+
+    Examples
+    --------
+    >>> from coxinfluence.influence_functions.registry import families
+    >>> {"cox", "aft", "fine_gray", "lifelines"} <= {f.name for f in families()}
+    True
+    """
     return tuple(_FAMILIES)
 
 
 def family_of(model) -> Optional[Family]:
-    """The first registered :class:`Family` that accepts ``model``, or None (no family
-    does; a model already behind the seam is no family's)."""
+    """The registered family a user's object belongs to.
+
+    Parameters
+    ----------
+    model : object
+        A fitted model.
+
+    Returns
+    -------
+    Family or None
+        The first registered :class:`Family` that accepts ``model``; None where none
+        does, or for a model already behind the seam (an ``AuditModel``: no family's).
+
+    Examples
+    --------
+    >>> from coxinfluence.influence_functions.registry import family_of
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> aft = ci.fit_aft(rossi[["fin", "age"]], rossi["week"], rossi["arrest"])
+    >>> family_of(aft).name, family_of(object())
+    ('aft', None)
+    """
     if isinstance(model, AuditModel):
         return None
     return next((f for f in _FAMILIES if f.accepts(model)), None)
 
 
 def as_seam(model, data, groups, robust):
-    """``(model, Resolved)`` for a model already behind the seam: used as it is, its units
-    fixed by it (``groups=`` and ``robust=`` refused with an ``InputError``, a
-    ``ValueError``), ``data``'s columns matched on its unit labels."""
+    """A model already behind the seam, as :func:`audit_model` returns it.
+
+    The model is used as it is: its units are fixed by it, so ``groups=`` and
+    ``robust=`` are refused. A family whose seam fixes its units (Fine-Gray's subjects)
+    builds through it too.
+
+    Parameters
+    ----------
+    model : AuditModel
+        The seam.
+    data : pandas.DataFrame or None
+        Extra columns, matched on the model's unit labels (:func:`attach_columns`).
+    groups : array_like or None
+        Must be None.
+    robust : bool or None
+        Must be None or False.
+
+    Returns
+    -------
+    tuple
+        ``(model, Resolved)``: the frame indexed by the unit labels, the source the
+        model's name.
+
+    Raises
+    ------
+    coxinfluence.InputError
+        ``groups`` or ``robust`` given.
+
+    Examples
+    --------
+    >>> from coxinfluence.influence_functions.cox_audit import CoxAudit
+    >>> from coxinfluence.influence_functions.registry import as_seam
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> fit = ci.fit_cox(rossi[["fin"]], rossi["week"], rossi["arrest"])
+    >>> seam, resolved = as_seam(CoxAudit(fit), rossi[["race"]], None, None)
+    >>> resolved.frame.shape
+    (432, 1)
+    """
     if groups is not None or robust:
         raise InputError(f"groups= and robust= are not available for this model "
                          f"({model.model_name}): its units are fixed by the model (its "
@@ -122,16 +294,46 @@ def as_seam(model, data, groups, robust):
 
 
 def audit_model(model, data=None, *, groups=None, robust=None, **options):
-    """``(seam, Resolved)`` for a user's ``model``: the first registered family that
-    accepts it builds them (module docstring); ``groups=`` and ``robust=`` override the
-    family's default units and standard errors.
+    """A user's model behind the seam, with its training data: ``ci.influence``'s dispatch.
+
+    The first registered family that accepts ``model`` builds both (module docstring); a
+    model already behind the seam is used as it is (:func:`as_seam`).
+
+    Parameters
+    ----------
+    model : object
+        A fitted model of any registered family, or a seam object.
+    data : pandas.DataFrame, optional
+        The training data (lifelines, scikit-survival) or extra columns.
+    groups : array_like, optional
+        Overrides the family's default units of deletion (one label per row).
+    robust : bool, optional
+        Overrides whether the standard errors are robust.
+    **options
+        The family's own options (``Family.options``).
+
+    Returns
+    -------
+    tuple
+        ``(seam, Resolved)``.
 
     Raises
     ------
     TypeError
         No registered family accepts ``model`` (the message lists what is accepted).
     ValueError
-        An option the accepting family does not take.
+        An option the accepting family does not take (the message names the families
+        that take it).
+
+    Examples
+    --------
+    >>> from coxinfluence.influence_functions.registry import audit_model
+    >>> from lifelines.datasets import load_rossi
+    >>> rossi = load_rossi()
+    >>> fit = ci.fit_cox(rossi[["fin", "age"]], rossi["week"], rossi["arrest"])
+    >>> seam, resolved = audit_model(fit, groups=rossi["prio"])
+    >>> seam.model_name, len(seam.unit_labels)
+    ('Cox proportional hazards', 17)
     """
     family = family_of(model)
     if family is None and not isinstance(model, AuditModel):
@@ -156,7 +358,29 @@ def audit_model(model, data=None, *, groups=None, robust=None, **options):
 
 
 def with_overrides(resolved, groups, robust):
-    """``resolved`` with the caller's ``groups=`` and ``robust=`` where given."""
+    """A family's :class:`Resolved` with the caller's ``groups=`` and ``robust=``.
+
+    Parameters
+    ----------
+    resolved : Resolved
+        The family's description of the data.
+    groups : array_like or None
+        The caller's units of deletion; None keeps the family's.
+    robust : bool or None
+        The caller's choice of standard errors; None keeps the family's.
+
+    Returns
+    -------
+    Resolved
+        A copy where given (``resolved`` itself otherwise).
+
+    Examples
+    --------
+    >>> from coxinfluence.influence_functions.registry import Resolved, with_overrides
+    >>> r = with_overrides(Resolved(None, pd.DataFrame(), "x"), None, True)
+    >>> r.groups, r.robust
+    (None, True)
+    """
     if groups is not None:
         resolved = dataclasses.replace(resolved, groups=groups)
     if robust is not None:
@@ -165,9 +389,40 @@ def with_overrides(resolved, groups, robust):
 
 
 def attach_columns(frame: pd.DataFrame, data, n) -> pd.DataFrame:
-    """``frame`` with ``data``'s other columns matched on the index (never by position):
-    ``data`` must have the model's ``n`` rows and the same index labels (any order), or an
-    ``InputError`` (a ``ValueError``) says what differs."""
+    """``frame`` with ``data``'s other columns, matched on the index (never by position).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The model's training frame, indexed by its rows' labels.
+    data : pandas.DataFrame
+        The caller's frame: the model's ``n`` rows with the same index labels (any
+        order).
+    n : int
+        The model's number of rows.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``frame`` followed by the columns of ``data`` it does not have, in ``frame``'s
+        row order.
+
+    Raises
+    ------
+    coxinfluence.InputError
+        ``data`` is not a DataFrame, has another number of rows, duplicate labels or
+        other labels.
+
+    Examples
+    --------
+    >>> from coxinfluence.influence_functions.registry import attach_columns
+    >>> frame = pd.DataFrame({"x": [1.0, 2.0]}, index=["a", "b"])
+    >>> data = pd.DataFrame({"x": [0, 0], "site": ["B", "A"]}, index=["b", "a"])
+    >>> attach_columns(frame, data, 2)
+         x site
+    a  1.0    A
+    b  2.0    B
+    """
     if not isinstance(data, pd.DataFrame):
         raise InputError(f"data must be a pandas DataFrame; got {type(data).__name__}")
     if len(data) != n:
