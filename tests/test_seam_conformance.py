@@ -41,9 +41,10 @@ from typing import Callable, Optional
 import numpy as np
 import pandas as pd
 import pytest
+import seam_example_family  # noqa: F401  (registers the test-only family)
 
 import coxinfluence as ci
-from coxinfluence.influence_functions.registry import audit_model
+from coxinfluence.influence_functions.registry import audit_model, families
 
 # ----------------------------------------------------------------------------- data
 
@@ -97,6 +98,8 @@ def _competing(seed=3, n=N):
 class Case:
     """One family and unit kind.
 
+    ``family``: the registered family (:class:`~coxinfluence.influence_functions.registry.Family`
+    name) that accepts the model (None: a model already behind the seam);
     ``make(df) -> (model, data, options)``: the user's model fitted on ``df`` (the caller's
     frame or a subset of its rows) with what ``ci.influence`` takes beside it;
     ``own_coef(model) -> (d,)``: the fitter's own coefficients in the seam's order;
@@ -109,6 +112,7 @@ class Case:
 
     name: str
     df: pd.DataFrame
+    family: Optional[str]
     make: Callable
     own_coef: Callable = lambda model: np.asarray(model.coef, dtype=np.float64)
     unit: Optional[str] = None
@@ -125,14 +129,14 @@ class Case:
 
 def _cox_rows():
     df = _rows()
-    return Case("cox_rows", df, lambda d: (ci.fit_cox(d[["x1", "x2"]], d["t"], d["e"],
+    return Case("cox_rows", df, "cox", lambda d: (ci.fit_cox(d[["x1", "x2"]], d["t"], d["e"],
                                                       weights=d["w"]), None, {}),
                 weights="w", robust="reid", weighted_unit=_censored)
 
 
 def _cox_subjects():
     df = _subjects()
-    return Case("cox_subjects", df,
+    return Case("cox_subjects", df, "cox",
                 lambda d: (ci.fit_cox(d[["x1", "x2"]], d["stop"], d["e"], start=d["start"],
                                       id=d["id"], weights=d["w"]), None, {}),
                 unit="id", weights="w", robust="reid", weighted_unit=_censored_subject)
@@ -142,7 +146,7 @@ def _cox_clusters():
     df = _rows(seed=4)
     df["hospital"] = np.repeat([f"h{k:02d}" for k in range(16)], N // 16)[
         np.random.default_rng(5).permutation(N)]
-    return Case("cox_clusters", df,
+    return Case("cox_clusters", df, "cox",
                 lambda d: (ci.fit_cox(d[["x1", "x2"]], d["t"], d["e"], ties="breslow",
                                       weights=d["w"]), None, {"groups": d["hospital"]}),
                 unit="hospital", weights="w", robust="reid",
@@ -173,7 +177,7 @@ def _cox_ridge():
         cph = _lifelines_fit(CoxPHFitter(penalizer=0.3, l1_ratio=0.0), d, cols,
                              fit_options={"precision": 1e-13})
         return cph, d[cols], {}
-    return Case("cox_ridge", df, make, own_coef=lambda m: m.params_.to_numpy(),
+    return Case("cox_ridge", df, "lifelines", make, own_coef=lambda m: m.params_.to_numpy(),
                 robust="reid",
                 no_weights="lifelines' penalised CoxPHFitter: a weight of 2 is not the row "
                            "entered twice in lifelines itself (its covariates' scaling is "
@@ -182,7 +186,7 @@ def _cox_ridge():
 
 def _aft():
     df = _rows(seed=7)
-    return Case("aft", df, lambda d: (ci.fit_aft(d[["x1", "x2"]], d["t"], d["e"],
+    return Case("aft", df, "aft", lambda d: (ci.fit_aft(d[["x1", "x2"]], d["t"], d["e"],
                                                  weights=d["w"]), None, {}),
                 weights="w", robust="vif", weighted_unit=lambda d: d.index[3])
 
@@ -203,7 +207,8 @@ def _lifelines_weibull():
         m = _lifelines_fit(WeibullAFTFitter(), d, cols, weights_col="w",
                            fit_options=_TIGHT)
         return m, d[cols], {}
-    return Case("lifelines_weibull_aft", df, make, own_coef=lambda m: m.params_.to_numpy(),
+    return Case("lifelines_weibull_aft", df, "lifelines",
+                make, own_coef=lambda m: m.params_.to_numpy(),
                 weights="w", robust="vif", weighted_unit=lambda d: d.index[5],
                 refit_se=_LIFELINES_SE)
 
@@ -217,17 +222,33 @@ def _lifelines_ancillary():
         m = _lifelines_fit(WeibullAFTFitter(), d, cols, weights_col="w", ancillary=True,
                            fit_options=_TIGHT)
         return m, d[cols], {}
-    return Case("lifelines_ancillary", df, make, own_coef=lambda m: m.params_.to_numpy(),
+    return Case("lifelines_ancillary", df, "lifelines",
+                make, own_coef=lambda m: m.params_.to_numpy(),
                 weights="w", robust="reid", weighted_unit=lambda d: d.index[5],
                 refit_se=_LIFELINES_SE)
 
 
 def _fine_gray():
     df = _competing()
-    return Case("fine_gray", df,
+    return Case("fine_gray", df, "fine_gray",
                 lambda d: (ci.fit_fine_gray(d[["x1", "x2"]], d["t"], d["status"], cause=1,
                                             weights=d["w"], strata=d["stratum"]), None, {}),
                 weights="w", robust="reid", weighted_unit=lambda d: d.index[2])
+
+
+def _statsmodels_phreg():
+    hr = pytest.importorskip("statsmodels.duration.hazard_regression")
+    df = _rows(seed=16)
+    df["stratum"] = np.where(df["x1"] > 0.5, "a", "b")
+
+    def make(d):
+        res = hr.PHReg(d["t"], d[["x1", "x2"]], status=d["e"], ties="efron",
+                       strata=d["stratum"]).fit()
+        return res, None, {}
+    return Case("statsmodels_phreg", df, "statsmodels",
+                make, own_coef=lambda m: np.asarray(m.params),
+                robust="reid",
+                no_weights="statsmodels' PHReg takes no case weights")
 
 
 def _sksurv_y(d):
@@ -244,7 +265,8 @@ def _sksurv_coxph():
         est = sk.CoxPHSurvivalAnalysis(alpha=2.0, ties="efron", tol=1e-15).fit(
             d[["x1", "x2"]], y)
         return est, d[["x1", "x2"]], {"y": y}
-    return Case("sksurv_coxph", df, make, own_coef=lambda m: m.coef_, robust="reid",
+    return Case("sksurv_coxph", df, "scikit-survival",
+                make, own_coef=lambda m: m.coef_, robust="reid",
                 no_weights="scikit-survival's Cox estimators take no case weights")
 
 
@@ -261,7 +283,7 @@ def _sksurv_coxnet():
             est = sk.CoxnetSurvivalAnalysis(l1_ratio=0.9, alphas=[0.04], tol=1e-15).fit(
                 d[cols], y)
         return est, d[cols], {"y": y}
-    return Case("sksurv_coxnet", df, make, own_coef=lambda m: m.coef_[:, 0],
+    return Case("sksurv_coxnet", df, "scikit-survival", make, own_coef=lambda m: m.coef_[:, 0],
                 no_weights="scikit-survival's Cox estimators take no case weights",
                 step_cap=lambda coef: np.where(coef != 0, np.abs(coef) / 4, np.inf))
 
@@ -287,7 +309,7 @@ def _logit_oracle(df):
 def _example_family():
     from seam_example_family import LogisticFit
     df = _binary(13)
-    return Case("example_family", df,
+    return Case("example_family", df, "logistic (tests)",
                 lambda d: (LogisticFit(d[["x1", "x2"]], d["y"], weights=d["w"]), None, {}),
                 weights="w", robust="reid", weighted_unit=lambda d: d.index[4],
                 oracle_refit=lambda case, label: _logit_oracle(_without(case, label)))
@@ -309,7 +331,7 @@ def _autodiff_glm():
         presence = jnp.asarray((seam.unit_labels != label).astype(float))
         f = jax.jit(jax.vmap(lambda t: seam.loss.loss(t, presence)))
         return lambda thetas: np.asarray(f(jnp.asarray(thetas)))
-    return Case("autodiff_glm", df, make, deleted_objective=deleted, robust="reid",
+    return Case("autodiff_glm", df, None, make, deleted_objective=deleted, robust="reid",
                 no_weights="not run for the autodiff GLM: two more losses would compile for "
                            "seconds each (the test-only family checks a weighted "
                            "decomposable loss)",
@@ -318,8 +340,27 @@ def _autodiff_glm():
 
 CASES = {c.__name__[1:]: c for c in (
     _cox_rows, _cox_subjects, _cox_clusters, _cox_ridge, _aft, _lifelines_weibull,
-    _lifelines_ancillary, _fine_gray, _sksurv_coxph, _sksurv_coxnet, _autodiff_glm,
-    _example_family)}
+    _lifelines_ancillary, _fine_gray, _statsmodels_phreg, _sksurv_coxph, _sksurv_coxnet,
+    _autodiff_glm, _example_family)}
+
+
+#: registered families without a case of their own, and where they are covered
+NOT_CASES = {
+    "decomposable": "a DecomposableFit passed directly; its seam, DecomposableAudit, is "
+                    "the case lifelines_ancillary's (tests/test_engine.py builds one)",
+}
+
+
+def test_every_registered_family_has_a_case():
+    """A family registered without a case here fails: adding one is one entry in CASES."""
+    covered = set()
+    for make in CASES.values():                 # a case's data only; its model is lazy
+        try:
+            covered.add(make().family)
+        except pytest.skip.Exception:           # an optional library missing
+            pass
+    missing = {f.name for f in families()} - covered - set(NOT_CASES)
+    assert not missing, f"registered families without a conformance case: {missing}"
 
 
 # ---------------------------------------------------------------------- machinery
@@ -372,7 +413,7 @@ def _made_without(case, label):
 class Audited:
     case: Case
     seam: object
-    codes: np.ndarray          # the units the literal checks take
+    codes: np.ndarray          # the units the literal checks take: the largest VIF LD, two more
 
     @property
     def labels(self):
@@ -382,11 +423,14 @@ class Audited:
 @pytest.fixture(scope="module", params=list(CASES))
 def audited(request):
     case = CASES[request.param]()
+    model = _full(case)[0]
+    accepting = next((f.name for f in families() if f.accepts(model)), None)
+    assert accepting == case.family, (case.name, accepting)
     seam = _seam(case)
     vif = seam.change("vif")
     ld = np.einsum("ij,jk,ik->i", vif, seam.information, vif)
     U = len(seam.unit_labels)
-    codes = np.unique([int(np.nanargmax(ld)), 0, U // 2, U - 1])
+    codes = np.array(list(dict.fromkeys([int(np.nanargmax(ld)), U // 2, U - 1])))
     return Audited(case, seam, codes)
 
 
