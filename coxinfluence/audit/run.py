@@ -186,7 +186,26 @@ def ranks_by_target(target):
 
 
 class TopNotVerifiedWarning(UserWarning):
-    """``method="auto"`` could not verify the top units within its refit limit."""
+    """``method="auto"`` could not verify the top units within its refit limit.
+
+    The sentence says how many units were refitted and how many may still belong in the
+    top 10; those units are flagged ``unverified_top``.
+
+    See Also
+    --------
+    coxinfluence.influence : Issues it.
+
+    Examples
+    --------
+    Make it an error:
+
+    >>> import warnings
+    >>> from coxinfluence.audit.run import TopNotVerifiedWarning
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", TopNotVerifiedWarning)
+    ...     issubclass(TopNotVerifiedWarning, UserWarning)
+    True
+    """
 
 
 def influence(model, data=None, *, method="auto", target=None, include_data_effect=True,

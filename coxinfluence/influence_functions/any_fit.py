@@ -480,6 +480,16 @@ def family_seam(fit, groups, what, method=None, refuse=False):
         ``groups`` given for a fit whose units are fixed (Fine-Gray, a seam object).
     coxinfluence.NotConvergedError
         With ``refuse=True``, the fit did not converge.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> from coxinfluence.influence_functions.any_fit import family_seam
+    >>> rossi = load_rossi()
+    >>> aft = ci.fit_aft(rossi[["fin", "age"]], rossi["week"], rossi["arrest"])
+    >>> model = family_seam(aft, None, "vif")
+    >>> model.model_name, len(model.unit_labels)
+    ('Weibull AFT (survreg)', 432)
     """
     if method is not None and method not in _COX_METHODS:
         raise ValueError(f"method must be one of {_COX_METHODS}; got {method!r}")

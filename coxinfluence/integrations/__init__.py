@@ -1,4 +1,7 @@
-"""Fitted models from other libraries -> a :class:`coxinfluence.CoxFit` on the same data.
+"""Fitted models from other libraries -> a fit of ours on the same data; the families
+``cox``, ``aft``, ``decomposable``, ``lifelines`` and ``statsmodels`` registered with the
+one dispatcher (:mod:`coxinfluence.influence_functions.registry`; scikit-survival
+registers in :mod:`.sksurv`).
 
 :func:`resolve` accepts a ``CoxFit``, a fitted lifelines ``CoxPHFitter`` (with its training
 DataFrame) or a statsmodels ``PHRegResults`` and returns a :class:`Resolved`: our fit of the
@@ -88,10 +91,45 @@ def lifelines_covariates(model):
 
 
 def lifelines_design(model, frame, name):
-    """``model.regressors.transform_df(frame)``: lifelines' design of ``frame`` (all its
-    parameters), raising :class:`~coxinfluence.InputError` naming the covariate columns
-    ``frame`` lacks where lifelines fails on them (pandas' ``KeyError``, formulaic's
-    ``FactorEvaluationError``)."""
+    """lifelines' design of ``frame`` for all parameters of a fitted lifelines model.
+
+    ``model.regressors.transform_df(frame)``, with the covariate columns ``frame`` lacks
+    named where lifelines fails on them (pandas' ``KeyError``, formulaic's
+    ``FactorEvaluationError``).
+
+    Parameters
+    ----------
+    model : lifelines regression fitter
+        A fitted lifelines model (``CoxPHFitter``, a ``ParametricRegressionFitter``, ...).
+    frame : pandas.DataFrame
+        Raw data: the columns the model's formulas or covariate lists read.
+    name : str
+        What the messages call the model (e.g. "CoxPHFitter").
+
+    Returns
+    -------
+    pandas.DataFrame
+        The design, one column per (parameter, covariate) pair, as lifelines builds it.
+
+    Raises
+    ------
+    coxinfluence.InputError
+        ``frame`` lacks covariate columns the model reads (named).
+
+    Examples
+    --------
+    >>> from lifelines import CoxPHFitter
+    >>> from lifelines.datasets import load_rossi
+    >>> from coxinfluence.integrations import lifelines_design
+    >>> rossi = load_rossi()
+    >>> cph = CoxPHFitter().fit(rossi, "week", "arrest", formula="fin + age + C(race)")
+    >>> lifelines_design(cph, rossi, "CoxPHFitter").columns.tolist()
+    [('beta_', 'fin'), ('beta_', 'age'), ('beta_', 'C(race)[T.1]')]
+    >>> lifelines_design(cph, rossi.drop(columns=["age"]), "CoxPHFitter")
+    Traceback (most recent call last):
+    ...
+    coxinfluence.data.inputs.InputError: data lacks the CoxPHFitter's covariate column(s) ...
+    """
     try:
         return model.regressors.transform_df(frame)
     except Exception as err:
@@ -105,15 +143,52 @@ def lifelines_design(model, frame, name):
 
 def check_agreement(fit, params, source, diagnose=None, *, tol=None, owner=None,
                     noun="coefficient", where=None, why=None):
-    """Raise if ``params`` (the library's coefficients) differ from our refit by more than
-    ``tol`` (default :func:`agreement_tolerance`: 1e-3 standard errors plus 1e-6), or our
-    refit did not converge, naming the worst parameter.
+    """Check a library's coefficients against our refit of the same model.
 
-    The message names the causes: ``why``, or ``diagnose()`` (a callable returning a
-    sentence; the integration checks what it can, e.g. statsmodels, whose data are read
-    from the model itself), else the one for a library that does not keep its data
-    (lifelines): the DataFrame passed is not the training data. ``owner`` (default
-    "``source`` model"), ``noun`` and ``where`` word the rest."""
+    Raises if ``params`` differ from ``fit.coef`` by more than ``tol`` (default
+    :func:`agreement_tolerance`: 1e-3 standard errors plus 1e-6), or our refit did not
+    converge, naming the worst parameter.
+
+    Parameters
+    ----------
+    fit : fit of coxinfluence
+        Our refit (``coef``, ``se``, ``columns``, ``converged``).
+    params : array_like
+        The library's coefficients, in ``fit.columns``' order.
+    source : str
+        The library ("lifelines", "statsmodels", ...).
+    diagnose : callable, optional
+        ``diagnose() -> str``: the cause, where the integration can check it (e.g.
+        statsmodels, whose data are read from the model itself).
+    tol : float or numpy.ndarray, optional
+        The tolerance per coefficient (default :func:`agreement_tolerance`).
+    owner : str, optional
+        Whose coefficients, in the message (default "``source`` model").
+    noun : str, default "coefficient"
+        What a parameter is called in the message.
+    where : str, optional
+        What our refit was of, in the message (default: the data given or read).
+    why : str, optional
+        The cause, in the message (default ``diagnose()``, else: the DataFrame passed is
+        not the one the model was fitted on).
+
+    Raises
+    ------
+    coxinfluence.InputError
+        The coefficients do not agree, or our refit did not converge.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> from coxinfluence.integrations import check_agreement
+    >>> rossi = load_rossi()
+    >>> fit = ci.fit_cox(rossi[["fin", "age"]], rossi["week"], rossi["arrest"])
+    >>> check_agreement(fit, fit.coef + 1e-9, "lifelines")
+    >>> check_agreement(fit, fit.coef + [0.0, 0.1], "lifelines")
+    Traceback (most recent call last):
+    ...
+    coxinfluence.data.inputs.InputError: the lifelines model's coefficients do not match ...
+    """
     params = np.asarray(params, dtype=np.float64)
     gap = np.abs(params - fit.coef)
     tol = agreement_tolerance(fit) if tol is None else tol
@@ -143,7 +218,41 @@ def _frame_from_fit(fit: CoxFit) -> pd.DataFrame:
 
 
 def resolve(model, data=None) -> Resolved:
-    """See module docstring."""
+    """Our fit of a user's model and its training frame (module docstring).
+
+    Parameters
+    ----------
+    model : CoxFit, AFTFit, lifelines fitter or statsmodels PHRegResults
+        The fitted model.
+    data : pandas.DataFrame, optional
+        The training DataFrame (required for lifelines, which keeps no data); for our
+        fits, extra columns matched on the index.
+
+    Returns
+    -------
+    Resolved
+        Our fit (``CoxFit``, ``AFTFit`` or ``DecomposableFit``), the training frame, the
+        source library and, for formula models, the new-patient transform.
+
+    Raises
+    ------
+    TypeError
+        ``model`` is none of the above.
+    coxinfluence.InputError
+        ``data`` does not match the model (its coefficients disagree with our refit,
+        :func:`check_agreement`).
+
+    Examples
+    --------
+    >>> from lifelines import CoxPHFitter
+    >>> from lifelines.datasets import load_rossi
+    >>> from coxinfluence.integrations import resolve
+    >>> rossi = load_rossi()
+    >>> cph = CoxPHFitter().fit(rossi, "week", "arrest")
+    >>> r = resolve(cph, rossi)
+    >>> r.source, r.frame.shape, bool(np.allclose(r.fit.coef, cph.params_, atol=1e-6))
+    ('lifelines', (432, 9), True)
+    """
     if isinstance(model, CoxFit):
         frame = _frame_from_fit(model)
         if data is not None:
