@@ -625,12 +625,26 @@ def test_results_keep_the_callers_labels(audited):
     assert list(res.top(len(expected)).index.sort_values()) == sorted(expected)
 
 
+class _CountingPool(ThreadPoolExecutor):
+    """A thread pool that counts the tasks it is given (``executor=`` honoured)."""
+
+    def __init__(self):
+        super().__init__(2)
+        self.tasks = 0
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.tasks += 1
+        return super().submit(fn, *args, **kwargs)
+
+
 def test_executor_gives_the_serial_results(audited):
+    """``executor=``: the refits run on it (tasks submitted) and equal the serial ones."""
     serial = _influence(audited.case, method="exact")
-    with ThreadPoolExecutor(2) as pool:
+    with _CountingPool() as pool:
         threaded = _influence(audited.case, method="exact", executor=pool)
     np.testing.assert_array_equal(serial.loo_change.to_numpy(),
                                   threaded.loo_change.to_numpy())
+    assert pool.tasks > 0, "the executor was not used"
 
 
 def test_progress_bar_is_written(audited, capsys):
