@@ -63,6 +63,7 @@ from coxinfluence.audit.verification import MIN_REFITS, refit_cap, verify  # noq
 from coxinfluence.data.units import resolve_units  # noqa: E402
 from coxinfluence.influence_functions import stability as flags  # noqa: E402
 from coxinfluence.influence_functions.refits import Refits  # noqa: E402
+from coxinfluence.influence_functions.seam import AuditModel  # noqa: E402
 
 DATA = OUT / "flags_data"
 BAD = 0.10                       # "bad": VIF error above 10% of the exact change (H-norm)
@@ -514,8 +515,8 @@ def rule(r, curv=None, lev=None):
     return (r.scores["curv"] > curv) | (r.scores["leverage"] > lev)
 
 
-class _KnownDisplacements:
-    """What ``verify`` reads of a model, for a data set whose exact displacements are
+class _KnownDisplacements(AuditModel):
+    """What ``verify`` reads of a model (an ``AuditModel``: the seam's defaults), for a data set whose exact displacements are
     known: "refitting" unit ``c`` returns the coefficient ``c + 1`` (status ``undefined``
     where the exact refit is), and the objective there is half its exact displacement
     (0 at ``coef = 0``), so that ``verify`` computes ``ld_exact`` back."""
