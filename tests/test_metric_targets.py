@@ -280,3 +280,33 @@ def test_fine_gray_targets():
                                    table.loc["brier", "estimate"], rtol=0, atol=1e-12)
         np.testing.assert_allclose(auc.refit_values(fit, loo)[i],
                                    table.loc["auc", "estimate"], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["cox", "fine_gray"])
+def test_brier_blocks_of_test_patients_change_nothing(kind):
+    """The rescoring and the data effect through the test patients in blocks (for large
+    test sets) give the numbers of one block."""
+    if kind == "cox":
+        train, test, covs, times, _ = load("gbsg2")
+        fit = cox(train, covs)
+        args = (test[covs], test.time, test.event, times)
+    else:
+        d = pd.read_csv(FIX / "fg_data.csv")
+        times = pd.read_csv(FIX / "fg_times.csv").t.to_numpy()
+        train = d[d.split == "train"].reset_index(drop=True)
+        test = d[d.split == "test"].reset_index(drop=True)
+        fit = ci.fit_fine_gray(train[["x1", "x2"]], train.time, train.status)
+        args = (test[["x1", "x2"]], test.time, test.status, times)
+    rng = np.random.default_rng(0)
+    loo = fit.coef + 1e-3 * rng.normal(size=(len(train), len(fit.coef)))
+    loo[5] = np.nan
+    for cls in (BrierScore, IntegratedBrierScore):
+        cause = {} if kind == "cox" else {"cause": 1}
+        whole, blocks = cls(*args, **cause), cls(*args, **cause)
+        blocks.block_entries = 7 * len(train) * len(times)     # 7 test patients a block
+        assert blocks._blocks(len(train)) is not None
+        np.testing.assert_allclose(blocks.refit_values(fit, loo), whole.refit_values(fit, loo),
+                                   rtol=0, atol=1e-14)
+        assert np.isnan(blocks.refit_values(fit, loo)[5]).all()
+        np.testing.assert_allclose(blocks.data_effect(fit), whole.data_effect(fit),
+                                   rtol=0, atol=1e-14)

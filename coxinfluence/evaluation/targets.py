@@ -37,6 +37,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import pandas as pd
 
 from coxinfluence.audit.target_base import implementation_of
 from coxinfluence.audit.targets import LinearPredictor, Quantile, Survival, Target
@@ -307,13 +308,107 @@ class BrierScore(_TimeMetric):
 
     name = "brier_score"
     label = "brier"
+    #: the most entries (units x test patients x times) of one block of predictions:
+    #: the rescoring of refits and the data effect go through the test patients in blocks
+    #: (the Brier score is a sum over them), so a large test set fits in memory
+    block_entries = 20_000_000
 
-    def _metric(self, S):
+    def _partial(self, S, rows):
+        """(B, T): the test patients ``rows``' share of the Brier scores."""
         out = np.empty((S.shape[0], len(self.times)))
         for k, (_, _, a, b, _) in enumerate(self._roles):
             s = S[:, :, k]
-            out[:, k] = (a * s ** 2 + b * (1.0 - s) ** 2).mean(axis=1)
-        return out
+            out[:, k] = (a[rows] * s ** 2 + b[rows] * (1.0 - s) ** 2).sum(axis=1)
+        return out / self.outcomes.n
+
+    def _finish(self, brier):
+        return brier
+
+    def _metric(self, S):
+        return self._finish(self._partial(S, np.arange(self.outcomes.n)))
+
+    def _blocks(self, units):
+        n, T = self.outcomes.n, len(self.times)
+        per = max(1, int(self.block_entries // max(units * T, 1)))
+        return None if per >= n else [np.arange(s, min(s + per, n)) for s in range(0, n, per)]
+
+    def _block_pred(self, fit, rows, flip):
+        X = self.X_test
+        X = X.iloc[rows] if isinstance(X, pd.DataFrame) else np.asarray(X)[rows]
+        pred = (implementation_of("cumulative_incidence", fit=fit)(X, self.times) if flip
+                else Survival(X, self.times))
+        pred.transform = self.transform
+        return pred
+
+    def data_effect(self, fit, units=None):
+        """The metric's change through the predictions' own data effect.
+
+        ``g(pred(theta_hat; D_{-g})) - g(pred(theta_hat; D))``, through the test
+        patients in blocks (:attr:`block_entries`).
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+        units : object, optional
+            The units of deletion; None: the rows.
+
+        Returns
+        -------
+        numpy.ndarray of shape (U, m), or None
+            One row per unit; None for predictions of ``theta`` alone.
+        """
+        n_units = units.n_units if units is not None else getattr(fit, "nobs", 0)
+        blocks = self._blocks(int(n_units))
+        if blocks is None:
+            return super().data_effect(fit, units)
+        _, flip = self._pred(fit)
+        at_coef = np.asarray(fit.coef)[None, :]
+        total = None
+        for rows in blocks:
+            pred = self._block_pred(fit, rows, flip)
+            eff = pred.data_effect(fit, units)
+            if eff is None:
+                return None
+            at = np.asarray(pred.value(fit, at_coef), dtype=np.float64)
+            eff = np.asarray(eff, dtype=np.float64)
+            at, eff = (1.0 - at, -eff) if flip else (at, eff)
+            shape = (-1, rows.size, len(self.times))
+            part = (self._partial((at + eff).reshape(shape), rows)
+                    - self._partial(at.reshape(shape), rows))
+            total = part if total is None else total + part
+        return self._finish(total)
+
+    def refit_values(self, fit, theta_loo, units=None):
+        """The metric rescored after each unit's refit, through the test patients in
+        blocks (:attr:`block_entries`).
+
+        Parameters
+        ----------
+        fit : object
+            The fitted model.
+        theta_loo : array_like, shape (U, d)
+            Each unit's refitted coefficients (rows of NaN: not refitted).
+        units : object, optional
+            The units of deletion; None: the rows.
+
+        Returns
+        -------
+        numpy.ndarray, shape (U, m)
+            The metric of each refitted model (NaN where not refitted).
+        """
+        theta_loo = np.asarray(theta_loo, dtype=np.float64)
+        blocks = self._blocks(theta_loo.shape[0])
+        if blocks is None:
+            return super().refit_values(fit, theta_loo, units)
+        _, flip = self._pred(fit)
+        total = np.zeros((theta_loo.shape[0], len(self.times)))
+        for rows in blocks:
+            v = np.asarray(self._block_pred(fit, rows, flip).refit_values(fit, theta_loo,
+                                                                           units), dtype=np.float64)
+            v = 1.0 - v if flip else v
+            total += self._partial(v.reshape(-1, rows.size, len(self.times)), rows)
+        return self._finish(total)
 
     def _gradient(self, S):
         n, T = S.shape
@@ -385,8 +480,8 @@ class IntegratedBrierScore(BrierScore):
         """
         return [f"ibs({self.times[-1]:g})"]
 
-    def _metric(self, S):
-        return super()._metric(S) @ self._w[:, None]
+    def _finish(self, brier):
+        return brier @ self._w[:, None]
 
     def _gradient(self, S):
         return super()._gradient(S) @ self._w[:, None]

@@ -49,7 +49,8 @@ def read_test_set(X_test, time_test, event_test, cause=None):
     if not np.isfinite(time).all() or (time < 0).any():
         raise InputError("time_test must be finite and non-negative")
     if cause is None and not np.isin(event, (0.0, 1.0)).all():
-        raise InputError("event_test must be 0 (censored) or 1 (event)")
+        raise InputError("event_test must be 0 (censored) or 1 (event); for competing "
+                         "risks give the cause of interest (cause=)")
     if cause is not None and not ((event >= 0) & (event == np.round(event))).all():
         raise InputError("event_test must be 0 (censored) or a cause 1, 2, ...")
     if n < 2:
