@@ -1,7 +1,7 @@
 """The HTML report (``report.build_report``) of audits of every model behind the seam,
 built in Python: its title, header line and Model table come from the seam
-(``report_header()``, ``summary_table(robust)``; ``seam.model_header`` and
-``seam.model_summary`` for a seam without them), checked against the fitted models."""
+(``report_header()``, ``summary_table(robust)``; the base class ``AuditModel``'s
+defaults for a seam without its own), checked against the fitted models."""
 import re
 import warnings
 
@@ -12,7 +12,7 @@ from test_cli_audit import _num, report_tables
 
 import coxinfluence as ci
 from coxinfluence.influence_functions.aft_audit import AFTAudit
-from coxinfluence.influence_functions.seam import ReportHeader, label_text, model_header
+from coxinfluence.influence_functions.seam import AuditModel, ReportHeader, label_text
 from coxinfluence.report import build_report
 
 
@@ -55,7 +55,7 @@ def test_aft_interval_and_left_censored_rows_are_counted(rossi):
     lower[:10], upper[:10] = t[:10] - 0.5, t[:10] + 0.5          # 10 interval-censored
     lower[10:15], upper[10:15] = 0.0, t[10:15]                   # 5 left-censored
     fit = ci.fit_aft(rossi[["fin", "prio"]], lower, upper=upper)
-    facts = model_header(AFTAudit(fit)).facts
+    facts = AFTAudit(fit).report_header().facts
     exact = int(((lower == upper) & (lower > 0)).sum())
     assert facts.startswith(f"{exact} events, 5 left-censored, 10 interval-censored, weibull")
 
@@ -137,7 +137,7 @@ def test_a_seam_without_report_members_gets_the_fallback(tmp_path):
     X = rng.normal(size=(120, 2))
     y = (rng.uniform(size=120) < 1 / (1 + np.exp(-X @ [1.0, -0.5]))).astype(float)
     m = AutodiffModel(losses.glm(X, y), columns=["intercept", "x1", "x2"], name="Logistic")
-    assert not hasattr(m, "report_header")
+    assert type(m).report_header is AuditModel.report_header    # the base class's default
     html = build_report(ci.influence(m, method="vif"))
     assert "<h1>Logistic model influence audit</h1>" in html
     loss = float(m.objective(m.coef[None, :])[0])

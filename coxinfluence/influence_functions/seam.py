@@ -181,13 +181,3 @@ class ReportHeader:
     @property
     def title(self) -> str:
         return f"{self.name} model influence audit"
-
-
-def model_header(model) -> ReportHeader:
-    """``model.report_header()`` (kept for callers of the old helper)."""
-    return model.report_header()
-
-
-def model_summary(model, robust: bool) -> pd.DataFrame:
-    """``model.summary_table(robust)`` (kept for callers of the old helper)."""
-    return model.summary_table(robust)
