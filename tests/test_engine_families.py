@@ -48,6 +48,23 @@ def test_fine_gray_refits_with_executor_and_progress_equal_serial_and_literal(ca
         np.testing.assert_allclose(serial.theta[i], literal.coef, rtol=0, atol=1e-9)
 
 
+@pytest.mark.slow
+def test_fine_gray_refits_on_a_process_pool_and_dask_equal_serial():
+    """The kernel pickles (a process pool) and its data are scattered once to a dask
+    cluster's workers: the same bits as the serial run."""
+    from concurrent.futures import ProcessPoolExecutor
+    X, t, status = _fine_gray_data(n=90)
+    fit = ci.fit_fine_gray(X, t, status)
+    serial = FineGrayAudit(fit).refit()
+    with ProcessPoolExecutor(2) as pool:
+        _same(serial, FineGrayAudit(fit).refit(executor=pool))
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        _same(serial, FineGrayAudit(fit).refit(executor=client))
+
+
 def test_fine_gray_refit_that_runs_off_is_undefined():
     """A binary covariate whose level 1 has one failure of the cause: without that subject
     the pseudo-likelihood is monotone in its coefficient (no maximum), which the engine's
