@@ -4,8 +4,11 @@ One :class:`CoxAudit` per ``ci.influence`` call holds what every part of the aud
 and computes each of it once: the units (rows, subjects or clusters), the risk-set state
 at ``theta_hat`` (kept by ``fit.risk_sets``), every unit's VIF, the information split and
 the third derivative (flags, and the exact refits' warm start), Reid's IF (LMAX).
-Ridge-penalised lifelines fits (``fit.penalty``) take their own closed forms and refits
-(:mod:`coxinfluence.influence_functions.penalized`).
+A ridge-penalised fit (lifelines' ``penalizer``, scikit-survival's ``alpha``:
+``fit.penalty``, :mod:`coxinfluence.models.penalized_cox`) adds the penalty's own change
+to the VIF (:meth:`CoxEngine.change`) and its strengths without each row to the deleted
+problems' derivatives and refits (:class:`CoxEngine`); its one-step Newton is the
+engine's.
 
 ``CoxAudit`` is the influence engine (:class:`~coxinfluence.influence_functions.engine.
 Engine`) with the risk-set kernels as its fast paths: its exact refits are the engine's
@@ -21,9 +24,9 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.units import resolve_units
+from coxinfluence.influence_functions.engine import Engine
 from coxinfluence.influence_functions.engine_cox import CoxEngine
-from coxinfluence.influence_functions.penalized import penalized_refits, penalized_theta_change
-from coxinfluence.influence_functions.refits import newton_loo
+from coxinfluence.influence_functions.refits import SeamUnits, newton_loo, warn_undefined
 from coxinfluence.influence_functions.reid import reid_of_units, unit_score_residuals
 from coxinfluence.influence_functions.seam import ReportHeader
 from coxinfluence.influence_functions.stability import undefined_units
@@ -72,33 +75,26 @@ class CoxAudit(CoxEngine):
     # ------------------------------------------------------------ the estimates
     def change(self, method):
         fit, n = self.fit, self.units.n_units
-        if fit.penalty is not None:
-            return penalized_theta_change(fit, method)[0]
         # the public functions' warning for a fit without maximum, under their names
         check_fit(fit, {"vif": "vif", "reid": "reid_influence", "newton": "newton_loo"}
                   .get(method, method))
         if method == "vif":
-            return -self.vif / n
+            return super().change("vif")
         if method == "reid":
             return -self.reid / n
+        if method == "newton" and fit.penalty is not None:
+            out = Engine.change(self, "newton")
+            bad = np.flatnonzero(~np.isfinite(out).all(axis=1))
+            warn_undefined(SeamUnits(self), bad, "penalised newton leave-one-out")
+            return out
         if method == "newton":
             return np.asarray(newton_loo(fit, groups=self.groups), dtype=np.float64) - fit.coef
         raise ValueError(f"unknown method {method!r}")
 
-    def refit(self, codes=None, *, progress=None, executor=None, **options):
-        """Exact refits (the engine's, :meth:`Engine.refit`; a ridge-penalised fit:
-        :func:`~coxinfluence.influence_functions.penalized.penalized_refits`)."""
-        self.check_refit()
-        if self.fit.penalty is not None:
-            codes = (np.arange(self.units.n_units) if codes is None
-                     else np.asarray(codes, int))
-            return penalized_refits(self.fit, codes)
-        return super().refit(codes, progress=progress, executor=executor, **options)
-
     # ------------------------------------------------------------------ trust
     def undefined(self):
         if self.fit.penalty is not None:       # a ridge objective always has a maximum
-            return np.zeros(self.units.n_units, dtype=bool)
+            return self.no_maximum()
         return np.asarray(undefined_units(self.fit, self.units), dtype=bool)
 
     def unstable(self, delta_vif):

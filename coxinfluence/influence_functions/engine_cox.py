@@ -8,9 +8,12 @@ engine the deleted problems' gradients at ``theta_hat`` (from the VIF,
 flags made it, else exact, :mod:`~coxinfluence.influence_functions.deleted_hessians`),
 the third derivative, and :class:`CoxKernel`, the refits' batched gradients
 (:class:`~coxinfluence.likelihood.deletion_gradients.DeletionGradients`) and Newton
-objective. :func:`~coxinfluence.influence_functions.refits.exact_refits` refits with it;
+objective. A ridge-penalised fit (``fit.penalty``, units its rows) adds the penalty
+``0.5 sum_j s_{-g,j} theta_j^2`` of each deleted problem
+(:mod:`coxinfluence.models.penalized_cox`) to all of them.
+:func:`~coxinfluence.influence_functions.refits.exact_refits` refits with it;
 :class:`~coxinfluence.influence_functions.cox_audit.CoxAudit` is it with the audit's
-closed forms (VIF series, Reid's IF, screened flags, ridge paths).
+closed forms (VIF series, Reid's IF, screened flags).
 """
 from __future__ import annotations
 
@@ -55,15 +58,17 @@ class CoxKernel(DeletionKernel):
     one instance per chunk of refits, its work arrays set up once) run their products as
     one-thread BLAS calls and Newton-Raphson's objective
     (:func:`~coxinfluence.likelihood.objective.cox_objective`) with ``blas=False``, so the
-    bits do not depend on where a chunk runs."""
+    bits do not depend on where a chunk runs. ``ridge`` (U, d): a ridge penalty's
+    strengths ``s_{-g}`` of the problems without each unit (None: no penalty)."""
 
     shared_names = ("risk_sets", "of_row")
 
-    def __init__(self, risk_sets, of_row, coef):
-        self.risk_sets, self.of_row, self.coef = risk_sets, of_row, coef
+    def __init__(self, risk_sets, of_row, coef, ridge=None):
+        self.risk_sets, self.of_row, self.coef, self.ridge = risk_sets, of_row, coef, ridge
 
     def objective(self, codes):
         return cox_objective(self.risk_sets, Deletion.of_units(self.of_row, codes),
+                             ridge=None if self.ridge is None else self.ridge[codes],
                              blas=False)
 
     def gradients(self, codes):
@@ -73,8 +78,12 @@ class CoxKernel(DeletionKernel):
         gradients = cache["gradients"]
         batch = gradients.batch(self.of_row, codes)
         m = len(codes)
-        return lambda theta, live: gradients(theta, batch if live.size == m
-                                             else batch.take(live))
+        if self.ridge is None:
+            return lambda theta, live: gradients(theta, batch if live.size == m
+                                                 else batch.take(live))
+        s = self.ridge[codes]
+        return lambda theta, live: (gradients(theta, batch if live.size == m
+                                              else batch.take(live)) + s[live] * theta)
 
 
 def _refit_reduced(data, coef, keep, tol, max_iter):
@@ -130,10 +139,28 @@ class CoxEngine(FitSeam, Engine):
         return bool(self.units.is_rows)
 
     def change(self, method):
-        """The VIF change ``-VIF_n(g)/U`` (the refits' fallback start)."""
+        """The VIF change ``-VIF_n(g)/U`` (the refits' fallback start); with a ridge, plus
+        the penalty's own change ``H^{-1} theta_hat (s - s_{-g})``."""
         if method != "vif":
             raise ValueError(f"unknown method {method!r}")
-        return -self.vif / self.units.n_units
+        change = -self.vif / self.units.n_units
+        if self.fit.penalty is not None:
+            change = change + np.linalg.solve(self.fit.information, self._ridge_change.T).T
+        return change
+
+    @cached_property
+    def ridge(self):
+        """(U, d) the ridge strengths ``s_{-g}`` of the problems without each unit (a
+        penalised fit's units are its rows; :mod:`coxinfluence.models.penalized_cox`), or
+        None without a penalty."""
+        penalty = self.fit.penalty
+        return None if penalty is None else np.asarray(penalty.strength_loo, dtype=np.float64)
+
+    @property
+    def _ridge_change(self):
+        """(U, d) the penalty's part of ``grad J - grad J_{-g}``: ``theta_hat (s -
+        s_{-g})``."""
+        return self.fit.coef[None, :] * (self.fit.penalty.strength[None, :] - self.ridge)
 
     @cached_property
     def vif(self):
@@ -183,17 +210,23 @@ class CoxEngine(FitSeam, Engine):
 
     @cached_property
     def gradient_differences(self):
-        """(U, d) ``grad L - grad L_{-g}`` at ``theta_hat``: ``-H VIF_n(g) / U``."""
+        """(U, d) ``grad L - grad L_{-g}`` at ``theta_hat``: ``-H VIF_n(g) / U`` (with a
+        ridge, plus :attr:`_ridge_change`)."""
         U, d = self.units.n_units, self.fit.data.d
-        return -matmul_rows(self.vif, self.fit.information / U, np.empty((U, d)))
+        out = -matmul_rows(self.vif, self.fit.information / U, np.empty((U, d)))
+        if self.fit.penalty is not None:
+            out += self._ridge_change
+        return out
 
     def deleted_gradients(self, codes):
         """(m, d) ``grad L_{-g}(theta_hat) = grad L + H VIF_n(g) / U`` of the units
-        ``codes``."""
+        ``codes`` (with a ridge, less its part of the change, :attr:`_ridge_change`)."""
         fit, U = self.fit, self.units.n_units
         vif = self.vif[codes]
         g = matmul_rows(vif, fit.information / U, np.empty((vif.shape[0], fit.data.d)))
         g += fit.gradient
+        if fit.penalty is not None:
+            g -= self._ridge_change[codes]
         return g
 
     def deleted_hessians(self, codes):
@@ -201,34 +234,50 @@ class CoxEngine(FitSeam, Engine):
         split is at hand (the flags made it), else exact: a few units by deletion, one
         problem at a time (the kernels' one-problem path is faster than their batch:
         measured 3.4x on SUPPORT, equal on GBSG2), more in closed form
-        (:mod:`~coxinfluence.influence_functions.deleted_hessians`)."""
+        (:mod:`~coxinfluence.influence_functions.deleted_hessians`); a ridge adds its
+        ``diag(s_{-g})``."""
         fit, codes = self.fit, np.asarray(codes, dtype=int)
         split = self.__dict__.get("_split")
         if split is None and "information_parts" in self.__dict__:
             split = self.split_of
+        ridge = fit.penalty is not None
         if split is not None:
             C = split(codes) if callable(split) else np.asarray(split)[codes]
-            return fit.information[None] - C
-        if codes.size <= 64:
-            return hessians_by_deletion(fit, self.units, codes, batch=1)
-        return deleted_hessians(fit, self.units, codes)
+            H = fit.information[None] - C
+            held = fit.penalty.strength if ridge else 0.0   # the information's diag(s)
+        elif codes.size <= 64:
+            H, held = hessians_by_deletion(fit, self.units, codes, batch=1), 0.0
+        else:
+            H, held = deleted_hessians(fit, self.units, codes), 0.0
+        if ridge:
+            idx = np.arange(fit.data.d)
+            H[:, idx, idx] += self.ridge[codes] - held
+        return H
 
     def deletion_kernel(self):
         """The Cox refit kernel (:class:`~coxinfluence.influence_functions.refits.
         CoxKernel`)."""
-        return CoxKernel(self.fit.risk_sets, self.units.of_row, self.fit.coef)
+        return CoxKernel(self.fit.risk_sets, self.units.of_row, self.fit.coef, self.ridge)
 
     def no_maximum(self):
-        """(U,) bool: the deletion leaves no event."""
+        """(U,) bool: the deletion leaves no event (a ridge objective always has a
+        maximum)."""
+        if self.fit.penalty is not None:
+            return np.zeros(self.units.n_units, dtype=bool)
         return np.asarray(self.units.removes_all_events, dtype=bool)
 
     def rank_broken(self):
-        """(U,) bool: the deletion leaves a covariate constant or collinear."""
+        """(U,) bool: the deletion leaves a covariate constant or collinear (never with a
+        ridge)."""
+        if self.fit.penalty is not None:
+            return np.zeros(self.units.n_units, dtype=bool)
         return np.asarray(self.units.breaks_rank, dtype=bool)
 
     def refit_reduced(self, code):
         """(d,) the refit without unit ``code``, the columns it leaves unidentifiable
-        dropped (NaN)."""
+        dropped (NaN); with a ridge, the plain refit (the engine's)."""
+        if self.fit.penalty is not None:
+            return super().refit_reduced(code)
         return _refit_reduced(self.fit.data, self.fit.coef, self.units.of_row != code,
                               self.refit_tolerance, self.max_iter)
 
