@@ -7,9 +7,9 @@ must be identical: max |difference| 0).
 
 The data: simulated Cox data, n = 50,000 rows (``--quick``: 5,000), d = 6 covariates (one
 binary), integer (tied) times, Efron ties, seed 2026. The data are scattered once to every
-worker (``coxinfluence.influence_functions.refits.on_workers``); a task carries its chunk's unit
-codes and warm
-starts. The closed-form warm start (``_warm_start``) runs on the client before any task is
+worker (``coxinfluence.numerics.executors.on_workers``); a task carries its chunk's unit
+codes and warm starts. The closed-form warm start (the engine's ``halley_start``,
+:mod:`coxinfluence.influence_functions.engine_refits`) runs on the client before any task is
 submitted, so it is serial in every run; its time is shown apart. simulate_gap: a
 ``CoxDesign()`` with exact leave-one-out gaps (``include_loo=True``), one task per replicate.
 
@@ -38,7 +38,8 @@ from _common import markdown_table, write_result
 import coxinfluence as ci
 from coxinfluence.asymptotics import simulate_gap
 from coxinfluence.data.units import resolve_units
-from coxinfluence.influence_functions.refits import _default_batch, _warm_start
+from coxinfluence.influence_functions.engine_cox import CoxEngine
+from coxinfluence.influence_functions.engine_refits import halley_start
 
 WORKERS = (1, 2)
 HEADER = ["run", "wall s (median)", "all rounds s", "speedup vs 1 worker", "CPU s (median)",
@@ -141,7 +142,8 @@ def main(argv=None):
     d = fit.data.d
     units = resolve_units(fit)
     t0 = time.perf_counter()
-    _warm_start(fit, units, np.arange(n))
+    model = CoxEngine(fit, units)
+    halley_start(model, np.arange(n))
     warm_s = time.perf_counter() - t0
     kw = dict(sample_sizes=sizes, n_reps=reps, seed=7, include_loo=True, n_boot=200)
     with ExitStack() as stack:
@@ -154,7 +156,7 @@ def main(argv=None):
     load1 = os.getloadavg()
 
     data_mb = len(pickle.dumps((fit.data, units.of_row))) / 1e6
-    batch = _default_batch(fit.data, per_row_floats=4 * fit.data.n)
+    batch = model.refit_batch_size
     per_unit = 8 * (1 + d + d * d)                          # code, start, inverse Jacobian
     task_mb = {w: per_unit * n / (4 * w) / 1e6 for w in WORKERS}
     startup = ", ".join(f"{w} worker(s) {s:.1f} s" for w, (_, s) in clients.items())

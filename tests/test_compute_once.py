@@ -36,12 +36,12 @@ def counts(monkeypatch):
         monkeypatch.setattr(mod, "resolve_units", resolve)
     monkeypatch.setattr(risk_sets.RiskSets, "_state",
                         counted("state", risk_sets.RiskSets._state))
-    vif_of_units = counted("vif", vif_mod.vif_of_units)
-    for mod in (vif_mod, cox_audit):
-        monkeypatch.setattr(mod, "vif_of_units", vif_of_units)
+    # the VIF and the third derivative are read from their modules where they are used:
+    # ``vif.vif_of_units`` (the Cox engine, the flags) and the loss's third derivative as
+    # ``stability.loss_third_derivative`` (the Cox engine's ``third``, the flags)
+    monkeypatch.setattr(vif_mod, "vif_of_units", counted("vif", vif_mod.vif_of_units))
     third = counted("third", third_mod.third_derivative)
     monkeypatch.setattr(third_mod, "third_derivative", third)
-    monkeypatch.setattr(refits, "third_derivative", third)
     monkeypatch.setattr(stability, "loss_third_derivative", third)
     totals = cached_property(counted("qa_totals", terms_mod.RiskSetState.totals_q_qa.func))
     totals.__set_name__(terms_mod.RiskSetState, "totals_q_qa")

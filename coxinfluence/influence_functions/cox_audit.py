@@ -30,7 +30,6 @@ from coxinfluence.influence_functions.refits import SeamUnits, newton_loo, warn_
 from coxinfluence.influence_functions.reid import reid_of_units, unit_score_residuals
 from coxinfluence.influence_functions.seam import ReportHeader
 from coxinfluence.influence_functions.stability import undefined_units
-from coxinfluence.influence_functions.vif import vif_of_units  # noqa: F401  (tests count it)
 from coxinfluence.models.cox import check_fit
 
 

@@ -8,7 +8,8 @@ closed-form Halley estimate (the deleted-data gradient and Hessian at ``theta_ha
 the full-data third derivative), then quasi-Newton steps whose gradients come from
 :class:`coxinfluence.likelihood.deletion_gradients.DeletionGradients` (the deletions of
 ``batch_size`` refits at once, on the already-sorted rows: no refit re-sorts or
-re-validates, no loop over rows; :class:`CoxKernel`), then Newton-Raphson for the few
+re-validates, no loop over rows;
+:class:`~coxinfluence.influence_functions.engine_cox.CoxKernel`), then Newton-Raphson for the few
 that need it. About two gradient evaluations per refit (the start's and the check after
 one step): SUPPORT (n = 5678) 2.1, METABRIC 2.5.
 
@@ -31,24 +32,13 @@ import warnings
 import numpy as np
 
 from coxinfluence.data.units import resolve_units
-from coxinfluence.influence_functions.engine_cox import (  # noqa: F401  (re-exported)
-    CoxEngine,
-    CoxKernel,
-    _default_batch,
-    _refit_reduced,
-)
+from coxinfluence.influence_functions.engine_cox import CoxEngine
 from coxinfluence.influence_functions.engine_refits import (  # noqa: F401  (re-exported)
-    FLAT_EIGENVALUE,
-    STATUSES,
-    DeletionKernel,
     Refits,
-    _flat_at_refit,
-    halley_start,
     refit_units,
 )
 from coxinfluence.influence_functions.vif import refuse_penalty
 from coxinfluence.likelihood.objective import gradient_tolerance
-from coxinfluence.likelihood.third_derivative import third_derivative  # noqa: F401
 from coxinfluence.models.cox import check_fit
 
 
@@ -143,14 +133,6 @@ def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_
     codes = np.arange(units.n_units) if codes is None else np.asarray(codes, dtype=int)
     return refit_units(model, codes, executor=executor, progress=progress,
                        batch_size=batch_size, n_chunks=n_chunks)
-
-
-def _warm_start(fit, units, codes, vif_units=None, third=None, split=None):
-    """The Halley start of the refits of ``codes`` (points (m, d), inverse Jacobians
-    (m, d, d) or None): :func:`~coxinfluence.influence_functions.engine_refits.halley_start`
-    of the Cox model (kept for the appendix's dask benchmark)."""
-    model = CoxEngine(fit, units, vif=vif_units, third=third, split=split)
-    return halley_start(model, np.asarray(codes, dtype=int))
 
 
 def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None, tol=None,
