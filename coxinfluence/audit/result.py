@@ -177,7 +177,7 @@ class InfluenceResult:
     @property
     def units_text(self) -> str:
         """E.g. "103 patients (172 rows)", or "686 patients" when a patient is a row."""
-        U, n = len(self.loo_change), self.fit.n
+        U, n = len(self.loo_change), self.model.n_rows
         return f"{U} {self.unit_name}" + ("" if U == n and self.model.units_are_rows
                                           else f" ({n} rows)")
 

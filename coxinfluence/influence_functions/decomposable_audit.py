@@ -232,6 +232,11 @@ class DecomposableAudit(Engine):
         self.full_gradient = fit.gradient
 
     @property
+    def n_rows(self):
+        """The fit's rows (more than the units with ``groups``)."""
+        return self.fit.n
+
+    @property
     def target_names(self):
         """The targets (``Target.name``) this model's changes can be taken of: ``coef``
         and the fit's ``targets``."""

@@ -87,6 +87,12 @@ class AuditModel:
         raise NotImplementedError
 
     # ------------------------------------------------------------ with defaults
+    @property
+    def n_rows(self) -> int:
+        """The number of training rows (the report's "103 patients (172 rows)"; default:
+        one row per unit, ``len(unit_labels)``)."""
+        return len(self.unit_labels)
+
     def undefined(self) -> np.ndarray:
         """(U,) bool: deleting the unit leaves a model without a maximum by construction
         (default: none known)."""
@@ -134,9 +140,13 @@ class AuditModel:
 
 class FitSeam(AuditModel):
     """The members a seam reads straight from the fit it wraps (``self.fit``):
-    ``model_name``, ``coef``, ``columns``, ``information``, ``converged``. A family
-    overrides what differs (Cox names its model; Coxnet's information is its active
-    set's)."""
+    ``model_name``, ``coef``, ``columns``, ``information``, ``converged``, ``n_rows``
+    (``fit.n``). A family overrides what differs (Cox names its model; Coxnet's
+    information is its active set's)."""
+
+    @property
+    def n_rows(self):
+        return self.fit.n
 
     @property
     def model_name(self):
