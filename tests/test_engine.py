@@ -7,7 +7,9 @@ it); the Halley start against its formula evaluated from the deleted problem's o
 gradient and Hessian (the loss with the unit's presence 0: ``cox_gradient``/``cox_hessian``
 on the deleted data, the AFT likelihood with a presence mask, the logistic loss below) and
 a finite-difference third derivative; ``progress=`` and ``executor=`` against the serial
-run, bit for bit.
+run, bit for bit. A ridge-penalised Cox fit (lifelines' ``penalizer``): its Halley start
+against the formula from the deleted problem's own derivatives, its penalty recomputed
+from the deleted data's standard deviations. ``n_rows``: the number of rows given.
 """
 from __future__ import annotations
 
@@ -97,19 +99,44 @@ def _statsmodels_refit(X, y, drop):
 
 # ------------------------------------------------------- progress= and executor=
 
-def _models():
+def _ridge_frame(n=50, seed=4):
+    import pandas as pd
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2)) * [1.0, 3.0]
+    t = np.round(rng.exponential(np.exp(-X @ [0.5, -0.1])), 1) + 0.1
+    e = (rng.uniform(size=n) < 0.8).astype(float)
+    return pd.DataFrame({"x1": X[:, 0], "x2": X[:, 1], "t": t, "e": e})
+
+
+def _ridge_model(c=0.3):
+    """A lifelines ``CoxPHFitter(penalizer=c)`` behind the seam (a ridge-penalised
+    :class:`CoxAudit`), with its frame."""
+    lifelines = pytest.importorskip("lifelines")
+    from coxinfluence.influence_functions.registry import audit_model
+    df = _ridge_frame()
+    cph = lifelines.CoxPHFitter(penalizer=c, l1_ratio=0.0).fit(
+        df, "t", "e", fit_options={"precision": 1e-13})
+    model, _ = audit_model(cph, df)
+    assert isinstance(model, CoxAudit) and model.fit.penalty is not None
+    return model, df
+
+
+def _models(name):
+    if name == "cox ridge":
+        return _ridge_model()[0]
     X, y = _logistic_data()
     aft, _ = _aft_fit()
-    return {"decomposable": DecomposableAudit(logistic_fit(X, y)),
-            "decomposable clusters": DecomposableAudit(logistic_fit(X, y),
-                                                       groups=np.arange(len(y)) // 4),
-            "aft": AFTAudit(aft), "aft clusters": AFTAudit(aft, groups=np.arange(aft.n) // 3)}
+    return {"decomposable": lambda: DecomposableAudit(logistic_fit(X, y)),
+            "decomposable clusters": lambda: DecomposableAudit(
+                logistic_fit(X, y), groups=np.arange(len(y)) // 4),
+            "aft": lambda: AFTAudit(aft),
+            "aft clusters": lambda: AFTAudit(aft, groups=np.arange(aft.n) // 3)}[name]()
 
 
 @pytest.mark.parametrize("name", ["decomposable", "decomposable clusters", "aft",
-                                  "aft clusters"])
+                                  "aft clusters", "cox ridge"])
 def test_executor_and_progress_give_the_serial_refits_bit_for_bit(name, capsys):
-    model = _models()[name]
+    model = _models(name)
     assert isinstance(model, Engine)
     serial = model.refit(progress=False, batch_size=7)
     assert (serial.status == "ok").all()
@@ -253,3 +280,76 @@ def test_halley_start_of_the_cox_family():
         return ci.cox_gradient(fit.coef, *args), ci.cox_hessian(fit.coef, *args)
     model = CoxAudit(fit)
     _check_start(model, [2, 11, 40], deleted, lambda th: ci.cox_hessian(th, X, t, e))
+
+
+def test_halley_start_of_the_ridge_cox_family():
+    """lifelines' ridge ``J = L + (n/2) sum_j c (sigma_j theta_j)^2`` (``sigma`` the
+    columns' sample SDs): the deleted problem's penalty recomputed from the data without
+    the row, its loss's derivatives from ``cox_gradient``/``cox_hessian`` there."""
+    c = 0.3
+    model, df = _ridge_model(c)
+    X, t, e = df[["x1", "x2"]].to_numpy(), df["t"].to_numpy(), df["e"].to_numpy()
+    n = len(df)
+
+    def strength(keep):
+        m = keep.sum()
+        return m * c * X[keep].var(axis=0, ddof=1)
+
+    def deleted(i):
+        keep = np.arange(n) != i
+        s = strength(keep)
+        args = (X[keep], t[keep], e[keep])
+        return (ci.cox_gradient(model.coef, *args) + s * model.coef,
+                ci.cox_hessian(model.coef, *args) + np.diag(s))
+    everyone = np.ones(n, dtype=bool)
+    # the model's information is the penalised Hessian (the oracle's, all rows)
+    assert np.allclose(model.information, ci.cox_hessian(model.coef, X, t, e)
+                       + np.diag(strength(everyone)), rtol=1e-10)
+    _check_start(model, [0, 7, 31], deleted, lambda th: ci.cox_hessian(th, X, t, e))
+
+
+def test_ridge_refits_solve_the_deleted_penalised_problems():
+    """Each exact refit is where the deleted problem's penalised gradient (recomputed from
+    the data without the row) vanishes."""
+    c = 0.3
+    model, df = _ridge_model(c)
+    X, t, e = df[["x1", "x2"]].to_numpy(), df["t"].to_numpy(), df["e"].to_numpy()
+    codes = np.array([0, 7, 31, 49])
+    res = model.refit(codes)
+    assert res.ok.all()
+    for k, i in enumerate(codes):
+        keep = np.arange(len(df)) != i
+        s = keep.sum() * c * X[keep].var(axis=0, ddof=1)
+        g = ci.cox_gradient(res.theta[k], X[keep], t[keep], e[keep]) + s * res.theta[k]
+        H = ci.cox_hessian(res.theta[k], X[keep], t[keep], e[keep]) + np.diag(s)
+        assert np.abs(np.linalg.solve(H, g)).max() < 1e-10
+
+
+# ---------------------------------------------------------------------- n_rows
+
+def test_n_rows_is_the_number_of_rows_given():
+    """Every family's ``n_rows`` is the number of training rows, however many units; the
+    result's ``units_text`` says both."""
+    X, y = _logistic_data()
+    aft, (Xa, ta, ea) = _aft_fit()
+    rng = np.random.default_rng(2)
+    n = 90                                   # 45 subjects, two intervals (0, u], (u, u + v]
+    Xc = rng.normal(size=(n, 2))
+    u, v = rng.exponential(size=45) + 0.1, rng.exponential(size=45) + 0.1
+    start, stop = np.r_[np.zeros(45), u], np.r_[u, u + v]
+    ec = np.r_[np.zeros(45), (rng.uniform(size=45) < 0.8).astype(float)]
+    ids = np.r_[np.arange(45), np.arange(45)]
+    cox = ci.fit_cox(Xc, stop, ec, start=start, id=ids)
+    cases = {
+        "decomposable rows": (DecomposableAudit(logistic_fit(X, y)), len(y), len(y)),
+        "decomposable clusters": (DecomposableAudit(logistic_fit(X, y),
+                                                    groups=np.arange(len(y)) // 4),
+                                  len(y), 20),
+        "aft clusters": (AFTAudit(aft, groups=np.arange(len(ta)) // 3), len(ta), 40),
+        "cox subjects": (CoxAudit(cox), n, 45),
+        "cox clusters": (CoxAudit(cox, groups=np.arange(n) // 5), n, 18),
+    }
+    for name, (model, rows, units) in cases.items():
+        assert (model.n_rows, len(model.unit_labels)) == (rows, units), name
+    res = ci.influence(cox, method="vif")
+    assert res.units_text == f"45 patients ({n} rows)"
