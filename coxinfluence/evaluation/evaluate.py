@@ -109,8 +109,8 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
 
     See Also
     --------
-    coxinfluence.targets.BrierScore : The Brier score as a target of the audit.
-    coxinfluence.targets.Concordance : The C-index as a target of the audit.
+    coxinfluence.evaluation.targets.BrierScore : The Brier score as a target of the audit.
+    coxinfluence.evaluation.targets.Concordance : The C-index as a target of the audit.
 
     Examples
     --------
