@@ -179,7 +179,7 @@ def test_integer_weights_are_duplicated_subjects(seed, n, strata):
     P = keep[None, :].astype(float)
     g_dup = dup.likelihood.grad(fit.coef[None, :], P)
     # on the scale of a subject's score (a deleted gradient can be 0 to rounding)
-    assert np.abs(audit.deleted_gradients[i] - g_dup[0]).max() \
+    assert np.abs(audit.deleted_gradients([i])[0] - g_dup[0]).max() \
         <= 1e-9 * np.abs(fit.scores).max()
     refit = audit.refit([i])
     if refit.status[0] == "ok":
