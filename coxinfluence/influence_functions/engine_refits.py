@@ -35,11 +35,6 @@ RUNAWAY_SE = 30.0
 #: a refit whose Hessian keeps less than this of the full data's information (smallest
 #: eigenvalue of ``H^{-1} H_{-g}``) stopped on a flat likelihood
 FLAT_EIGENVALUE = 1e-6
-# a refit still above tol after 6 steps contracts slowly (GBSG2's top patient, 2 SEs from
-# theta_hat: 1.5e-4 after 6); two more gradients of the batch cost less than the Hessian
-# evaluations Newton-Raphson would spend (auto on GBSG2: Newton's 2 evaluations -> 1; the
-# exact refits of every unit of GBSG2, METABRIC, SUPPORT: as many Newton rows or fewer)
-CHORD_STEPS = 8
 _SERIAL_CHUNK = 2048
 _NEWTON_START_FLOATS = 2e7     # at most ~160 MB per (m, d, d) array of the warm start
 
