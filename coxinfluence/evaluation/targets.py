@@ -650,7 +650,7 @@ class Concordance(_Surrogate, _TestSetMetric):
                 self._events, self._pairs = _pair_weights(self.outcomes, self.kind, strata)
                 self._strata = strata
             tau = float(np.median(self.outcomes.time))
-            for pred, sign in ((self._lp, 1), (Quantile(self.X_test, 0.5), -1),
+            for pred, sign in ((copy.copy(self._lp), 1), (Quantile(self.X_test, 0.5), -1),
                                (Survival(self.X_test, [tau]), 0)):
                 pred.transform = self.transform
                 try:
