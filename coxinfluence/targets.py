@@ -13,7 +13,11 @@ register themselves when imported; this module imports them all and re-exports t
   centred; a scikit-survival estimator's ``predict``);
 - :class:`RelativeRisk` ``(X_new)``: ``exp(x'beta)`` of a Cox model (the paper's target);
 - :class:`Quantile` ``(X_new, p=0.5)``: the quantiles of the survival time (AFT);
-- :class:`CumulativeIncidence` ``(X_new, times)``: a Fine-Gray model's cumulative incidence.
+- :class:`CumulativeIncidence` ``(X_new, times)``: a Fine-Gray model's cumulative incidence;
+- :class:`BrierScore`, :class:`IntegratedBrierScore`, :class:`TimeDependentAUC`,
+  :class:`Concordance` ``(X_test, time_test, event_test, ...)``: a test set's performance
+  (:mod:`coxinfluence.evaluation.targets`; ``ci.evaluate`` gives the metrics with their
+  standard errors), defined for every model through its own predictions.
 
 A quantity is dispatched on the model (:class:`Dispatched`): ``ci.influence`` evaluates the
 model family's own implementation, which a family registers (:func:`register_target`).
@@ -58,6 +62,12 @@ from coxinfluence.audit.targets import (  # noqa: F401 (the engine's helpers, re
 )
 
 # the families' implementations, registered when imported (coxinfluence.families)
+from coxinfluence.evaluation.targets import (
+    BrierScore,
+    Concordance,
+    IntegratedBrierScore,
+    TimeDependentAUC,
+)
 from coxinfluence.families.aft_targets import AFTSurvival, SurvivalQuantile, TimeRatios  # noqa: F401
 from coxinfluence.families.cox_targets import (  # noqa: F401
     CoxLinearPredictor,
@@ -75,4 +85,5 @@ from coxinfluence.families.sksurv_targets import RiskScore  # noqa: F401
 # from here but are not the API
 __all__ = ["Target", "Coefficients", "HazardRatios", "TimeRatios", "LinearPredictor",
            "RelativeRisk", "Survival", "Quantile", "CumulativeIncidence",
+           "BrierScore", "IntegratedBrierScore", "TimeDependentAUC", "Concordance",
            "TargetBeyondFollowUpWarning", "register_target"]

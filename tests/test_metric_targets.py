@@ -224,9 +224,6 @@ def test_first_order_brier_tracks_exact_changes():
         assert np.corrcoef(first[rows, k], exact[:, k])[0, 1] > 0.95
 
 
-@pytest.mark.xfail(raises=ValueError, strict=False,
-                   reason="ci.influence checks a target's name against the model's "
-                          "target_names; needs the audit to accept generic targets")
 def test_ci_influence_takes_a_metric_target():
     fit, train, test, covs, times, _ = _rossi()
     target = BrierScore(test[covs], test.time, test.event, [20, 40])

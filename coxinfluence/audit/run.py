@@ -386,7 +386,7 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
     audit_model, resolved = seam_of(model, data, groups=groups, robust=robust, **options)
     allowed = tuple(audit_model.target_names)
     target = copy.copy(resolve_target(target, allowed, audit_model.model_name))
-    if target.name not in allowed:
+    if target.name not in allowed and not target.generic:
         raise ValueError(f"target {target.name!r} is not available for this model "
                          f"({audit_model.model_name}); its targets are "
                          f"{describe_targets(allowed)} (ci = coxinfluence)")

@@ -211,6 +211,10 @@ class Target:
     #: how a user asks for this target (:func:`describe_targets`); None: as its quantity's
     #: :class:`Dispatched` target
     ask = None
+    #: whether the target is defined for every model through the model's own predictions
+    #: (the test-set metrics of :mod:`coxinfluence.evaluation.targets`), so that
+    #: ``influence()`` takes it whatever the model's ``target_names``
+    generic = False
 
     @classmethod
     def evaluates(cls, fit):
