@@ -24,7 +24,8 @@ sum_{i in g} w_i grad l_i``:
   (:mod:`coxinfluence.influence_functions.engine_refits`): the unit's rows get presence
   0, the refit starts at Halley's prediction (the one-step Newton change corrected by
   ``T``) and runs quasi-Newton steps, then Newton-Raphson with step halving, to ``max
-  |gradient| <= tol``; a refit that runs more than ``RUNAWAY_SE`` standard errors away
+  |gradient| <= tol``; a refit that runs more than
+  :data:`~coxinfluence.influence_functions.engine_refits.RUNAWAY_SE` standard errors away
   (information metric) is ``"undefined"`` (the deleted likelihood has no maximum near: a
   monotone likelihood), one that stops otherwise ``"refit_failed"``; ``progress=`` and
   ``executor=`` as for Cox; :func:`minimise` (Newton steps, chord and BFGS updates) fits
@@ -45,7 +46,6 @@ import scipy.linalg
 
 from coxinfluence.data.inputs import encode_labels
 from coxinfluence.influence_functions.engine import Engine, MaskKernel
-from coxinfluence.influence_functions.engine_refits import RUNAWAY_SE  # noqa: F401
 from coxinfluence.influence_functions.seam import ReportHeader
 
 __all__ = ["DecomposableFit", "DecomposableAudit", "minimise"]
