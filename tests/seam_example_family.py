@@ -66,7 +66,7 @@ class LogisticFit:
         X = pd.DataFrame(X)
         self.frame = X.assign(y=np.asarray(y, dtype=np.float64))
         self.columns = ["Intercept"] + [str(c) for c in X.columns]
-        self.index, self.n = X.index, len(X)       # n: the report's "120 patients" reads fit.n
+        self.index = X.index
         self.X = np.column_stack([np.ones(len(X)), X.to_numpy(dtype=np.float64)])
         self.y = np.asarray(y, dtype=np.float64)
         self.w = np.ones(len(X)) if weights is None else np.asarray(weights, dtype=np.float64)

@@ -19,7 +19,7 @@ def third_derivative(risk_sets, theta, block=512):
     ``m_k M3_k`` and ``m_k a_k (x) M2_k`` are rewritten as sums over rows (as
     :meth:`RiskSets.row_coefficients` does for ``S1`` and ``S2``), O(n d^3) in blocks of rows.
     The refits' warm start uses it
-    (:func:`coxinfluence.influence_functions.refits._warm_start`)."""
+    (:func:`coxinfluence.influence_functions.engine_refits.halley_start`)."""
     data = risk_sets.data
     d = data.d
     # the risk-set state at theta (kept for theta_hat by the kernels: an audit's VIF,
