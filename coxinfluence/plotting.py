@@ -240,3 +240,33 @@ def scatter_vs(result, reference, columns=None):
         _small_scale_ticks(ax.yaxis)
     fig.suptitle(f"{result.method} against {reference.method}", fontsize=10)
     return fig
+
+
+def residual_index_plot(values: pd.Series, label_top=5, unit="patients", bound=2.0):
+    """Index plot of one residual per unit (a deviance residual), the ``label_top``
+    largest in absolute value labelled and the lines at +-``bound``; returns the figure."""
+    fig, (ax,) = _grid(1, width=7.2, height=3.0)
+    v = values.to_numpy(dtype=np.float64)
+    x = np.arange(v.size)
+    ax.plot(x, v, "o", ms=2.5, color="C0", alpha=0.7)
+    for b in (-bound, bound):
+        ax.axhline(b, color="0.5", lw=0.8, ls="--")
+    ax.axhline(0.0, color="0.7", lw=0.6)
+    finite = np.flatnonzero(np.isfinite(v))
+    top = finite[np.argsort(-np.abs(v[finite]), kind="stable")[:label_top]]
+    for k in top:
+        ax.annotate(str(values.index[k]), (x[k], v[k]), fontsize=7, xytext=(3, 2),
+                    textcoords="offset points", color="C3")
+    ax.set_xlabel(f"{unit} (in the data's order)")
+    ax.set_ylabel(str(values.name or "residual"))
+    return fig
+
+
+def ph_test_plots(test, names):
+    """One panel per term of ``names``: ``test.plot(name, ax=...)`` (a
+    :class:`~coxinfluence.diagnostics.PHTest`: scaled Schoenfeld residuals against
+    transformed time, smooth and band); returns the figure."""
+    fig, axes = _grid(len(names), width=4.2, height=3.2, max_cols=2)
+    for ax, name in zip(axes, names):
+        test.plot(name, ax=ax)
+    return fig

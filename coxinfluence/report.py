@@ -432,12 +432,13 @@ def _wrap(table):
 
 
 def build_report(result, *, reid=None, exact=None, title=None, description="",
-                 top_k=10) -> str:
+                 top_k=10, checks=True) -> str:
     """The report (HTML text) for an :class:`~coxinfluence.audit.run.InfluenceResult`
     ``result`` (normally ``method="auto"``) of any model behind the seam, with optional
     Reid and exact results of the same target for the comparisons. ``title`` defaults to
     the model's ("Cox model influence audit", "Weibull AFT model influence audit",
-    "Fine-Gray model influence audit")."""
+    "Fine-Gray model influence audit"). ``checks``: the "Model checks" section (the PH
+    test, deviance residuals) where the model has them."""
     header = result.model.report_header()
     title = header.title if title is None else title
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
@@ -466,6 +467,8 @@ def build_report(result, *, reid=None, exact=None, title=None, description="",
     parts.extend(_target_top_table(result, top_k))
     parts.append("<h2>Index plots</h2>" + _index_caption(result)
                  + _img(figure_to_data_uri(result.plot_index()), "index plots"))
+    if checks:
+        parts.append(_checks_section(result, top_k))
     for other, name in ((reid, "Reid's influence function"), (exact, "exact leave-one-out refits")):
         if other is None or other is approx:
             continue
@@ -481,6 +484,119 @@ def build_report(result, *, reid=None, exact=None, title=None, description="",
                      "(use --exact).</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+#: a deviance residual beyond this (in absolute value) stands out (about 5% of a normal)
+DEVIANCE_BOUND = 2.0
+#: the PH test's level: the covariates whose p-value is below it are plotted
+PH_LEVEL = 0.05
+
+
+def model_checks(result, top_k=10):
+    """The report's "Model checks" as data, for a model that has them (asked of the
+    diagnostics' table by the fit's class, never by its family), else None: a dict with
+    ``ph`` (``ci.ph_test`` of the fit, or None where the model has no PH test),
+    ``ph_error`` (why it could not be computed, or None), ``failing`` (its terms with p <
+    :data:`PH_LEVEL`), ``deviance`` (the deviance residual of each unit, indexed as
+    ``result.loo_change``; None where the model has none or they do not match the units)
+    and ``both`` (the units with |deviance residual| > :data:`DEVIANCE_BOUND` and a
+    likelihood displacement among the ``top_k`` largest, largest displacement first)."""
+    from coxinfluence.diagnostics import ph_test, residuals
+    from coxinfluence.diagnostics.registry import residual_kinds
+    fit = result.fit
+    kinds = residual_kinds(fit)
+    if "deviance" not in kinds and "scaledsch" not in kinds:
+        return None
+    out = {"ph": None, "ph_error": None, "failing": [], "deviance": None, "both": []}
+    if "scaledsch" in kinds:            # the PH test is a test on the scaled Schoenfeld
+        try:
+            out["ph"] = ph_test(fit)
+            p = out["ph"].table["p"].drop("GLOBAL")
+            out["failing"] = [str(k) for k in p.index[p.to_numpy() < PH_LEVEL]]
+        except (ValueError, TypeError, np.linalg.LinAlgError) as exc:
+            out["ph_error"] = str(exc)
+    if "deviance" in kinds:
+        out["deviance"] = _unit_deviance(result, residuals)
+    dev = out["deviance"]
+    if dev is not None:
+        ld = result.likelihood_displacement
+        top = ld.dropna().nlargest(top_k).index
+        out["both"] = [u for u in top if abs(dev.loc[u]) > DEVIANCE_BOUND]
+    return out
+
+
+def _unit_deviance(result, residuals):
+    """Each unit's deviance residual (per row for rows, collapsed over a unit's rows as
+    R's ``collapse=``), indexed as ``result.loo_change``, or None."""
+    labels = result.loo_change.index
+    try:
+        with np.errstate(invalid="ignore"):     # R's NaN (collapsed over several events)
+            if result.model.units_are_rows:
+                dev = residuals(result.fit, kind="deviance")
+            else:
+                groups = None if result._resolved is None else result._resolved.groups
+                dev = residuals(result.fit, kind="deviance",
+                                collapse=True if groups is None else np.asarray(groups))
+    except (ValueError, TypeError):
+        return None
+    dev = pd.Series(np.asarray(dev, dtype=np.float64).ravel(), index=dev.index,
+                    name="deviance residual")
+    if len(dev) != len(labels):
+        return None
+    if dev.index.equals(labels) or set(dev.index) == set(labels):
+        return dev.reindex(labels)
+    return pd.Series(dev.to_numpy(), index=labels, name=dev.name)   # the same order
+
+
+def _checks_section(result, top_k):
+    """The "Model checks" section (HTML), or "" for a model without checks."""
+    checks = model_checks(result, top_k)
+    if checks is None:
+        return ""
+    from .plotting import ph_test_plots, residual_index_plot
+    unit = result.unit_name
+    out = ["<h2>Model checks</h2>"]
+    ph = checks["ph"]
+    if ph is not None:
+        out.append("<h3>Proportional hazards (R's cox.zph: score test, "
+                   f"{html.escape(str(ph.transform))} transform of time)</h3>")
+        out.append(_table(ph.table, digits=4))
+        failing = checks["failing"]
+        if failing:
+            out.append(f"<p>Failing at {PH_LEVEL:.0%}: {html.escape(', '.join(failing))}. "
+                       "Scaled Schoenfeld residuals against time, with a smooth and its "
+                       "band of two standard errors (a flat line: a constant effect):</p>")
+            out.append(_img(figure_to_data_uri(ph_test_plots(ph, failing)),
+                            "proportional-hazards plots"))
+        else:
+            out.append(f"<p>No covariate fails at {PH_LEVEL:.0%}.</p>")
+    elif checks["ph_error"] is not None:
+        out.append("<p class='warn'>The proportional-hazards test could not be computed: "
+                   f"{html.escape(checks['ph_error'])}</p>")
+    dev = checks["deviance"]
+    if dev is not None:
+        out.append(f"<h3>Deviance residuals</h3><p>One per {html.escape(_units(unit, 1))}"
+                   f" (R's residuals(fit, type = \"deviance\")), the 5 largest in absolute "
+                   f"value labelled; dashed lines at &plusmn;{DEVIANCE_BOUND:g}.</p>")
+        missing = int(dev.isna().sum())
+        if missing:
+            out.append(f"<p class='note'>{missing} {html.escape(_units(unit, missing))} "
+                       "without a deviance residual (NA, as in R: the formula has no value "
+                       "for a sum over several events).</p>")
+        out.append(_img(figure_to_data_uri(residual_index_plot(dev, unit=unit)),
+                        "deviance residuals"))
+        both = checks["both"]
+        words = (f"{unit} with |deviance residual| &gt; {DEVIANCE_BOUND:g} and a likelihood "
+                 f"displacement among the {top_k} largest")
+        if both:
+            table = pd.DataFrame({"displacement": result.likelihood_displacement.loc[both],
+                                  "deviance residual": dev.loc[both]})
+            out.append(f"<p><b>Standing out in both</b> ({words}): "
+                       f"{html.escape(', '.join(map(str, both)))}.</p>")
+            out.append(_table(table))
+        else:
+            out.append(f"<p>No {words}.</p>")
+    return "".join(out)
 
 
 def _index_caption(result):

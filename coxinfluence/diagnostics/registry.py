@@ -19,7 +19,7 @@ import pandas as pd
 from coxinfluence.data.inputs import InputError
 from coxinfluence.influence_functions.registry import audit_model
 
-__all__ = ["register_residuals", "residuals"]
+__all__ = ["register_residuals", "residuals", "residual_kinds"]
 
 
 @dataclass(frozen=True)
@@ -221,3 +221,45 @@ def residuals(model, data=None, kind=None, collapse=None, *, weighted=None, **op
         collapse = np.asarray(groups)          # the library's units: lifelines' cluster_col
     kind = entry.kinds[0] if kind is None else _check_kind(entry, kind)
     return entry.function(fit, kind, collapse=collapse, weighted=weighted)
+
+
+def residual_kinds(model, data=None, **options) -> tuple:
+    """The residual kinds defined for ``model`` (its family's entry in the table), or
+    ``()`` for a model no registered family accepts.
+
+    A generic query for code that offers model checks when a model has them (the audit's
+    report): it asks the table keyed by the fit's class, never which model it holds.
+
+    Parameters
+    ----------
+    model : fitted model
+        A coxinfluence fit or any model ``ci.influence`` takes.
+    data : pandas.DataFrame, optional
+        The training data, for models that do not keep it (lifelines, statsmodels).
+    **options
+        Options of the model's family, as ``ci.influence`` takes them.
+
+    Returns
+    -------
+    tuple of str
+        The kinds (the first the default), empty when the model has no residuals.
+
+    Examples
+    --------
+    >>> from lifelines.datasets import load_rossi
+    >>> from coxinfluence.diagnostics.registry import residual_kinds
+    >>> rossi = load_rossi()
+    >>> fit = ci.fit_cox(rossi[["fin", "age"]], rossi["week"], rossi["arrest"])
+    >>> "deviance" in residual_kinds(fit), "scaledsch" in residual_kinds(fit)
+    (True, True)
+    >>> residual_kinds(object())
+    ()
+    """
+    for cls in type(model).__mro__:
+        if cls in _TABLE:
+            return _TABLE[cls].kinds
+    try:
+        fit, _ = resolve_fit(model, data, **options)
+        return residual_family(fit).kinds
+    except (TypeError, ValueError):
+        return ()
