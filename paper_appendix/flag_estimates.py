@@ -16,12 +16,28 @@ import numpy as np
 from coxinfluence.influence_functions.stability import (
     _delta,
     _generalised_eig,
-    _solve_split,
     _units,
     information_split,
     third_derivative,
 )
 from coxinfluence.models.cox import check_fit
+
+#: ``H - C_g`` counts as singular when ``1 - lambda_g`` is at most this (the corrected
+#: changes are then NaN).
+SINGULAR = 1e-8
+
+
+def _solve_split(fit, C, rhs, eig=None):
+    """``(H - C_g)^{-1} rhs_g`` for every unit, NaN where ``1 - lambda_g <= SINGULAR``:
+    ``(H - C_g)^{-1} = L^{-T} V diag(1/(1 - lambda)) V' L^{-1}``."""
+    lam, V, L = eig if eig is not None else _generalised_eig(fit, C)
+    y = np.linalg.solve(L, np.asarray(rhs, dtype=np.float64).T).T          # L^{-1} rhs_g
+    gap = 1.0 - lam
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.einsum("uij,uj->ui", V, np.einsum("uji,uj->ui", V, y) / gap)
+    out = np.linalg.solve(L.T, z.T).T
+    out[gap[:, 0] <= SINGULAR] = np.nan
+    return out
 
 
 def leverage_corrected(fit, units=None, delta_vif=None, C=None):

@@ -168,10 +168,3 @@ def own_group_change(data, state):
     out[ev] = -w[ev, None] * xi + full[g] - m_new[:, None] * remaining
     return out
 
-
-def deleted_gradients(fit, units, codes=None):
-    """Gradients ``grad L_{-g}(fit.coef)`` (m, d) for the units ``codes`` (default all): the
-    deleted-data gradient the closed forms give (``grad L`` less the VIF's gradient
-    differences), as one-step Newton uses it."""
-    from coxinfluence.influence_functions import deleted_hessians as dh
-    return dh._deleted_gradients(fit, units, dh._codes(units, codes), dh._FullData(fit))

@@ -26,7 +26,7 @@ import pandas as pd
 from coxinfluence.data.units import resolve_units
 from coxinfluence.influence_functions.engine import Engine
 from coxinfluence.influence_functions.engine_cox import CoxEngine
-from coxinfluence.influence_functions.refits import SeamUnits, newton_loo, warn_undefined
+from coxinfluence.influence_functions.refits import SeamUnits, warn_undefined
 from coxinfluence.influence_functions.reid import reid_of_units, unit_score_residuals
 from coxinfluence.influence_functions.seam import ReportHeader
 from coxinfluence.influence_functions.stability import undefined_units
@@ -87,7 +87,9 @@ class CoxAudit(CoxEngine):
             warn_undefined(SeamUnits(self), bad, "penalised newton leave-one-out")
             return out
         if method == "newton":
-            return np.asarray(newton_loo(fit, groups=self.groups), dtype=np.float64) - fit.coef
+            change, ok = self.newton_change()
+            warn_undefined(self.units, np.flatnonzero(~ok), "one-step Newton leave-one-out")
+            return change
         raise ValueError(f"unknown method {method!r}")
 
     # ------------------------------------------------------------------ trust

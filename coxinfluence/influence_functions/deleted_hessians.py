@@ -1,7 +1,7 @@
 """Closed-form leave-one-out Hessians ``H_{-g}(theta_hat)`` of the Cox loss (issue 13, item 1).
 
-One-step Newton leave-one-out (:func:`coxinfluence.influence_functions.refits.newton_loo`) needs,
-for every unit
+One-step Newton leave-one-out (:meth:`coxinfluence.influence_functions.engine_cox.CoxEngine.
+newton_change`, behind ``ci.newton_loo``) needs, for every unit
 g, the Hessian of the loss of the data with all rows of g *deleted* (a
 :class:`~coxinfluence.data.deletion.Deletion`; for Efron ties this also removes an event from
 its tie group's count, ``docs/conventions.md``), at ``theta_hat``. Evaluating each by the
@@ -119,64 +119,18 @@ def deleted_hessians(fit, units, codes=None, *, method="auto"):
     the reference), "auto" (series, except direct on small data, ``n K <= 2e5``, and with
     delayed entry). The loss only: a ridge penalty of the fit is not included.
     """
-    return _deleted_hessians(fit, units, _codes(units, codes), method, _FullData(fit))
-
-
-def one_step_newton(fit, units, codes=None, *, method="auto"):
-    """``theta_hat - H_{-g}^{-1} grad L_{-g}(theta_hat)`` for the units ``codes`` (default
-    all), both in closed form: (theta (m, d), ok (m,)); ``ok`` is False (and theta NaN)
-    where ``H_{-g}`` is not positive definite."""
-    from coxinfluence.numerics.newton import solve_batch
-    codes = _codes(units, codes)
-    full = _FullData(fit)
-    H = _deleted_hessians(fit, units, codes, method, full)
-    g = _deleted_gradients(fit, units, codes, full)
-    step, ok = solve_batch(H, g)
-    theta = fit.coef - step
-    theta[~ok] = np.nan
-    return theta, ok
-
-
-class _FullData:
-    """What every unit shares, at ``fit.coef`` with all rows: the risk-set state, the
-    gradient and the Hessian of the loss."""
-
-    def __init__(self, fit):
-        self.state = fit.risk_sets.state(fit.coef)
-        _, g, H = fit.risk_sets.loss_grad_hess(fit.coef[None, :])
-        self.grad, self.hess = g[0], H[0]
-
-
-def _deleted_hessians(fit, units, codes, method, full):
-    data = fit.data
+    codes, data = _codes(units, codes), fit.data
     out = np.empty((codes.size, data.d, data.d))
     shared = units.shares_risk_sets[codes]
     if (~shared).any():
-        per_row = row_hessian_changes(fit, method=method, state=full.state)   # (n, T)
+        state = fit.risk_sets.state(fit.coef)
+        hess = fit.risk_sets.loss_grad_hess(fit.coef[None, :])[2][0]
+        per_row = row_hessian_changes(fit, method=method, state=state)   # (n, T)
         per_unit = units.collapse(per_row)[codes[~shared]]
-        out[~shared] = full.hess - _from_triangle(per_unit, data.d)
+        out[~shared] = hess - _from_triangle(per_unit, data.d)
     if shared.any():
         out[shared] = hessians_by_deletion(fit, units, codes[shared])
     return out
-
-
-def _deleted_gradients(fit, units, codes, full):
-    from coxinfluence.influence_functions.vif import (
-        _unit_delta_by_deletion,
-        _vif_delta_direct,
-        _vif_delta_series,
-    )
-    data = fit.data
-    small = data.n * data.term_group.size <= 200_000
-    if small or data.entry is not None:
-        delta = _vif_delta_direct(data, full.state)
-    else:
-        delta = _vif_delta_series(data, full.state)
-    delta = units.collapse(delta)[codes]
-    shared = np.flatnonzero(units.shares_risk_sets[codes])
-    if shared.size:
-        delta[shared] = _unit_delta_by_deletion(fit, units, codes[shared])
-    return full.grad - delta
 
 
 def hessians_by_deletion(fit, units, codes, batch=None):

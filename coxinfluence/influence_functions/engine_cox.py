@@ -38,7 +38,7 @@ from coxinfluence.likelihood.deletion_gradients import DeletionGradients
 from coxinfluence.likelihood.objective import cox_objective, gradient_tolerance
 from coxinfluence.likelihood.risk_sets import RiskSets
 from coxinfluence.models.cox import check_fit
-from coxinfluence.numerics.newton import newton
+from coxinfluence.numerics.newton import newton, solve_batch
 from coxinfluence.numerics.rows import matmul_rows
 
 __all__ = ["CoxEngine", "CoxKernel"]
@@ -253,6 +253,20 @@ class CoxEngine(FitSeam, Engine):
             idx = np.arange(fit.data.d)
             H[:, idx, idx] += self.ridge[codes] - held
         return H
+
+    def newton_change(self, method="auto"):
+        """The one-step Newton changes ``-H_{-g}^{-1} grad L_{-g}(theta_hat)`` of every
+        unit, (U, d), and (U,) ``ok``: the engine's ``change("newton")`` with the exact
+        closed-form deleted Hessians (:func:`~coxinfluence.influence_functions.
+        deleted_hessians.deleted_hessians`, ``method`` theirs: "auto", "series", "direct")
+        whatever split the flags made, and NaN (``ok`` False) where ``H_{-g}`` is not
+        positive definite or the deletion breaks the design's rank. Unpenalised fits."""
+        units = self.units
+        H = deleted_hessians(self.fit, units, method=method)
+        step, ok = solve_batch(H, self.deleted_gradients(np.arange(units.n_units)))
+        ok &= ~units.breaks_rank
+        step[~ok] = np.nan
+        return -step, ok
 
     def deletion_kernel(self):
         """The Cox refit kernel (:class:`~coxinfluence.influence_functions.refits.

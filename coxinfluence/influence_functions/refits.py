@@ -199,12 +199,10 @@ def newton_loo(fit, *, groups=None, method="auto"):
     ``theta_hat_{-g}`` laid out as :func:`exact_loo`'s; NaN (with a warning) where
     ``H_{-g}`` is singular or the deletion leaves the design rank deficient.
     """
-    from coxinfluence.influence_functions.deleted_hessians import one_step_newton
     fit = check_fit(fit, "newton_loo")
     refuse_penalty(fit, "newton_loo")
     units = resolve_units(fit, groups)
-    theta, ok = one_step_newton(fit, units, method=method)
-    ok &= ~units.breaks_rank
-    theta[~ok] = np.nan
+    change, ok = CoxEngine(fit, units).newton_change(method)
+    theta = fit.coef + change
     warn_undefined(units, np.flatnonzero(~ok), "one-step Newton leave-one-out")
     return units.wrap(theta)

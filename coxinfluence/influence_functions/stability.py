@@ -72,10 +72,6 @@ UNSTABLE_CURVATURE = 0.05
 #: the 41 data sets it adds 5 units to the curvature rule's 528 flags and no recall.
 UNSTABLE_LEVERAGE = 0.1
 
-#: ``H - C_g`` counts as singular when ``1 - lambda_g`` is at most this (the corrected
-#: changes are then NaN).
-SINGULAR = 1e-8
-
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -121,19 +117,6 @@ def _generalised_eig(fit, C):
     T = Li[None] @ C @ Li.T[None]
     lam, V = np.linalg.eigh(0.5 * (T + T.transpose(0, 2, 1)))
     return lam, V, L
-
-
-def _solve_split(fit, C, rhs, eig=None):
-    """``(H - C_g)^{-1} rhs_g`` for every unit, NaN where ``1 - lambda_g <= SINGULAR``:
-    ``(H - C_g)^{-1} = L^{-T} V diag(1/(1 - lambda)) V' L^{-1}``."""
-    lam, V, L = eig if eig is not None else _generalised_eig(fit, C)
-    y = np.linalg.solve(L, np.asarray(rhs, dtype=np.float64).T).T          # L^{-1} rhs_g
-    gap = 1.0 - lam
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.einsum("uij,uj->ui", V, np.einsum("uji,uj->ui", V, y) / gap)
-    out = np.linalg.solve(L.T, z.T).T
-    out[gap[:, 0] <= SINGULAR] = np.nan
-    return out
 
 
 def leverage(fit, units=None, C=None):
