@@ -27,6 +27,7 @@ from coxinfluence.cli.audit_inputs import (
     columns_text,
     read_audit_csv,
     read_newdata,
+    read_test,
     target_plan,
 )
 from coxinfluence.cli.family_registry import CLI_FAMILIES, choose_family
@@ -83,11 +84,24 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
                         "the patients of --newdata, else at the covariate means (a row "
                         "labelled 'mean': in Python X.mean().rename('mean'); once per stratum for "
                         "survival in a stratified Cox model and "
-                        "for survival and quantiles in a stratified AFT model)")
+                        "for survival and quantiles in a stratified AFT model); metrics of "
+                        "the --test patients: brier:T1,T2,..., ibs:T1,T2,..., auc:T1,..., "
+                        "c[:harrell|uno] (Fine-Gray: brier, ibs, auc of the cause)")
     p.add_argument("--newdata", type=Path, default=None,
                    help="CSV of new patients for the targets of new patients: the "
                         "covariate columns (and the --strata columns in a stratified model), "
                         "rows labelled by the --id column when present")
+    p.add_argument("--test", type=Path, default=None,
+                   help="CSV of test patients for the test metrics (--target brier:T1,T2,..."
+                        " the IPCW Brier score at times; ibs:T1,T2,... integrated over the "
+                        "grid; auc:T1,... time-dependent AUC; c or c:uno Harrell's or Uno's "
+                        "C; Fine-Gray: brier, ibs, auc of the cause): the training file's "
+                        "covariate, time and event (or status) columns; the audit gives each "
+                        "training patient's change of the metric")
+    p.add_argument("--checks", action=argparse.BooleanOptionalAction, default=True,
+                   help="the report's Model checks section where the model has them: the "
+                        "proportional-hazards test (R's cox.zph) and its plots, deviance "
+                        "residuals, the patients standing out in both (default: on)")
     p.add_argument("--method", choices=["auto", "vif", "reid", "newton", "exact"],
                    default="auto",
                    help="auto (default): VIF for every patient and exact refits for the top "
@@ -143,7 +157,9 @@ def _audit_run(args: argparse.Namespace) -> int:
     if args.newdata is not None:
         newdata = read_newdata(args.newdata, list(data.X.columns),
                                None if args.demo else args.strata, args.id)
-    plan = target_plan(args.target, data.X, newdata, family=family.name, strata=data.strata)
+    test = None if args.test is None else read_test(args.test, data, family.outcome)
+    plan = target_plan(args.target, data.X, newdata, family=family.name, strata=data.strata,
+                       test=test, options=family.metric_options(args))
     show = show_progress(args.progress)
     steps = tqdm(total=4, desc="audit", unit="step", disable=not show)
     steps.set_postfix_str("fitting")
@@ -176,7 +192,8 @@ def _audit_run(args: argparse.Namespace) -> int:
         raise ValueError(f"output folder does not exist: {out.parent}")
     columns = columns_text(data)
     write_report(out, res, reid=reid_res, exact=exact_res,
-                 description=f"{description} {columns}", top_k=args.top)
+                 description=f"{description} {columns}", top_k=args.top,
+                 checks=args.checks)
     print_summary(res, reid_res, exact_res, res.target, columns=columns)
     print(f"wrote {out}")
     return 0
@@ -215,6 +232,8 @@ def print_summary(res, reid_res, exact_res, target, *, columns=None):
     print(f"Most influential {res.unit_name} (likelihood displacement, {kind}): "
           + ", ".join(f"{i} ({v:.4g}{'*' if ok else ''})" for i, v, ok in
                       zip(top.index, top["likelihood_displacement"], top["verified"])))
+    if target.name != "coef":
+        _print_target(res, target)
     if res.verification is not None:
         print(res.verification.describe(res.unit_name))
         err = res.top_vif_error()
@@ -234,6 +253,20 @@ def print_summary(res, reid_res, exact_res, target, *, columns=None):
               f"{approx.correlation(exact_res).mean():.6f}")
     if columns:
         print(columns)
+
+
+def _print_target(res, target):
+    """The target's value on the full fit and its largest changes (|change| / SE, exact
+    where refitted: *), as the report's table by the target ranks them."""
+    import numpy as np
+    value = np.asarray(target.value(res.fit, np.asarray(res.model.coef)[None, :]))[0]
+    cols = list(res.loo_change.columns)
+    shown = ", ".join(f"{c} = {v:.4g}" for c, v in zip(cols[:6], value[:6]))
+    print(f"Target {target.name} on the full data: {shown}{', ...' if len(cols) > 6 else ''}")
+    top = res.top(min(5, len(res.loo_change)), by="target")
+    print(f"Largest changes of {target.name} (|change| / SE, * = exact refit): "
+          + ", ".join(f"{i} ({v:.4g}{'*' if ok else ''})" for i, v, ok in
+                      zip(top.index, top["target_influence"], res.verified.loc[top.index])))
 
 
 register(Subcommand(

@@ -25,8 +25,9 @@ from coxinfluence.cli.family_registry import (
     target_kind,
 )
 
-__all__ = ["AuditData", "read_audit_csv", "read_csv", "read_newdata", "audit_target",
-           "TargetPlan", "target_plan", "rows_text", "columns_text", "identifier_reason"]
+__all__ = ["AuditData", "TestSet", "read_audit_csv", "read_csv", "read_newdata",
+           "read_test", "audit_target", "TargetPlan", "target_plan", "rows_text",
+           "columns_text", "identifier_reason"]
 
 
 @dataclass
@@ -314,6 +315,61 @@ def read_newdata(path, covariates, strata, id_col):
 
 
 @dataclass(frozen=True)
+class TestSet:
+    """The test patients of ``--test``: covariates ``X`` (the training covariate columns,
+    and the stratum columns of a stratified model), follow-up ``time`` and ``outcome``
+    (the column of the family's outcome option: events, or Fine-Gray's causes).
+
+    Examples
+    --------
+    >>> from coxinfluence.cli.audit_inputs import TestSet
+    >>> t = TestSet(pd.DataFrame({"age": [50.0]}), pd.Series([3.0]), pd.Series([1]))
+    >>> list(t.X.columns)
+    ['age']
+    """
+
+    X: pd.DataFrame
+    time: pd.Series
+    outcome: pd.Series
+
+
+TestSet.__test__ = False        # not a pytest test
+
+
+def read_test(path, data: AuditData, outcome) -> TestSet:
+    """The test patients of ``--test`` (a CSV file with the training file's covariate,
+    stratum, time and outcome columns; ``outcome``: the family's outcome option), rows
+    labelled by the ``id`` column's values when the file has it, else "test 1", ...; a
+    one-line ValueError naming the file and the columns otherwise."""
+    df = read_csv(path, "--test file", "--test ")
+    roles = dict(data.roles)
+    time_col, out_col = roles["time"], roles[outcome]
+    covs = [str(c) for c in data.X.columns]
+    strata = [] if data.strata is None else [c for c in data.strata.columns if c not in covs]
+    need = covs + strata + [time_col, out_col]
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise ValueError(f"--test {path} lacks column(s) {missing}; it needs the training "
+                         f"file's covariate, time and {outcome} columns {need}")
+    bad = non_numeric(df, covs + [time_col, out_col])
+    if bad:
+        raise ValueError(f"--test {path}: non-numeric column(s) {bad}")
+    na = df[need].isna().any(axis=1)
+    if na.any():
+        raise ValueError(f"--test {path}: missing values in data row(s) "
+                         f"{rows_text([int(k) + 1 for k in df.index[na]])}")
+    id_col = roles.get("id")
+    if id_col is not None and id_col in df.columns and df[id_col].is_unique:
+        df = df.set_index(id_col)
+    else:
+        df.index = [f"test {k}" for k in range(1, len(df) + 1)]
+    X = df[covs].astype(float)
+    if strata:
+        X = pd.concat([X, df[strata]], axis=1)
+    return TestSet(X, df[time_col].astype(float), df[out_col])
+
+
+@dataclass(frozen=True)
 class TargetPlan:
     """The target of ``--target``, and what becomes of it once the model is fitted.
 
@@ -333,18 +389,24 @@ class TargetPlan:
         return self.kind.after_fit(self.target, fit, self.request)
 
 
-def target_plan(spec, X, newdata=None, *, family="cox", strata=None) -> TargetPlan:
+def target_plan(spec, X, newdata=None, *, family="cox", strata=None, test=None,
+                options=None) -> TargetPlan:
     """The :class:`TargetPlan` of ``--target spec`` for a model of the family named
     ``family`` (a name of the table, :mod:`~coxinfluence.cli.family_registry`): coef, hr,
     tr (the model's parameters); lp, rr, survival:T1,T2,..., quantile[:P1,...] (default the
     median), cif:T1,T2,... of the patients of ``newdata``, by default at the covariate means,
     built as the family's table entry says (``strata``: the data's stratum columns). Whether
     the model offers the target is the seam's to say (``ci.influence`` refuses a target not
-    in its ``target_names``)."""
+    in its ``target_names``). The test metrics brier:T1,..., ibs:T1,..., auc:T1,...,
+    c[:harrell|uno] are of the patients of ``test`` (a :class:`TestSet`, ``--test``), with
+    the family's ``options`` (Fine-Gray's cause)."""
     entry = cli_family(family)
     patients = X.mean().to_frame("mean").T if newdata is None else newdata
     spec = spec.strip().lower()
     if spec in PARAMETER_TARGETS:
+        if test is not None:
+            raise ValueError(f"--test applies to the test metrics (brier, ibs, auc, c), not "
+                             f"--target {spec}")
         if newdata is not None:
             raise ValueError("--newdata applies to the lp, rr and survival targets, quantile "
                              f"and cif, not --target {spec}")
@@ -352,10 +414,22 @@ def target_plan(spec, X, newdata=None, *, family="cox", strata=None) -> TargetPl
     kind, colon, values = spec.partition(":")
     how = target_kind(entry, kind)
     if (how is None or (colon and how.values == "none")
-            or (not values and how.values == "required")):
+            or (not values and how.values == "required")
+            or (values and how.words and values not in how.words)):
         raise ValueError(f"--target must be {target_help()}; got {spec!r}")
-    request = TargetRequest(kind, _numbers(spec) if values else None, patients, newdata,
-                            strata)
+    if how.needs_test and test is None:
+        raise ValueError(f"--target {spec} is a metric of test patients: give --test "
+                         "TEST.csv (the training file's covariate, time and outcome columns)")
+    if how.needs_test and newdata is not None:
+        raise ValueError(f"--newdata does not apply to --target {spec}: its patients are "
+                         "those of --test")
+    if not how.needs_test and test is not None:
+        raise ValueError(f"--test applies to the test metrics (brier, ibs, auc, c), not "
+                         f"--target {spec}")
+    word = values if how.words else None
+    numbers = _numbers(spec) if values and not how.words else None
+    request = TargetRequest(kind, numbers, patients, newdata, strata, test=test, word=word,
+                            options=dict(options or {}))
     return TargetPlan(how.build(request), how, request)
 
 

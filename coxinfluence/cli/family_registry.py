@@ -55,7 +55,9 @@ class TargetRequest:
     ``kind``: the name before the colon; ``numbers``: the values after it (None when none
     are given); ``patients``: the patients of ``--newdata``, else the covariate means (one
     row labelled ``"mean"``); ``newdata``: the ``--newdata`` patients or None; ``strata``:
-    the data's stratum columns (a DataFrame) or None.
+    the data's stratum columns (a DataFrame) or None; ``test``: the ``--test`` patients
+    (covariates ``X``, ``time``, ``outcome``) of a test metric; ``word``: a word after the
+    colon (``c:uno``); ``options``: the family's ``metric_options`` (Fine-Gray's cause).
 
     Examples
     --------
@@ -71,6 +73,12 @@ class TargetRequest:
     patients: pd.DataFrame
     newdata: pd.DataFrame | None = None
     strata: pd.DataFrame | None = None
+    #: the test set of ``--test`` (``.X``, ``.time``, ``.outcome``) for a test metric
+    test: Any = None
+    #: the word after the colon of a kind that takes words (``c:uno``), else None
+    word: str | None = None
+    #: the family's options of the test metrics (Fine-Gray's ``cause``)
+    options: Mapping = field(default_factory=dict)
 
     def stratified(self):
         """``(X_new, strata)``: the patients once per stratum (:func:`stratified_patients`).
@@ -91,7 +99,9 @@ class TargetKind:
     :class:`TargetRequest`; ``values``: ``"none"`` (no colon), ``"required"`` or
     ``"optional"`` numbers after the colon; ``placeholder``: the letter of the values in
     the help (``T`` for times, ``P`` for probabilities); ``after_fit(target, fit,
-    request)``: the target once the model is fitted (None: as built).
+    request)``: the target once the model is fitted (None: as built); ``needs_test``: a
+    metric of the ``--test`` patients; ``words``: words allowed after the colon instead of
+    numbers (``c:uno``).
 
     Examples
     --------
@@ -104,6 +114,10 @@ class TargetKind:
     values: str = "none"
     placeholder: str = "T"
     after_fit: Callable[[Any, Any, TargetRequest], Any] | None = None
+    #: a metric of the ``--test`` patients (refused without ``--test``)
+    needs_test: bool = False
+    #: the words allowed after the colon instead of numbers (``c[:harrell|uno]``)
+    words: tuple = ()
 
     def syntax(self, kind):
         """``kind`` as the help writes it.
@@ -116,8 +130,11 @@ class TargetKind:
         Returns
         -------
         str
-            ``"lp"``, ``"survival:T1,T2,..."`` or ``"quantile[:P1,P2,...]"``.
+            ``"lp"``, ``"survival:T1,T2,..."``, ``"quantile[:P1,P2,...]"`` or
+            ``"c[:harrell|uno]"``.
         """
+        if self.words:
+            return f"{kind}[:{'|'.join(self.words)}]"
         values = f"{self.placeholder}1,{self.placeholder}2,..."
         return {"none": kind, "required": f"{kind}:{values}",
                 "optional": f"{kind}[:{values}]"}[self.values]
@@ -175,6 +192,8 @@ class CliFamily:
     targets: Mapping[str, TargetKind] = field(default_factory=dict)
     #: ``add_arguments(parser)``: the family's own options
     add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+    #: ``metric_options(args)``: keyword arguments of the test metrics (Fine-Gray's cause)
+    metric_options: Callable[[argparse.Namespace], dict] = lambda args: {}
 
     def describe(self, args):
         """The model in words for a refusal ("a weibull AFT model").
@@ -350,14 +369,41 @@ def _cumulative_incidence(r):
     return ci.targets.CumulativeIncidence(X_new, r.numbers, strata=labels)
 
 
-#: the ``--target`` kinds of new patients every family reads (an entry's ``targets``
-#: override them); whether the model offers the target is its seam's to say
+def _brier(r):
+    t = r.test
+    return ci.targets.BrierScore(t.X, t.time, t.outcome, r.numbers, **r.options)
+
+
+def _ibs(r):
+    t = r.test
+    return ci.targets.IntegratedBrierScore(t.X, t.time, t.outcome, r.numbers, **r.options)
+
+
+def _auc(r):
+    t = r.test
+    return ci.targets.TimeDependentAUC(t.X, t.time, t.outcome, r.numbers, **r.options)
+
+
+def _concordance(r):
+    t = r.test
+    return ci.targets.Concordance(t.X, t.time, t.outcome, kind=r.word or "harrell",
+                                  **r.options)
+
+
+#: the ``--target`` kinds of new patients and of the ``--test`` patients (the test
+#: metrics, issue 38) every family reads (an entry's ``targets`` override them); whether
+#: the model offers the target is its seam's to say
 TARGET_KINDS: dict[str, TargetKind] = {
     "lp": TargetKind(_linear_predictor),
     "rr": TargetKind(_relative_risk),
     "survival": TargetKind(_survival, values="required"),
     "quantile": TargetKind(_quantile, values="optional", placeholder="P"),
     "cif": TargetKind(_cumulative_incidence, values="required"),
+    "brier": TargetKind(_brier, values="required", needs_test=True),
+    "ibs": TargetKind(_ibs, values="required", needs_test=True),
+    "auc": TargetKind(_auc, values="required", needs_test=True),
+    "c": TargetKind(_concordance, values="optional", needs_test=True,
+                    words=("harrell", "uno")),
 }
 
 
@@ -474,6 +520,12 @@ def _check_fine_gray(args):
                          "with --status and --cause")
 
 
+def _no_fine_gray_concordance(r):
+    raise ValueError("--target c (the concordance of a survival prediction) is not defined "
+                     "for a Fine-Gray model; its test metrics are brier, ibs and auc of the "
+                     "cause's cumulative incidence")
+
+
 def _fit_fine_gray(data, args):
     return ci.fit_fine_gray(data.X, data.time, data.outcome, cause=args.cause,
                             cengroup=data.family_columns.get("cengroup"),
@@ -504,4 +556,7 @@ register_cli_family(CliFamily(
              "start": "--start (not supported: one row per subject)",
              "subjects": "--subjects (one row per subject)",
              "cluster": "--cluster (the subjects are the units: crr's sandwich SE)"},
-    check=_check_fine_gray, add_arguments=_fine_gray_arguments))
+    check=_check_fine_gray, add_arguments=_fine_gray_arguments,
+    metric_options=lambda args: {"cause": args.cause},
+    targets={"c": TargetKind(_no_fine_gray_concordance, values="optional", needs_test=True,
+                             words=("harrell", "uno"))}))
