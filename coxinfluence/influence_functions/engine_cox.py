@@ -256,11 +256,34 @@ class CoxEngine(FitSeam, Engine):
 
     def newton_change(self, method="auto"):
         """The one-step Newton changes ``-H_{-g}^{-1} grad L_{-g}(theta_hat)`` of every
-        unit, (U, d), and (U,) ``ok``: the engine's ``change("newton")`` with the exact
-        closed-form deleted Hessians (:func:`~coxinfluence.influence_functions.
-        deleted_hessians.deleted_hessians`, ``method`` theirs: "auto", "series", "direct")
-        whatever split the flags made, and NaN (``ok`` False) where ``H_{-g}`` is not
-        positive definite or the deletion breaks the design's rank. Unpenalised fits."""
+        unit: the engine's ``change("newton")`` with the exact closed-form deleted
+        Hessians whatever split the flags made (unpenalised fits).
+
+        Parameters
+        ----------
+        method : {"auto", "series", "direct"}, default "auto"
+            The algorithm of the deleted Hessians
+            (:func:`~coxinfluence.influence_functions.deleted_hessians.deleted_hessians`).
+
+        Returns
+        -------
+        change : numpy.ndarray
+            (U, d) the changes, NaN where ``ok`` is False.
+        ok : numpy.ndarray
+            (U,) bool: ``H_{-g}`` is positive definite and the deletion keeps the
+            design's rank.
+
+        Examples
+        --------
+        >>> from coxinfluence.data.units import resolve_units
+        >>> from coxinfluence.influence_functions.engine_cox import CoxEngine
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(40, 2))
+        >>> fit = ci.fit_cox(X, rng.exponential(size=40), np.ones(40))
+        >>> change, ok = CoxEngine(fit, resolve_units(fit)).newton_change()
+        >>> bool(ok.all()), bool(np.allclose(fit.coef + change, ci.newton_loo(fit)))
+        (True, True)
+        """
         units = self.units
         H = deleted_hessians(self.fit, units, method=method)
         step, ok = solve_batch(H, self.deleted_gradients(np.arange(units.n_units)))

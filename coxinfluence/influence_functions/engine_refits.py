@@ -27,7 +27,7 @@ from coxinfluence.numerics.executors import n_workers, on_workers, whole_batch_c
 from coxinfluence.numerics.newton import halley_step, newton, solve_batch
 
 __all__ = ["Refits", "STATUSES", "DeletionKernel", "MaskKernel", "halley_start",
-           "refit_units", "RUNAWAY_SE", "FLAT_EIGENVALUE"]
+           "refit_units", "map_chunks", "RUNAWAY_SE", "FLAT_EIGENVALUE"]
 
 #: a refit this many standard errors (information metric) from ``theta_hat`` has run off:
 #: the deleted likelihood has no maximum near it (monotone likelihood), "undefined"
@@ -384,7 +384,6 @@ def refit_units(model, codes, *, progress=None, executor=None, batch_size=None,
                  max_iter=int(model.max_iter if max_iter is None else max_iter),
                  batch_size=int(batch_size or model.refit_batch_size),
                  chord_steps=int(model.chord_steps))
-    show = (None if m > 2000 else False) if progress is None else bool(progress)
     theta_start, J_start = halley_start(model, codes)
     kernel = model.deletion_kernel()
     parts, light = kernel.detach()
@@ -396,23 +395,11 @@ def refit_units(model, codes, *, progress=None, executor=None, batch_size=None,
         return (light, plan, codes[pos], theta_start[pos],
                 None if J_start is None else J_start[pos])
 
-    if executor is None:
-        # chunks of ~_SERIAL_CHUNK units: each sets up its kernel's work arrays once
-        chunks = whole_batch_chunks(m, -(-m // _SERIAL_CHUNK), plan.batch_size)
-        results = map(lambda pos: _loo_chunk(*parts, *work(pos)), chunks)
-    else:
-        # a dask cluster gets the data once per worker; a task carries its chunk's codes and
-        # warm starts and references to the data
-        executor, shared = on_workers(executor, *parts)
-        chunks = whole_batch_chunks(m, n_chunks or 4 * (n_workers(executor) or 2),
-                                    plan.batch_size)
-        futures = [executor.submit(_loo_chunk, *shared, *work(pos)) for pos in chunks]
-        results = (f.result() for f in futures)
-    bar = _progress(show, m, desc, getattr(model, "progress_unit", "row"))
-    for pos, (th, good, fl) in zip(chunks, results):
+    for pos, (th, good, fl) in map_chunks(_loo_chunk, parts, work, m, plan.batch_size,
+                                          executor=executor, n_chunks=n_chunks,
+                                          progress=progress, desc=desc,
+                                          unit=getattr(model, "progress_unit", "row")):
         theta[pos], ok[pos], flat[pos] = th, good, fl
-        bar.update(len(pos))
-    bar.close()
     return _statuses(model, kernel, plan, codes, theta, ok, flat)
 
 
@@ -453,6 +440,68 @@ def plain_refit(kernel, coef, code, tol, max_iter):
     does not converge): the default second try of a refit."""
     res = _from_coef(kernel, coef, code, tol, max_iter)
     return res.theta[0] if res.converged[0] else np.full(len(coef), np.nan)
+
+
+def map_chunks(function, shared, work, m, batch_size, *, executor=None, n_chunks=None,
+               progress=None, desc="exact leave-one-out", unit="row"):
+    """``function(*shared, *work(pos))`` for chunks ``pos`` of whole batches of ``m`` units
+    (:func:`~coxinfluence.numerics.executors.whole_batch_chunks`), yielding ``(pos,
+    result)`` in order: every unit in the same batch however they run, so the same bits.
+
+    Parameters
+    ----------
+    function : callable
+        A chunk's work: ``function(*shared, *work(pos))``.
+    shared : tuple
+        The data every chunk reads; with a dask ``Client`` sent once per worker
+        (:func:`~coxinfluence.numerics.executors.on_workers`).
+    work : callable
+        ``work(pos)``: a tuple, the chunk's own arguments (``pos``: its unit positions).
+    m, batch_size : int
+        The number of units, and of units per batch.
+    executor : concurrent.futures.Executor or dask.distributed.Client, optional
+        Runs the chunks; serial (None): chunks of about 2048 units.
+    n_chunks : int, optional
+        The chunks submitted to ``executor`` (default 4 per worker).
+    progress : bool, optional
+        A tqdm bar (True), none (False), or one for more than 2000 units on a terminal
+        (None).
+    desc, unit : str
+        The bar's words.
+
+    Yields
+    ------
+    pos : numpy.ndarray
+        A chunk's unit positions.
+    result : object
+        ``function``'s result for them.
+
+    Examples
+    --------
+    >>> from coxinfluence.influence_functions.engine_refits import map_chunks
+    >>> out = map_chunks(lambda scale, x: scale * x, (10,), lambda pos: (pos,), 5, 2,
+    ...                  progress=False)
+    >>> [r.tolist() for _, r in out]
+    [[0, 10, 20, 30, 40]]
+    """
+    show = (None if m > 2000 else False) if progress is None else bool(progress)
+    if executor is None:
+        # chunks of ~_SERIAL_CHUNK units: each sets up its kernel's work arrays once
+        chunks = whole_batch_chunks(m, -(-m // _SERIAL_CHUNK), batch_size)
+        results = map(lambda pos: function(*shared, *work(pos)), chunks)
+    else:
+        # a dask cluster gets the data once per worker; a task carries its chunk's own
+        # arguments and references to the data
+        executor, shared = on_workers(executor, *shared)
+        chunks = whole_batch_chunks(m, n_chunks or 4 * (n_workers(executor) or 2),
+                                    batch_size)
+        futures = [executor.submit(function, *shared, *work(pos)) for pos in chunks]
+        results = (f.result() for f in futures)
+    bar = _progress(show, m, desc, unit)
+    for pos, result in zip(chunks, results):
+        yield pos, result
+        bar.update(len(pos))
+    bar.close()
 
 
 def _progress(show, total, desc, unit="row"):

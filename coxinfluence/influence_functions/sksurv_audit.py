@@ -45,12 +45,11 @@ from coxinfluence.data.units import resolve_units
 from coxinfluence.influence_functions.cox_audit import CoxAudit
 from coxinfluence.influence_functions.deleted_hessians import deleted_hessians
 from coxinfluence.influence_functions.engine import Engine, Refits
-from coxinfluence.influence_functions.engine_refits import _progress
+from coxinfluence.influence_functions.engine_refits import map_chunks
 from coxinfluence.influence_functions.seam import FitSeam
 from coxinfluence.influence_functions.vif import vif_of_units
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
 from coxinfluence.models.coxnet import coxnet_refits
-from coxinfluence.numerics.executors import n_workers, on_workers, whole_batch_chunks
 
 __all__ = ["SksurvCoxAudit", "CoxnetAudit", "SELECTION_SAFETY", "NEWTON_ENTRIES"]
 
@@ -188,23 +187,11 @@ class CoxnetAudit(Engine, FitSeam):
         batches (results bit-identical to the serial run), ``progress`` a tqdm bar."""
         codes = np.arange(self.fit.n) if codes is None else np.asarray(codes, dtype=int)
         init = self.coef + (self.newton_change if self._with_newton else self.vif_change)[codes]
-        m = codes.size
-        if executor is None:
-            chunks = whole_batch_chunks(m, -(-m // 2048), 64)
-            parts = (coxnet_refits(self.fit, codes[p], init[p], 64) for p in chunks)
-        else:
-            executor, (fit,) = on_workers(executor, self.fit)
-            chunks = whole_batch_chunks(m, n_chunks or 4 * (n_workers(executor) or 2), 64)
-            futures = [executor.submit(coxnet_refits, fit, codes[p], init[p], 64)
-                       for p in chunks]
-            parts = (f.result() for f in futures)
-        theta = np.empty((m, self.coef.size))
-        bar = _progress((None if m > 2000 else False) if progress is None else bool(progress),
-                        m, "exact leave-one-out")
-        for p, part in zip(chunks, parts):
+        theta = np.empty((codes.size, self.coef.size))
+        for p, part in map_chunks(coxnet_refits, (self.fit,), lambda p: (codes[p], init[p], 64),
+                                  codes.size, 64, executor=executor, n_chunks=n_chunks,
+                                  progress=progress):
             theta[p] = part
-            bar.update(len(p))
-        bar.close()
         ok = np.isfinite(theta).all(axis=1)
         return Refits(codes, theta, np.where(ok, "ok", "refit_failed"))
 
