@@ -15,8 +15,14 @@ the seam's ``ratio_name``: "subdistribution hazard ratio" for Fine-Gray) and the
 seam's ``report_notes()`` (what the status codes mean); the top influential units
 ranked by the verified likelihood displacement, exact and VIF side by side, then their
 changes, dfbetas and data; index plots of the result's own changes (exact refits marked
-where verified, as in the tables); VIF against Reid's IF and, when every unit was
-refitted, against exact leave-one-out, each with its per-column Pearson correlation.
+where verified, as in the tables); "Model checks" where the model has them (asked of the
+residuals' table, :func:`coxinfluence.diagnostics.registry.residual_kinds`, by the fit's
+class: Cox and AFT fits, lifelines' and statsmodels' Cox models): the PH test table (R's
+``cox.zph``) with plots of the terms failing at 5% (a model with scaled Schoenfeld
+residuals), the deviance-residual index plot, the units standing out in both (|deviance|
+> 2 among the top by displacement), :func:`model_checks`; VIF against Reid's IF and,
+when every unit was refitted, against exact leave-one-out, each with its per-column
+Pearson correlation.
 Column names are the result's (``result.loo_change.columns``), never re-labelled.
 """
 from __future__ import annotations

@@ -105,3 +105,16 @@ def test_cluster_units_collapse_the_deviance_residuals(rossi):
     assert list(checks["deviance"].index) == list(res.loo_change.index)
     np.testing.assert_allclose(checks["deviance"].to_numpy(),
                                want.loc[res.loo_change.index].to_numpy(), rtol=1e-12)
+
+
+def test_lifelines_model_gets_its_checks(rossi):
+    """A lifelines ``CoxPHFitter``: the report's PH table is ``ci.ph_test(cph, data)``'s."""
+    from lifelines import CoxPHFitter
+    df = rossi[COLS + ["week", "arrest"]]
+    cph = CoxPHFitter().fit(df, "week", "arrest")
+    res = ci.influence(cph, df, method="vif")
+    checks = model_checks(res)
+    want = ci.ph_test(cph, df).table
+    np.testing.assert_allclose(checks["ph"].table.to_numpy(), want.to_numpy(), rtol=1e-10)
+    assert checks["failing"] == ["age"]
+    assert "<h2>Model checks</h2>" in build_report(res)

@@ -9,6 +9,9 @@ Fine-Gray model for one cause with ``--status S --cause K [--cengroup COL]``
 (``--model weibull --cause 1``, ``--event`` or ``--cluster`` for Fine-Gray, ``--ties``
 for an AFT model) are refused with a one-line error naming them (exit status 2). What is
 said about the model (report and summary) comes from the model's seam, never from here.
+``--test TEST.csv --target brier:T1,... | ibs:T1,... | auc:T1,... | c[:uno]`` audits each
+training patient's change of a test-set metric (issue 38); ``--no-checks`` leaves the
+report's Model checks (PH test, deviance residuals) out.
 
 The families are a table (:mod:`coxinfluence.cli.family_registry`): which options choose
 and apply to a family, its fit, its outcome column and how its targets are built are read

@@ -19,7 +19,9 @@ says everything the command needs to know about its family:
 - how each ``--target kind:values`` is built: the public targets of
   :mod:`coxinfluence.targets`, by :data:`TARGET_KINDS` unless the entry's ``targets``
   override a kind (an AFT model's survival once per stratum, a stratified Cox model's
-  survival at the covariate means once per stratum after the fit).
+  survival at the covariate means once per stratum after the fit); the test metrics
+  (``brier``, ``ibs``, ``auc``, ``c``: issue 38) are of the ``--test`` patients, with the
+  entry's ``metric_options`` (Fine-Gray's cause; its entry refuses ``c``).
 
 Adding a family to the command line is one table entry, e.g. (a test does this)::
 
