@@ -117,18 +117,11 @@ def _refit_reduced(data, coef, keep, tol, max_iter):
 
 class CoxEngine(FitSeam, Engine):
     """A :class:`~coxinfluence.CoxFit` and its units (a
-    :class:`coxinfluence.data.units.Units`) as the engine refits them (module docstring):
-    ``vif`` (U, d) and ``third`` (d, d, d) when the caller has them; ``split`` (U, d, d),
-    or a function of unit codes returning theirs, the units' ``C_g`` for the refits'
-    start."""
+    :class:`coxinfluence.data.units.Units`) as the engine refits them (module
+    docstring)."""
 
-    def __init__(self, fit, units, *, vif=None, third=None, split=None):
+    def __init__(self, fit, units):
         self.fit, self.units = fit, units
-        if vif is not None:
-            self.__dict__["vif"] = np.asarray(vif, dtype=np.float64)
-        if third is not None:
-            self.__dict__["third"] = third
-        self._split = split
 
     @property
     def unit_labels(self):
@@ -237,13 +230,9 @@ class CoxEngine(FitSeam, Engine):
         (:mod:`~coxinfluence.influence_functions.deleted_hessians`); a ridge adds its
         ``diag(s_{-g})``."""
         fit, codes = self.fit, np.asarray(codes, dtype=int)
-        split = self.__dict__.get("_split")
-        if split is None and "information_parts" in self.__dict__:
-            split = self.split_of
         ridge = fit.penalty is not None
-        if split is not None:
-            C = split(codes) if callable(split) else np.asarray(split)[codes]
-            H = fit.information[None] - C
+        if "information_parts" in self.__dict__:
+            H = fit.information[None] - self.split_of(codes)
             held = fit.penalty.strength if ridge else 0.0   # the information's diag(s)
         elif codes.size <= 64:
             H, held = hessians_by_deletion(fit, self.units, codes, batch=1), 0.0

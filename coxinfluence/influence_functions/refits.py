@@ -114,20 +114,13 @@ class SeamUnits:
 
 
 def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_size=None,
-                 tol=None, max_iter=50, n_chunks=None, vif=None, third=None,
-                 split=None) -> Refits:
+                 tol=None, max_iter=50, n_chunks=None) -> Refits:
     """Refit ``fit`` without each of the units ``codes`` (unit codes of ``units``, a
     :class:`coxinfluence.data.units.Units`; default all): the engine of :func:`exact_loo`
     (parameters there), returning a :class:`Refits` with a status per unit instead of
     warning. A unit whose refit is undefined or failed is NaN, never an error for the
-    batch. ``vif`` (U, d), every unit's ``VIF_n(g)``, and ``third``, the loss's third
-    derivative at ``fit.coef``, are the warm start's inputs when the caller has them
-    (an audit computes each once); else they are computed here. ``split`` (U, d, d), or a
-    function of unit codes returning theirs (m, d, d), the units' parts ``C_g`` of the
-    information (flags), gives the start's deleted Hessians as
-    ``H - C_g`` instead of evaluating them (the start is then ``O(|D|/n)`` less accurate; the
-    refits converge to the same tolerance)."""
-    model = CoxEngine(fit, units, vif=vif, third=third, split=split)
+    batch."""
+    model = CoxEngine(fit, units)
     model.refit_tolerance = gradient_tolerance(fit.data, fit.tol if tol is None else tol)
     model.max_iter = max_iter
     codes = np.arange(units.n_units) if codes is None else np.asarray(codes, dtype=int)
