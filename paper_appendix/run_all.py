@@ -83,6 +83,12 @@ STEPS = [
      "bench_fine_gray.py", [], ["--quick"], "bench_fine_gray.md"),
     ("sksurv", "Beyond the paper: scikit-survival's elastic-net Cox model audited (its own "
      "refits as the oracle)", "bench_sksurv.py", [], ["--quick"], "bench_sksurv.md"),
+    ("residuals", "Beyond the paper: residuals and the PH test against R (residuals.coxph, "
+     "cox.zph, survreg, crr; lifelines' versions; time at 10^4..10^6 rows)",
+     "bench_residuals.py", [], ["--quick"], "bench_residuals.md"),
+    ("data_valuation", "Beyond the paper: data valuation, which training patients move test "
+     "IBS and C (METABRIC, SUPPORT, GBSG2; exact refits; R's refit-and-rescore)",
+     "bench_data_valuation.py", [], ["--quick"], "bench_data_valuation.md"),
     ("core", "Performance: the Cox core against R and lifelines (METABRIC, SUPPORT)",
      "bench_core.py", [], ["--repeats", "1", "--skip-newton"], "bench_core.md"),
     ("scale", "Performance: time against n, and fit + VIF at 10^7 rows",
