@@ -21,7 +21,8 @@ versions measured against R, and time against R.
    run, after a warm-up at the smallest size; ``coxph``'s fit not counted; a size where R
    takes more than 15 minutes is shown as such). R runs at sizes up to ``--r-max-rows``
    (default 10^5: R's time grows faster than n, about 60x from 10^4 to 10^5 rows when
-   measured on 2026-11-27, so 10^6 rows would pass the 15-minute limit); ``--full`` runs R at every size.
+   measured on 2026-11-27, so 10^6 rows would pass the 15-minute limit); ``--full`` runs
+   R at every size.
 
 Default (what RESULTS.md records): sizes 10^4, 10^5, 10^6, R up to 10^5. ``--full``: the
 same with R at 10^6 too (its 15-minute limit). ``--quick``: size 10^4 only, and the
