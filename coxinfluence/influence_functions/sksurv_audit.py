@@ -18,7 +18,7 @@ objective ``J_{-i}`` (its strengths ``lambda_{-i}``, ``r_{-i}``), the KKT condit
 Newton replaces ``H`` by the deleted Hessian ``H_{-i}``; Reid's IF is the derivative in
 row i's case weight with the penalty held fixed, ``-H_AA^{-1} U_{i,A}`` (``U_i`` the score
 residual). ``L_{-i}``'s gradient at ``beta_hat`` comes from the closed-form VIF
-(:func:`coxinfluence.influence_functions.vif.vif_of_units`).
+(:func:`coxinfluence.influence_functions.vif.gradient_differences`).
 
 A deletion can change the selection, where no first-order number is defined. Predicted
 without refitting (flag ``selection_changes``): with the predicted margin after the
@@ -35,7 +35,6 @@ refits every flagged row.
 """
 from __future__ import annotations
 
-import dataclasses
 from functools import cached_property
 
 import numpy as np
@@ -47,7 +46,7 @@ from coxinfluence.influence_functions.deleted_hessians import deleted_hessians
 from coxinfluence.influence_functions.engine import Engine, Refits
 from coxinfluence.influence_functions.engine_refits import map_chunks
 from coxinfluence.influence_functions.seam import FitSeam
-from coxinfluence.influence_functions.vif import vif_of_units
+from coxinfluence.influence_functions.vif import gradient_differences as loss_gradient_differences
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
 from coxinfluence.models.coxnet import coxnet_refits
 
@@ -115,13 +114,11 @@ class CoxnetAudit(Engine, FitSeam):
     @cached_property
     def deleted_gradient(self):
         """(n, d) ``G_{-i}``: the smooth gradient of ``J_{-i}`` at ``beta_hat``, caller's
-        row order. ``grad L - grad L_{-i}`` is the closed-form VIF's gradient difference,
-        read off a copy of the fit whose information is the identity (``VIF_n = -n
-        delta``), so a singular Hessian (more covariates than events) does no harm."""
-        fit, n = self.fit, self.fit.n
-        plain = dataclasses.replace(fit, information=np.eye(fit.data.d))
-        plain.__dict__["risk_sets"] = fit.risk_sets
-        dL = -np.asarray(vif_of_units(plain), dtype=np.float64) / n    # grad L - grad L_{-i}
+        row order. ``grad L - grad L_{-i}`` is the closed-form VIF's gradient difference
+        (:func:`~coxinfluence.influence_functions.vif.gradient_differences`: no Hessian
+        solved, so a singular one, more covariates than events, does no harm)."""
+        fit = self.fit
+        dL = loss_gradient_differences(fit, resolve_units(fit))       # grad L - grad L_{-i}
         penalty = fit.penalty
         return fit.gradient - dL + (penalty.ridge_loo - penalty.ridge) * fit.coef
 

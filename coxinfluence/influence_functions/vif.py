@@ -233,6 +233,14 @@ def vif_of_units(fit, method="auto", groups=None, units=None):
     """:func:`vif` for any fit; for a penalised fit, the partial-likelihood part only
     (the penalty's part is added by :mod:`coxinfluence.models.penalized_cox`). ``units``:
     already resolved units (:class:`coxinfluence.data.units.Units`) instead of ``groups``."""
+    units = resolve_units(fit, groups) if units is None else units
+    return fit.paper_scale(gradient_differences(fit, units, method), units, overwrite=True)
+
+
+def gradient_differences(fit, units, method="auto"):
+    """(U, d) ``grad L - grad L_{-g}`` at ``fit.coef`` of every unit of ``units`` (unit
+    order), the loss's (a penalty's part not included): the VIF before its scaling,
+    ``method`` as :func:`vif`'s."""
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
     data, state = fit.data, fit.risk_sets.state(fit.coef)
@@ -244,12 +252,11 @@ def vif_of_units(fit, method="auto", groups=None, units=None):
         delta = _vif_delta_entry(data, state)
     else:
         delta = _vif_delta_series(data, state)
-    units = resolve_units(fit, groups) if units is None else units
     delta = units.collapse(delta)
     shared = np.flatnonzero(units.shares_risk_sets)
     if shared.size:
         delta[shared] = _unit_delta_by_deletion(fit, units, shared)
-    return fit.paper_scale(delta, units, overwrite=True)
+    return delta
 
 
 def _unit_delta_by_deletion(fit, units, codes, batch=64):
