@@ -246,7 +246,9 @@ class CoxEngine(FitSeam, Engine):
     def newton_change(self, method="auto"):
         """The one-step Newton changes ``-H_{-g}^{-1} grad L_{-g}(theta_hat)`` of every
         unit: the engine's ``change("newton")`` with the exact closed-form deleted
-        Hessians whatever split the flags made (unpenalised fits).
+        Hessians whatever split the flags made, and the closed-form deleted gradients
+        (:func:`~coxinfluence.influence_functions.vif.gradient_differences`; unpenalised
+        fits).
 
         Parameters
         ----------
@@ -273,9 +275,10 @@ class CoxEngine(FitSeam, Engine):
         >>> bool(ok.all()), bool(np.allclose(fit.coef + change, ci.newton_loo(fit)))
         (True, True)
         """
-        units = self.units
-        H = deleted_hessians(self.fit, units, method=method)
-        step, ok = solve_batch(H, self.deleted_gradients(np.arange(units.n_units)))
+        fit, units = self.fit, self.units
+        H = deleted_hessians(fit, units, method=method)
+        # grad L_{-g} = grad L - (grad L - grad L_{-g}), not through the VIF's scaling
+        step, ok = solve_batch(H, fit.gradient - _vif.gradient_differences(fit, units))
         ok &= ~units.breaks_rank
         step[~ok] = np.nan
         return -step, ok
