@@ -107,7 +107,9 @@ def test_demo(tmp_path, capsys):
                              "--method", "vif"], capsys)
     assert code == 0, err
     html = out.read_text()
-    assert html.count("data:image/png;base64,") == 2          # index plots, VIF vs Reid
+    # index plots, the Model checks' PH plots (failing at 5%) and deviance residuals,
+    # VIF vs Reid
+    assert html.count("data:image/png;base64,") == 4
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", html)
     assert "<script" not in html.lower()
     # the top table against the VIF definition (deletion) on the demo design
@@ -186,7 +188,8 @@ def test_csv_with_strata_weights_id_and_exact(tmp_path, capsys, ref):
                              "--method", "vif", "--no-progress", "--out", str(out)], capsys)
     assert code == 0, err
     html = out.read_text()
-    assert html.count("data:image/png;base64,") == 3
+    # index plots, the Model checks' PH plots and deviance residuals, vs Reid, vs exact
+    assert html.count("data:image/png;base64,") == 5
     pd.testing.assert_frame_equal(pd.read_csv(path), df)       # input file untouched
     tables = report_tables(out)
     cfg = "efron_strata_weights"

@@ -97,4 +97,5 @@ def test_embedded_images_decode_offline(report, tmp_path):
     m = re.search(r'data-widths="([^"]*)"', proc.stdout)
     assert m, proc.stdout[-500:]
     widths = [int(v) for v in m.group(1).split(",")]
-    assert len(widths) == 3 and min(widths) > 100        # index plots, vs Reid, vs exact
+    # index plots, the Model checks' PH plot and deviance residuals, vs Reid, vs exact
+    assert len(widths) == 5 and min(widths) > 100
