@@ -119,3 +119,33 @@ def test_fine_gray_has_no_concordance(tmp_path, capsys):
                      "--out", str(tmp_path / "r.html"), "--no-progress"])
     _, err = capsys.readouterr()
     assert code == 2 and "not defined for a Fine-Gray model" in err
+
+
+def test_fine_gray_brier_reads_the_cause(tmp_path, capsys):
+    """Fine-Gray: ``--target brier`` is the cause's Brier score (``cause=`` from the
+    family's entry), its changes ``ci.influence(fit, target=BrierScore(..., cause=1))``'s."""
+    rng = np.random.default_rng(1)
+    n = 160
+    df = pd.DataFrame({"x": rng.normal(size=n), "z": rng.binomial(1, 0.5, n)})
+    df["t"] = (rng.exponential(size=n) * np.exp(-0.5 * df["x"])).round(3) + 0.01
+    df["s"] = rng.choice([0, 1, 2], size=n, p=[0.3, 0.4, 0.3])
+    train, test = df.iloc[:100].reset_index(drop=True), df.iloc[100:]
+    train.to_csv(tmp_path / "train.csv", index=False)
+    test.to_csv(tmp_path / "test.csv", index=False)
+    out = tmp_path / "r.html"
+    code, stdout, err = run([str(tmp_path / "train.csv"), "--time", "t", "--status", "s",
+                             "--cause", "1", "--test", str(tmp_path / "test.csv"),
+                             "--target", "brier:0.3,0.6", "--method", "vif",
+                             "--exact-max-n", "0", "--no-progress", "--out", str(out)], capsys)
+    assert code == 0, err
+    train.index = pd.RangeIndex(1, len(train) + 1)      # the CLI's row labels
+    X = train[["x", "z"]].astype(float)
+    fit = ci.fit_fine_gray(X, train["t"], train["s"], cause=1)
+    target = ci.targets.BrierScore(test[["x", "z"]].astype(float), test["t"], test["s"],
+                                   [0.3, 0.6], cause=1)
+    res = ci.influence(fit, target=target, method="vif")
+    table = report_tables(out)["Top 10 by the change of the target brier_score"]
+    cols = ["brier(0.3)", "brier(0.6)"]
+    labels = [int(i) for i in table.index]
+    np.testing.assert_allclose(table[cols].apply(pd.to_numeric).to_numpy(),
+                               res.loo_change.loc[labels, cols].to_numpy(), rtol=5.01e-4)
