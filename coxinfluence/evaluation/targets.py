@@ -297,7 +297,7 @@ class BrierScore(_TimeMetric):
     >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
     >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
     >>> y = (gbsg.time[test], gbsg.cens[test])
-    >>> target = BrierScore(X[test], *y, times=[365, 730])
+    >>> target = ci.targets.BrierScore(X[test], *y, times=[365, 730])
     >>> target.columns(fit)
     ['brier(365)', 'brier(730)']
     >>> np.round(target.value(fit, fit.coef[None, :]), 4)
@@ -451,7 +451,7 @@ class IntegratedBrierScore(BrierScore):
     >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
     >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
     >>> y = (gbsg.time[test], gbsg.cens[test])
-    >>> target = IntegratedBrierScore(X[test], *y, times=np.arange(200, 1501, 100))
+    >>> target = ci.targets.IntegratedBrierScore(X[test], *y, times=np.arange(200, 1501, 100))
     >>> target.columns(fit)
     ['ibs(1500)']
     >>> np.round(target.value(fit, fit.coef[None, :]), 4)
@@ -539,7 +539,7 @@ class TimeDependentAUC(_Surrogate, _TimeMetric):
     >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
     >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
     >>> y = (gbsg.time[test], gbsg.cens[test])
-    >>> target = TimeDependentAUC(X[test], *y, times=[365, 730])
+    >>> target = ci.targets.TimeDependentAUC(X[test], *y, times=[365, 730])
     >>> np.round(target.value(fit, fit.coef[None, :]), 4)
     array([[0.8029, 0.7473]])
     >>> target.first_order.split(":")[0]
@@ -619,7 +619,7 @@ class Concordance(_Surrogate, _TestSetMetric):
     >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
     >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
     >>> y = (gbsg.time[test], gbsg.cens[test])
-    >>> target = Concordance(X[test], *y, kind="uno")
+    >>> target = ci.targets.Concordance(X[test], *y, kind="uno")
     >>> target.columns(fit)
     ['c_uno']
     >>> np.round(target.value(fit, fit.coef[None, :]), 4)
