@@ -518,8 +518,9 @@ def rule(r, curv=None, lev=None):
 class _KnownDisplacements(AuditModel):
     """What ``verify`` reads of a model (an ``AuditModel``: the seam's defaults), for a
     data set whose exact displacements are known: "refitting" unit ``c`` returns the
-    coefficient ``c + 1`` (status ``undefined`` where the exact refit is), and the objective there is half its exact displacement
-    (0 at ``coef = 0``), so that ``verify`` computes ``ld_exact`` back."""
+    coefficient ``c + 1`` (status ``undefined`` where the exact refit is), and the
+    objective there is half its exact displacement (0 at ``coef = 0``), so that ``verify``
+    computes ``ld_exact`` back."""
 
     def __init__(self, ld_exact, defined):
         self.ld_exact, self.defined = ld_exact, defined
