@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from oracles import newton_rows
 from test_subjects import fit_of, subjects
 from test_vif_fast import simulate
 
@@ -201,8 +202,10 @@ def test_rossi_real_data():
     dict(ties="breslow", strata=None, weights=False, n_times=25),
 ])
 def test_newton_step_equals_newton_loo(case):
-    """``theta_hat - H_{-i}^{-1} g_{-i}`` with the closed-form Hessians (and with the
-    closed-form gradients) equals ``ci.newton_loo`` to 1e-10."""
+    """``theta_hat - H_{-i}^{-1} g_{-i}`` by its definition (the kernels on the data with
+    row i deleted; literal deletion, ``tests/oracles.newton_rows``, for a few rows) equals
+    ``ci.newton_loo`` and ``CoxEngine.newton_change`` (closed-form Hessians and
+    gradients) to 1e-10, and the closed-form gradients equal the deleted data's."""
     case = dict(case)
     ties = case.pop("ties")
     X, t, e, w, s = simulate(500, d=3, seed=12, **case)
@@ -213,23 +216,39 @@ def test_newton_step_equals_newton_loo(case):
     codes = np.arange(units.n_units)
     theta = np.repeat(fit.coef[None, :], codes.size, axis=0)
     g_ref = fit.risk_sets.loss_grad_hess(theta, units.deletion(codes), hess=False)[1]
+    H_ref = hessians_by_deletion(fit, units, codes)
+    definition = fit.coef - np.linalg.solve(H_ref, g_ref[:, :, None])[:, :, 0]
+    scale = 1 + np.abs(definition).max()
+    assert np.abs(ref - definition).max() <= TOL * scale
+    rows = [0, 17, 499]
+    literal = newton_rows(fit.coef, X.to_numpy(), t, e, rows, w=w, s=s, ties=ties)
+    assert np.abs(ref[rows] - literal).max() <= TOL * scale
     H = deleted_hessians(fit, units)
     got = fit.coef - np.linalg.solve(H, g_ref[:, :, None])[:, :, 0]
-    scale = 1 + np.abs(ref).max()
-    assert np.abs(got - ref).max() <= TOL * scale
+    assert np.abs(got - definition).max() <= TOL * scale
     engine = CoxEngine(fit, units)
     g = engine.deleted_gradients(codes)
     assert np.abs(g - g_ref).max() <= 1e-12 * np.abs(g_ref).max()
     change, ok = engine.newton_change()
     assert ok.all()
-    assert np.abs(fit.coef + change - ref).max() <= TOL * scale
+    assert np.abs(fit.coef + change - definition).max() <= TOL * scale
 
 
 def test_newton_step_for_subjects_equals_newton_loo():
+    """Subjects (units with several rows): ``ci.newton_loo`` and
+    ``CoxEngine.newton_change`` against the definition, the kernels on the data without
+    each subject's rows."""
     df = subjects(5, n_subj=60)
     fit = fit_of(df)
+    units = resolve_units(fit)
+    codes = np.arange(units.n_units)
+    theta = np.repeat(fit.coef[None, :], codes.size, axis=0)
+    g_ref = fit.risk_sets.loss_grad_hess(theta, units.deletion(codes), hess=False)[1]
+    H_ref = hessians_by_deletion(fit, units, codes)
+    definition = fit.coef - np.linalg.solve(H_ref, g_ref[:, :, None])[:, :, 0]
+    scale = 1 + np.abs(definition).max()
     ref = ci.newton_loo(fit)
-    change, ok = CoxEngine(fit, resolve_units(fit)).newton_change()
-    theta = fit.coef + change
+    assert np.abs(ref.to_numpy() - definition).max() <= TOL * scale
+    change, ok = CoxEngine(fit, units).newton_change()
     assert ok.all()
-    assert np.abs(theta - ref.to_numpy()).max() <= TOL * (1 + np.abs(ref.to_numpy()).max())
+    assert np.abs(fit.coef + change - definition).max() <= TOL * scale
