@@ -194,22 +194,17 @@ class AFTAudit(FitSeam, Engine):
     def no_maximum(self):
         """(U,) bool: the deletion leaves no event, or a stratum's scale without an event
         or without rows."""
-        return self._why_undefined()["no_max"]
+        return self._why_undefined["no_max"]
 
     def rank_broken(self):
         """(U,) bool: the deletion leaves the design ``[1, X]`` rank deficient."""
-        return self._why_undefined()["rank"]
+        return self._why_undefined["rank"]
 
     def refit_reduced(self, code):
         """(d,) the refit without unit ``code`` by Newton-Raphson from ``coef``, the
-        covariates it leaves collinear dropped (NaN)."""
-        return self._refit_reduced(code, self.refit_tolerance)
-
-    def _refit_reduced(self, code, tol):
-        """The refit without unit ``code`` whose deletion leaves covariates collinear with
-        the intercept or each other: those covariates dropped (NaN), as R's refit aliases
-        them (coefficient NA, the others as if it were 0)."""
-        fit = self.fit
+        covariates it leaves collinear with the intercept or each other dropped (NaN), as
+        R's refit aliases them (coefficient NA, the others as if it were 0)."""
+        fit, tol = self.fit, self.refit_tolerance
         data = fit.data
         keep_rows = self.unit_of != code
         view = design_view(data.X[keep_rows, 1:], fit.covariates)
@@ -233,7 +228,7 @@ class AFTAudit(FitSeam, Engine):
 
     # ------------------------------------------------------------------ trust
     @cached_property
-    def _why_undefined_parts(self):
+    def _why_undefined(self):
         """Per unit: ``no_max`` (no event left, or a stratum's scale without an event or
         rows), ``rank`` (the design loses its rank), ``any``."""
         data, U = self.fit.data, self.n_units
@@ -258,15 +253,12 @@ class AFTAudit(FitSeam, Engine):
             rank = np.asarray(rank, dtype=bool)
         return {"no_max": no_max, "rank": rank, "any": no_max | rank}
 
-    def _why_undefined(self):
-        return self._why_undefined_parts
-
     def undefined(self):
         """(U,) bool: deleting the unit leaves no event, a stratum's scale without an event
         or without rows, or the design ``[1, X]`` rank deficient (a covariate constant or
         collinear among the remaining rows: :mod:`coxinfluence.data.rank` on the centred
         covariates, whose rank is that of ``[1, X]`` minus one)."""
-        return self._why_undefined()["any"].copy()
+        return self._why_undefined["any"].copy()
 
     def covariance(self, robust):
         """``I^{-1}`` (the fit's ``var``), or the grouped sandwich ``D' D`` with ``D`` the
