@@ -52,11 +52,13 @@ def test_fine_gray_refits_with_executor_and_progress_equal_serial_and_literal(ca
 def test_fine_gray_refits_on_a_process_pool_and_dask_equal_serial():
     """The kernel pickles (a process pool) and its data are scattered once to a dask
     cluster's workers: the same bits as the serial run."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     X, t, status = _fine_gray_data(n=90)
     fit = ci.fit_fine_gray(X, t, status)
     serial = FineGrayAudit(fit).refit()
-    with ProcessPoolExecutor(2) as pool:
+    # spawned workers: forking a process that has loaded JAX (other tests) can deadlock
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         _same(serial, FineGrayAudit(fit).refit(executor=pool))
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
