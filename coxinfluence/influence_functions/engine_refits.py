@@ -398,7 +398,7 @@ def refit_units(model, codes, *, progress=None, executor=None, batch_size=None,
     for pos, (th, good, fl) in map_chunks(_loo_chunk, parts, work, m, plan.batch_size,
                                           executor=executor, n_chunks=n_chunks,
                                           progress=progress, desc=desc,
-                                          unit=getattr(model, "progress_unit", "row")):
+                                          unit=model.progress_unit):
         theta[pos], ok[pos], flat[pos] = th, good, fl
     return _statuses(model, kernel, plan, codes, theta, ok, flat)
 
