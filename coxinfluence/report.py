@@ -551,7 +551,7 @@ def _unit_deviance(result, residuals):
         return None
     if dev.index.equals(labels) or set(dev.index) == set(labels):
         return dev.reindex(labels)
-    return pd.Series(dev.to_numpy(), index=labels, name=dev.name)   # the same order
+    return None       # labels that do not match the units: never paired by position
 
 
 def _checks_section(result, top_k):
