@@ -371,7 +371,7 @@ class Result:
     exact_nan: np.ndarray           # any coefficient of the refit NaN
     defined: np.ndarray             # finite refit and not undefined
     times: dict
-    unstable: np.ndarray            # flags.unstable_units, as the API computes it
+    unstable: np.ndarray            # flag_estimates.unstable_units, as the API computes it
     size_exact: np.ndarray          # ||exact change||_H
 
 
@@ -430,17 +430,17 @@ def analyse(case, newton_budget):
             nw = np.asarray(ci.newton_loo(fit, groups=case.groups), dtype=np.float64) - fit.coef
         times["newton"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    C = flags.information_split(fit, units)
+    C = flag_estimates.information_split(fit, units)
     lc = flag_estimates.leverage_corrected(fit, units, dv, C=C)
-    lev = flags.leverage(fit, units, C=C)
+    lev = flag_estimates.leverage(fit, units, C=C)
     undefined = flags.undefined_units(fit, units)
     times["flags"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    T = flags.third_derivative(fit)
-    curv = flags.curvature_score(fit, units, dv, C=C, T=T)
+    T = flag_estimates.third_derivative(fit)
+    curv = flag_estimates.curvature_score(fit, units, dv, C=C, T=T)
     so2 = flag_estimates.second_order(fit, units, dv, C=C, T=T)
     times["curv"] = time.perf_counter() - t0
-    api = flags.unstable_units(fit, units, dv)
+    api = flag_estimates.unstable_units(fit, units, dv)
     t0 = time.perf_counter()
     s2 = step2(fit, units, dv)
     times["step2"] = time.perf_counter() - t0
@@ -507,8 +507,7 @@ def fmt_pct(num, den):
 
 
 def rule(r, curv=None, lev=None):
-    """The rule of :func:`coxinfluence.influence_functions.stability.unstable_units` with
-    thresholds ``curv`` and
+    """The rule of :func:`flag_estimates.unstable_units` with thresholds ``curv`` and
     ``lev`` (default: the module's constants)."""
     curv = flags.UNSTABLE_CURVATURE if curv is None else curv
     lev = flags.UNSTABLE_LEVERAGE if lev is None else lev
@@ -646,7 +645,8 @@ def report(results, notes, t_start):
             tp, fp, fn, nf, npop = tp + a, fp + b, fn + c, nf + f, npop + p
         summary.append(f"{label}: recall {tp}/{tp + fn} = {fmt_pct(tp, tp + fn)}, precision "
                        f"{fmt_pct(tp, tp + fp)}, flagged {nf}/{npop} = {100 * nf / npop:.1f}%")
-    text.append(f"- chosen rule (flags.unstable_units: curv > {flags.UNSTABLE_CURVATURE} or "
+    text.append(f"- chosen rule (flag_estimates.unstable_units: curv > "
+                f"{flags.UNSTABLE_CURVATURE} or "
                 f"leverage > {flags.UNSTABLE_LEVERAGE}), pooled over {len(results)} data sets: "
                 + "; ".join(summary) + (" (the API's flags equal the rule on every data set)"
                                         if same else " (THE API'S FLAGS DIFFER FROM THE RULE)"))

@@ -37,12 +37,11 @@ def counts(monkeypatch):
     monkeypatch.setattr(risk_sets.RiskSets, "_state",
                         counted("state", risk_sets.RiskSets._state))
     # the VIF and the third derivative are read from their modules where they are used:
-    # ``vif.vif_of_units`` (the Cox engine, the flags) and the loss's third derivative as
-    # ``stability.loss_third_derivative`` (the Cox engine's ``third``, the flags)
+    # ``vif.vif_of_units`` (the Cox engine) and ``third_derivative.third_derivative`` (the
+    # Cox engine's ``third``)
     monkeypatch.setattr(vif_mod, "vif_of_units", counted("vif", vif_mod.vif_of_units))
-    third = counted("third", third_mod.third_derivative)
-    monkeypatch.setattr(third_mod, "third_derivative", third)
-    monkeypatch.setattr(stability, "loss_third_derivative", third)
+    monkeypatch.setattr(third_mod, "third_derivative",
+                        counted("third", third_mod.third_derivative))
     totals = cached_property(counted("qa_totals", terms_mod.RiskSetState.totals_q_qa.func))
     totals.__set_name__(terms_mod.RiskSetState, "totals_q_qa")
     monkeypatch.setattr(terms_mod.RiskSetState, "totals_q_qa", totals)

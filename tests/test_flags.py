@@ -8,7 +8,6 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy.linalg import eigh
 
@@ -20,6 +19,7 @@ import flag_estimates  # noqa: E402  (research estimates measured by bench_flags
 from coxinfluence.data.deletion import Deletion
 from coxinfluence.data.units import resolve_units
 from coxinfluence.influence_functions import stability as flags
+from coxinfluence.influence_functions.cox_audit import CoxAudit
 
 
 def design(seed=0, n=70, d=3):
@@ -82,7 +82,7 @@ def fit_of(kw):
 def test_split_sums_to_the_information(name, kw, groups):
     fit = fit_of(kw)
     units = resolve_units(fit, groups)
-    C = flags.information_split(fit, units)
+    C = flag_estimates.information_split(fit, units)
     H = fit.information
     assert C.shape == (units.n_units, fit.data.d, fit.data.d)
     assert np.abs(C.sum(axis=0) - H).max() <= 1e-10 * np.abs(H).max()
@@ -126,7 +126,7 @@ def test_row_parts_equal_the_literal_sum(ties):
     entry = np.maximum(t - 1.0, 0) - 0.05
     for kw in (dict(), dict(weights=w, strata=s), dict(start=entry, weights=w)):
         fit = ci.fit_cox(X, t, e, ties=ties, **kw)
-        C = flags.information_split(fit)
+        C = flag_estimates.information_split(fit)
         ref = literal_split(X, t, e, fit.coef, ties=ties, **kw)
         assert np.abs(C - ref).max() <= 1e-12 * np.abs(ref).max()
 
@@ -134,7 +134,7 @@ def test_row_parts_equal_the_literal_sum(ties):
 def test_third_derivative_is_the_derivative_of_the_hessian():
     for name, kw, _ in CASES[:5] + CASES[7:12]:
         fit = fit_of(kw)
-        T = flags.third_derivative(fit)
+        T = flag_estimates.third_derivative(fit)
         args = {k: v for k, v in kw.items() if k not in ("X", "time", "event", "id")}
         h = 1e-5
         num = np.empty_like(T)
@@ -154,17 +154,17 @@ def test_corrections_equal_their_defining_formulas(name, kw, groups):
     fit = fit_of(kw)
     units = resolve_units(fit, groups)
     H = fit.information
-    C = flags.information_split(fit, units)
+    C = flag_estimates.information_split(fit, units)
     delta = -np.asarray(ci.vif(fit, groups=groups), dtype=float) / units.n_units
     # the default delta is VIF's change of the same units
     lc = flag_estimates.leverage_corrected(fit, units)
     ref = np.stack([np.linalg.solve(H - C[g], H @ delta[g]) for g in range(units.n_units)])
     assert np.abs(lc - ref).max() <= 1e-10 * np.abs(ref).max()
-    lam = flags.leverage(fit, units)
+    lam = flag_estimates.leverage(fit, units)
     ref = np.array([eigh(C[g], H, eigvals_only=True)[-1] for g in range(units.n_units)])
     assert np.allclose(lam, ref, rtol=1e-10, atol=1e-14)
     # second order: many fixed-point steps solve (H - C_g) D + T[D, D]/2 = H delta_g
-    T = flags.third_derivative(fit)
+    T = flag_estimates.third_derivative(fit)
     D = flag_estimates.second_order(fit, units, delta, iters=60)
     res = (np.einsum("gij,gj->gi", H[None] - C, D) + 0.5 * np.einsum("iab,ga,gb->gi", T, D, D)
            - delta @ H)
@@ -175,7 +175,7 @@ def test_corrections_equal_their_defining_formulas(name, kw, groups):
     moved = np.abs(delta).max(axis=1) > 0            # rows in no risk set change nothing
     ref = np.sqrt(np.einsum("gi,ij,gj->g", step, H, step)[moved]
                   / np.einsum("gi,ij,gj->g", delta, H, delta)[moved])
-    score = flags.curvature_score(fit, units, delta)
+    score = flag_estimates.curvature_score(fit, units, delta)
     assert np.allclose(score[moved], ref, rtol=1e-9) and (score[~moved] == 0).all()
 
 
@@ -212,10 +212,10 @@ def test_corrections_are_closer_to_exact_than_vif_on_a_rare_dummy():
     assert (err_vif[rows] > 0.1).all()               # VIF is off on the rare level
     assert (err_lc[rows] < 0.7 * err_vif[rows]).all()
     assert (err_so[rows] < 0.5 * err_vif[rows]).all()
-    lev = flags.leverage(fit)
+    lev = flag_estimates.leverage(fit)
     assert (lev[rows] > np.quantile(lev, 0.95)).all() and lev[rows].max() > 0.3
     bad = err_vif > 0.1
-    unstable = flags.unstable_units(fit)
+    unstable = CoxAudit(fit).unstable(delta)         # the audit's rule
     assert unstable[bad].all()                        # every bad row is flagged ...
     assert unstable.mean() < 0.1                      # ... flagging few rows
 
@@ -235,7 +235,7 @@ def test_curvature_score_predicts_the_refits_second_step():
     moved = hnorm(H, delta) > 0                      # a row in no risk set changes nothing
     step = np.linalg.solve(H, g[moved].T).T
     literal = hnorm(H, step) / hnorm(H, delta[moved])
-    score = flags.curvature_score(fit, delta_vif=delta)[moved]
+    score = flag_estimates.curvature_score(fit, delta_vif=delta)[moved]
     big = literal > 0.1                              # the size that matters (bad: > 10%)
     assert big.sum() >= 3
     assert np.all(np.abs(score[big] / literal[big] - 1) < 0.25)
@@ -295,28 +295,3 @@ def test_undefined_units():
     und = flags.undefined_units(fit, units)
     assert und[7] and np.array_equal(und, np.asarray(units.breaks_rank))
     assert not flags.undefined_units(ci.fit_cox(Xc, stop, ev, start=start, id=ids)).any()
-
-
-def test_flag_frame_is_indexed_by_the_units():
-    X, t, e, _ = design(seed=8, n=50)
-    index = pd.Index([f"p{i}" for i in range(50)], name="patient")
-    df = pd.DataFrame(X, index=index, columns=["a", "b", "c"])
-    fit = ci.fit_cox(df, pd.Series(t, index=index), pd.Series(e, index=index))
-    fr = flags.flag_frame(fit)
-    assert list(fr.columns) == ["undefined", "unstable"]
-    assert fr.index.equals(index) and all(pd.api.types.is_bool_dtype(t) for t in fr.dtypes)
-    # rows keep the caller's order: the frame matches the per-row arrays
-    assert np.array_equal(fr["unstable"].to_numpy(), flags.unstable_units(fit))
-
-    Xc, stop, ev, start, ids = counting(seed=4)
-    labels = np.array([f"s{i:02d}" for i in ids])
-    fit = ci.fit_cox(Xc, stop, ev, start=start, id=labels)
-    fr = flags.flag_frame(fit)
-    assert list(fr.index) == sorted(set(labels)) and fr.shape == (30, 2)
-
-    fit = ci.fit_cox(X, t, e)
-    units = resolve_units(fit, np.arange(50) % 7)
-    fr = flags.flag_frame(fit, units)
-    assert list(fr.index) == list(range(7))
-    delta = -np.asarray(ci.vif(fit, groups=np.arange(50) % 7)) / 7
-    assert np.array_equal(fr["unstable"].to_numpy(), flags.unstable_units(fit, units, delta))

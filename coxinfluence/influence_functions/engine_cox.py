@@ -24,7 +24,6 @@ import numpy as np
 from coxinfluence.data.deletion import Deletion
 from coxinfluence.data.inputs import CoxInputError
 from coxinfluence.data.rank import check_design, identifiable_columns
-from coxinfluence.influence_functions import stability
 from coxinfluence.influence_functions import vif as _vif
 from coxinfluence.influence_functions.deleted_hessians import (
     deleted_hessians,
@@ -34,6 +33,7 @@ from coxinfluence.influence_functions.engine import Engine
 from coxinfluence.influence_functions.engine_refits import DeletionKernel
 from coxinfluence.influence_functions.information_split import InformationSplit
 from coxinfluence.influence_functions.seam import FitSeam
+from coxinfluence.likelihood import third_derivative as _third
 from coxinfluence.likelihood.deletion_gradients import DeletionGradients
 from coxinfluence.likelihood.objective import cox_objective, gradient_tolerance
 from coxinfluence.likelihood.risk_sets import RiskSets
@@ -163,7 +163,7 @@ class CoxEngine(FitSeam, Engine):
     @cached_property
     def third(self):
         """(d, d, d) the loss's third derivative at ``theta_hat``."""
-        return stability.third_derivative(self.fit)
+        return _third.third_derivative(self.fit.risk_sets, self.fit.coef)
 
     @cached_property
     def information_parts(self):

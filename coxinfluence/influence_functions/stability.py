@@ -1,59 +1,36 @@
 """Flags: units whose leave-one-out change is undefined, or whose VIF cannot be trusted.
 
-The VIF's change estimate ``delta_g = -VIF_n(g)/n`` (``docs/conventions.md``) is the
-first step of the refit without unit g taken with the *full-data* information ``H``:
-``delta_g = -H^{-1} grad L_{-g}(theta_hat)`` (the full-data gradient is zero). It is off
-where the unit holds much of the information in some direction (the deleted problem's
-curvature is not ``H``), or where the change is so large that the score is not linear
-over it (on GBSG2 the top patient's likelihood displacement is 2.02 by VIF and 5.61 by
-refit). This module finds such units cheaply, from the risk-set sums of the full fit.
+The VIF's change ``delta_g = -VIF_n(g)/n`` is the first step of the refit without unit g
+taken with the *full-data* information ``H``. It is off where the unit holds much of the
+information in some direction, or where the change is so large that the score is not
+linear over it (GBSG2's top patient: likelihood displacement 2.02 by VIF, 5.61 by
+refit). With ``C_g`` the unit's part of the information (``sum_g C_g = H``; Cox:
+:mod:`coxinfluence.influence_functions.information_split`) and ``T`` the loss's third
+derivative:
 
-**The information split** ``C_g`` (each unit's part of the information, ``sum_g C_g =
-H``, O(n d^2): :mod:`coxinfluence.influence_functions.information_split`) and the third
-derivative of the loss ``T = sum_k m_k E_k[(x - a_k)^3]``, the third central moments of
-the risk sets (:func:`third_derivative`, O(n d^3)).
+- the leverage ``lambda_g``, the largest eigenvalue of ``H^{-1/2} C_g H^{-1/2}``: the
+  unit's largest share of the information in any direction;
+- the curvature score ``||H^{-1} r_g||_H / ||delta_g||_H``, ``r_g = -C_g delta_g +
+  T[delta_g, delta_g]/2``: the refit's predicted second step relative to its first
+  (VIF's predicted relative error; ``||D||_H = sqrt(D' H D)``).
 
-**Derived quantities**, all O(n d^3 + U d^3) for U units:
-
-- :func:`leverage` ``lambda_g``, the largest eigenvalue of ``H^{-1/2} C_g H^{-1/2}``: the
-  unit's largest share of the information in any direction (1: the deletion leaves a
-  direction without information).
-- ``leverage_corrected`` ``(H - C_g)^{-1} H delta_g``: VIF with the full information
-  replaced by the other units' part (one-step Newton uses ``H_{-g}``; this keeps the
-  risk-set means of the full fit), in ``paper_appendix/flag_estimates.py`` (measured, not
-  shown to users).
-- ``second_order`` (there too): the change solving ``(H - C_g) D + T[D, D]/2 = H delta_g``, the
-  deleted problem's score expanded to second order. Closer to the refit than VIF for most
-  units, but the expansion breaks down for the most extreme ones (measured errors up to
-  13 times the exact change), which are flagged: an estimate for ranking, never shown
-  as a refit.
-- :func:`curvature_score` ``||H^{-1} r_g||_H / ||delta_g||_H`` with ``r_g = -C_g delta_g +
-  T[delta_g, delta_g]/2``: the predicted size of the refit's second step relative to its
-  first (VIF's), i.e. VIF's predicted relative error. ``||D||_H = sqrt(D' H D)``.
-
-**Flags** (:func:`flag_frame`): ``undefined`` (:func:`undefined_units`: deleting the unit
+``unstable`` (:func:`unstable_from_split`, :func:`unstable_screened`): either above its
+threshold, chosen by measurement against exact refits on 41 real data sets
+(``paper_appendix/bench_flags.py``, whose ``flag_estimates.py`` holds the research
+estimates and the per-unit scores). ``undefined`` (:func:`undefined_units`): the deletion
 leaves no event, or a covariate constant or collinear among the rows that carry
-information; the exact change does not exist) and ``unstable`` (:func:`unstable_units`:
-VIF predicted to be off by more than about 10% of the exact change; the rule and its
-thresholds were chosen by measurement against exact refits on 41 real data sets,
-``paper_appendix/bench_flags.py``).
+information; the exact change does not exist.
 """
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from coxinfluence.data.rank import is_rank_deficient
 from coxinfluence.data.units import resolve_units
-from coxinfluence.influence_functions.information_split import (
-    InformationSplit,
-    information_split,
-)
-from coxinfluence.likelihood.third_derivative import third_derivative as loss_third_derivative
 from coxinfluence.models.cox import check_fit
 from coxinfluence.numerics.rows import matmul_rows
 
-#: ``unstable`` when :func:`curvature_score` (VIF's predicted relative error in the
+#: ``unstable`` when the curvature score (VIF's predicted relative error in the
 #: information norm) exceeds this. Measured by ``paper_appendix/bench_flags.py`` against
 #: exact refits of every unit of 41 real data sets (lifelines', R survival's, statsmodels'
 #: and the DeepSurv data; 41,335 defined units): of the 189 units whose VIF error exceeds
@@ -66,91 +43,34 @@ from coxinfluence.numerics.rows import matmul_rows
 #: unit's largest diagonal share of the information (0.05: 76%) do worse.
 UNSTABLE_CURVATURE = 0.05
 
-#: ``unstable`` also when :func:`leverage` (the unit's largest share of the information
+#: ``unstable`` also when the leverage (the unit's largest share of the information
 #: in any direction) exceeds this, whatever the curvature score says: a guard for the
 #: expansion behind the score (a unit holding a tenth of a direction's information). On
 #: the 41 data sets it adds 5 units to the curvature rule's 528 flags and no recall.
 UNSTABLE_LEVERAGE = 0.1
 
 
-# ----------------------------------------------------------------------------- helpers
-
-def _units(fit, units):
-    return resolve_units(fit) if units is None else units
-
-
-def _delta(fit, units, delta_vif):
-    """VIF's change ``-VIF_n(g)/U`` (U, d) of every unit, or ``delta_vif`` as given."""
-    if delta_vif is None:
-        from coxinfluence.influence_functions.vif import vif_of_units
-        delta_vif = -np.asarray(vif_of_units(fit, units=units), dtype=np.float64) / units.n_units
-    delta = np.asarray(delta_vif, dtype=np.float64)
-    if delta.shape != (units.n_units, fit.data.d):
-        raise ValueError(f"delta_vif must be (n_units, d) = ({units.n_units}, {fit.data.d}); "
-                         f"got {delta.shape}")
-    return delta
-
-
-def _norm_H(H, D):
-    """``sqrt(D_g' H D_g)`` row-wise."""
-    return np.sqrt(np.maximum(np.einsum("ui,ij,uj->u", D, H, D), 0.0))
-
-
-# ------------------------------------------------------------------ T
-
-def third_derivative(fit):
-    """(d, d, d) third derivative of the negative log partial likelihood at ``fit.coef``,
-    ``T = sum_k m_k E_k[(x - a_k)^3]`` (module doc), O(n d^3): the risk-set kernels'
-    :func:`coxinfluence.likelihood.third_derivative.third_derivative`."""
-    fit = check_fit(fit)
-    return loss_third_derivative(fit.risk_sets, fit.coef)
-
-
 # ------------------------------------------------------------------ derived quantities
 
-def _generalised_eig(fit, C):
+def _generalised_eig(H, C):
     """``T_g = L^{-1} C_g L^{-T}`` (``H = L L'``): eigenvalues (U, d) ascending,
     eigenvectors (U, d, d), and ``L``."""
-    H = np.asarray(fit.information, dtype=np.float64)
-    L = np.linalg.cholesky(H)
+    L = np.linalg.cholesky(np.asarray(H, dtype=np.float64))
     Li = np.linalg.inv(L)
     T = Li[None] @ C @ Li.T[None]
     lam, V = np.linalg.eigh(0.5 * (T + T.transpose(0, 2, 1)))
     return lam, V, L
 
 
-def leverage(fit, units=None, C=None):
-    """(U,) ``lambda_g``, the largest eigenvalue of ``H^{-1/2} C_g H^{-1/2}``: unit g's
-    largest share of the information in any direction (0..1). ``C``: a precomputed
-    :func:`information_split`."""
-    fit = check_fit(fit)
-    units = _units(fit, units)
-    C = information_split(fit, units) if C is None else C
-    return _generalised_eig(fit, C)[0][:, -1]
-
-
-def curvature_score(fit, units=None, delta_vif=None, C=None, T=None):
-    """(U,) VIF's predicted relative error, ``||H^{-1} r_g||_H / ||delta_g||_H``:
-    ``r_g = -C_g delta_g + T[delta_g, delta_g]/2`` is the deleted problem's gradient at
-    VIF's estimate ``theta_hat + delta_g`` expanded to second order (``grad L_{-g}
-    (theta_hat) = -H delta_g``, Hessian ``H - C_g``), and ``-H^{-1} r_g`` the refit's next
-    step. 0 where the unit changes nothing, inf where its VIF is 0 but ``r_g`` is not."""
-    fit = check_fit(fit)
-    units = _units(fit, units)
-    delta = _delta(fit, units, delta_vif)
-    C = information_split(fit, units) if C is None else C
-    T = third_derivative(fit) if T is None else T
-    return _curvature(fit, delta, C, T)
-
-
-def _curvature(fit, delta, C, T):
-    H = np.asarray(fit.information, dtype=np.float64)
+def _curvature(H, delta, C, T):
+    """(U,) the curvature score ``||H^{-1} r_g||_H / ||delta_g||_H`` (module docstring):
+    0 where the unit changes nothing, inf where its change is 0 but ``r_g`` is not."""
     d = H.shape[0]
     # r_g = -C_g delta_g + T[delta_g, delta_g]/2, as two matrix products (BLAS)
     dd = (delta[:, :, None] * delta[:, None, :]).reshape(-1, d * d)
     r = 0.5 * (dd @ np.asarray(T).reshape(d, d * d).T) - np.matmul(C, delta[:, :, None])[:, :, 0]
     num = np.sqrt(np.maximum(np.einsum("ui,ui->u", r, np.linalg.solve(H, r.T).T), 0.0))
-    den = _norm_H(H, delta)
+    den = np.sqrt(np.maximum(np.einsum("ui,ij,uj->u", delta, H, delta), 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(den > 0, num / den, np.where(num > 0, np.inf, 0.0))
 
@@ -168,7 +88,7 @@ def undefined_units(fit, units=None):
     rank test is repeated on the rows of the strata that keep an event.
     """
     fit = check_fit(fit)
-    units = _units(fit, units)
+    units = resolve_units(fit) if units is None else units
     data = fit.data
     U = units.n_units
     S = int(data.strata.max()) + 1
@@ -187,38 +107,16 @@ def undefined_units(fit, units=None):
     return out
 
 
-def unstable_units(fit, units=None, delta_vif=None, C=None, T=None):
-    """(U,) bool: VIF's change is predicted to be off by more than about 10% of the exact
-    change in the information norm: :func:`unstable_from_split` with the Cox model's
-    information split ``C`` and third derivative ``T`` (:func:`third_derivative`, computed
-    here unless given). Without ``C``, by :func:`unstable_screened` (``C_g`` formed only
-    for the units that may be flagged: the same answer), as the audit does.
-
-    Measured against exact refits of every unit of 41 real data sets
-    (``paper_appendix/bench_flags.py``; details at ``UNSTABLE_CURVATURE``): recall 98% of
-    the units whose VIF error exceeds 10% of the exact change, flagging 1.3% of units.
-    Cost O(n d^3 + U d^3), no refit.
-    """
-    fit = check_fit(fit)
-    units = _units(fit, units)
-    delta = _delta(fit, units, delta_vif)
-    T = third_derivative(fit) if T is None else T
-    if C is not None:
-        return unstable_from_split(fit.information, C, T, delta)
-    parts = InformationSplit(fit, units)
-    return unstable_screened(fit.information, parts.traces(), T, delta, parts.of)
-
-
 def unstable_from_split(H, C, T, delta):
-    """(U,) bool, the ``unstable`` rule for any model: :func:`curvature_score` above
-    ``UNSTABLE_CURVATURE`` or :func:`leverage` above ``UNSTABLE_LEVERAGE``, from the
+    """(U,) bool, the ``unstable`` rule for any model: the curvature score above
+    ``UNSTABLE_CURVATURE`` or the leverage above ``UNSTABLE_LEVERAGE``, from the
     information ``H`` (d, d), the units' parts of it ``C`` (U, d, d), the third derivative
     ``T`` (d, d, d) and the first-order changes ``delta`` (U, d). A model without an exact
     split (the autodiff losses) passes ``C_g = H - H_{-g}``, which is the split for a
     decomposable loss."""
-    fit = _Information(np.asarray(H, dtype=np.float64))
-    curv = _curvature(fit, np.asarray(delta, dtype=np.float64), C, T)
-    return (curv > UNSTABLE_CURVATURE) | _leverage_above(fit, C, UNSTABLE_LEVERAGE)
+    H = np.asarray(H, dtype=np.float64)
+    curv = _curvature(H, np.asarray(delta, dtype=np.float64), C, T)
+    return (curv > UNSTABLE_CURVATURE) | _leverage_above(H, C, UNSTABLE_LEVERAGE)
 
 
 #: slack of :func:`unstable_screened`'s bounds against rounding: a unit within this of a
@@ -267,31 +165,14 @@ def unstable_screened(H, traces, T, delta, split_of):
     return out
 
 
-def _leverage_above(fit, C, level):
+def _leverage_above(H, C, level):
     """(U,) ``leverage > level``, the eigenvalue problem solved only where it can be: the
     largest eigenvalue of ``H^{-1/2} C_g H^{-1/2}`` (positive semi-definite) is at most
     its trace ``tr(H^{-1} C_g)``, so units whose trace is at most ``level`` are below it
     (on SUPPORT nearly all: one O(U d^2) pass instead of U eigenvalue problems)."""
-    trace = np.einsum("ij,uji->u", np.linalg.inv(fit.information), C)
+    trace = np.einsum("ij,uji->u", np.linalg.inv(H), C)
     out = np.zeros(C.shape[0], dtype=bool)
     check = np.flatnonzero(trace > level)
     if check.size:
-        out[check] = _generalised_eig(fit, C[check])[0][:, -1] > level
+        out[check] = _generalised_eig(H, C[check])[0][:, -1] > level
     return out
-
-
-class _Information:
-    """What the split's algebra reads of a fit: its information."""
-
-    def __init__(self, H):
-        self.information = H
-
-
-def flag_frame(fit, units=None, delta_vif=None):
-    """DataFrame of bools indexed by ``units.labels``, one column per reason:
-    ``undefined`` (:func:`undefined_units`) and ``unstable`` (:func:`unstable_units`)."""
-    fit = check_fit(fit)
-    units = _units(fit, units)
-    return pd.DataFrame({"undefined": undefined_units(fit, units),
-                         "unstable": unstable_units(fit, units, delta_vif)},
-                        index=units.labels)
