@@ -43,7 +43,8 @@ from coxinfluence.data.rank import (
     rows_whose_deletion_breaks_rank,
     units_whose_deletion_breaks_rank,
 )
-from coxinfluence.influence_functions.engine import Engine, MaskKernel
+from coxinfluence.influence_functions.decomposable_audit import DecomposableAudit
+from coxinfluence.influence_functions.engine import MaskKernel
 from coxinfluence.influence_functions.seam import FitSeam, ReportHeader
 from coxinfluence.likelihood.aft import EXACT, INTERVAL, LEFT, RIGHT
 from coxinfluence.models.aft import (
@@ -62,10 +63,12 @@ __all__ = ["AFTAudit"]
 _BATCH_FLOATS = 2_000_000
 
 
-class AFTAudit(FitSeam, Engine):
+class AFTAudit(FitSeam, DecomposableAudit):
     """A fitted :class:`~coxinfluence.models.aft.AFTFit` with its units of deletion
     (``groups``: one label per row, e.g. a cluster; default the fit's subjects,
-    ``fit_aft(..., id=)``, else the rows), as the audit sees it (module docstring)."""
+    ``fit_aft(..., id=)``, else the rows), as the audit sees it (module docstring): a
+    :class:`~coxinfluence.influence_functions.decomposable_audit.DecomposableAudit` with
+    the AFT likelihood's closed-form row derivatives."""
 
     #: the targets (``Target.name``) this model's changes can be taken of
     target_names = ("coef", "time_ratio", "aft_survival", "survival_quantile")
@@ -77,92 +80,42 @@ class AFTAudit(FitSeam, Engine):
         self.fit = fit
         self.groups = groups
         units = fit.clusters(groups)
-        self._rows = units is None
+        self.units_are_rows = units is None
         if units is None:
             self.unit_of = np.arange(fit.n)
-            self._labels = fit.index if fit.index is not None else pd.RangeIndex(fit.n)
+            self.unit_labels = fit.index if fit.index is not None else pd.RangeIndex(fit.n)
         else:
-            self.unit_of, self._labels = units
+            self.unit_of, self.unit_labels = units
 
     # ---------------------------------------------------------------- the model
-    @property
-    def unit_labels(self):
-        return self._labels
-
-    @property
-    def units_are_rows(self):
-        return self._rows
-
     def objective(self, thetas):
         return self.fit.objective(thetas)
 
-    def _collapse(self, values):
-        """Per-row values (n, ...) -> per-unit sums (U, ...)."""
-        if self.units_are_rows:
-            return values
-        out = np.zeros((self.n_units,) + values.shape[1:])
-        np.add.at(out, self.unit_of, values)
-        return out
+    def row_gradients(self):
+        """(n, d) ``w_i grad l_i`` at ``theta_hat``: the fit's row scores weighted."""
+        return self.fit.data.weights[:, None] * self.fit.row_scores()
 
-    # ------------------------------------------------------ shared, computed once
-    @cached_property
-    def unit_gradients(self):
-        """(U, d) ``grad L_g(theta_hat) = sum_{i in g} w_i grad l_i``, which is
-        ``grad L - grad L_{-g}`` at ``theta_hat`` exactly."""
-        fit = self.fit
-        return self._collapse(fit.data.weights[:, None] * fit.row_scores())
-
-    @cached_property
-    def vif(self):
-        """(U, d) ``VIF_n(g) = -U H^{-1} grad L_g(theta_hat)`` (paper scale); equal to
-        Reid's ``IF_n(g)`` (module docstring)."""
-        return -self.n_units * self.change("vif")
-
-    @property
-    def reid(self):
-        """(U, d) Reid's ``IF_n(g)``: the same array as :attr:`vif` (a decomposable loss)."""
-        return self.vif
-
-    @cached_property
-    def split(self):
-        """(U, d, d) ``C_g = sum_{i in g} w_i grad^2 l_i``, summing to the information."""
-        fit = self.fit
-        return self._collapse(fit.likelihood.row_hessians(fit.coef, weighted=True))
+    def row_hessians(self, rows=None):
+        """(n, d, d) ``w_i grad^2 l_i`` at ``theta_hat`` (of ``rows`` only, when given)."""
+        return self.fit.likelihood.row_hessians(self.fit.coef, rows, weighted=True)
 
     @cached_property
     def third(self):
-        """(d, d, d) the loss's third derivative at ``theta_hat``."""
+        """(d, d, d) the loss's third derivative at ``theta_hat`` (closed form)."""
         return self.fit.likelihood.third_derivative(self.fit.coef)
 
-    def _unit_hessians(self, codes):
-        """(m, d, d) ``C_g`` of the units ``codes``: from :attr:`split` when computed, else
-        from their rows only."""
-        if "split" in self.__dict__:
+    def split_of(self, codes):
+        """(m, d, d) ``C_g`` of the units ``codes``: from :attr:`split` when all are asked
+        or it is computed, else from their rows only."""
+        codes = np.asarray(codes, dtype=int).reshape(-1)
+        if codes.size == self.n_units or "split" in self.__dict__:
             return self.split[codes]
-        fit = self.fit
         rows = np.flatnonzero(np.isin(self.unit_of, codes))
-        parts = fit.likelihood.row_hessians(fit.coef, rows, weighted=True)
+        parts = self.row_hessians(rows)
         pos = np.searchsorted(np.sort(codes), self.unit_of[rows])
         out = np.zeros((codes.size,) + parts.shape[1:])
         np.add.at(out, pos, parts)
         return out[np.argsort(np.argsort(codes))]
-
-    def split_of(self, codes):
-        """(m, d, d) ``C_g`` of the units ``codes`` (the engine's split)."""
-        codes = np.asarray(codes, dtype=int).reshape(-1)
-        if codes.size == self.n_units:
-            return self.split[codes]
-        return self._unit_hessians(codes)
-
-    @property
-    def gradient_differences(self):
-        """(U, d) ``grad L - grad L_{-g} = grad L_g`` at ``theta_hat`` (exact)."""
-        return self.unit_gradients
-
-    @property
-    def full_gradient(self):
-        """(d,) ``grad L(theta_hat)``."""
-        return self.fit.gradient
 
     # ------------------------------------------------------------------ refits
     @property
@@ -270,10 +223,10 @@ class AFTAudit(FitSeam, Engine):
         (exact, left- or interval-censored times); subjects (``id=``): also their
         follow-up span, the first entry (0 without ``entry=``) and the last time (upper
         bound of an interval- or left-censored row); indexed by the unit label."""
+        out = super().unit_frame(frame)
         if self.units_are_rows:
-            return frame
+            return out
         data, U, code = self.fit.data, self.n_units, self.unit_of
-        out = pd.DataFrame({"rows": np.bincount(code, minlength=U)}, index=self.unit_labels)
         if self.groups is None:
             entry = np.full(U, np.inf)
             start = np.zeros(data.n) if data.entry is None else np.exp(data.entry)

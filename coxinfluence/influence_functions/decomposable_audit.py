@@ -210,7 +210,8 @@ class DecomposableAudit(Engine):
     """A :class:`DecomposableFit` with its units of deletion (``groups``: one label per
     row; default the rows), as the audit sees it (module docstring): the engine
     (:class:`~coxinfluence.influence_functions.engine.Engine`) with the loss's row
-    derivatives."""
+    derivatives. A family with its own closed forms of them (the AFT model) overrides
+    :meth:`row_gradients`, :meth:`row_hessians` and :attr:`third`."""
 
     max_iter = 60
 
@@ -229,7 +230,6 @@ class DecomposableAudit(Engine):
         self.model_name, self.coef, self.columns = fit.model_name, fit.coef, fit.columns
         self.information, self.converged = fit.information, fit.converged
         self.refit_tolerance = fit.tol
-        self.full_gradient = fit.gradient
 
     @property
     def n_rows(self):
@@ -247,6 +247,20 @@ class DecomposableAudit(Engine):
         ones = np.ones(self.fit.n)
         return np.array([float(self.fit.loss.value(t, ones)) for t in np.atleast_2d(thetas)])
 
+    # ------------------------------------------------------- the row derivatives
+    def row_gradients(self):
+        """(n, d) ``w_i grad l_i(theta_hat)``."""
+        return np.asarray(self.fit.loss.row_gradients(self.coef))
+
+    def row_hessians(self):
+        """(n, d, d) ``w_i grad^2 l_i(theta_hat)``."""
+        return np.asarray(self.fit.loss.row_hessians(self.coef))
+
+    @cached_property
+    def third(self):
+        """(d, d, d) the third derivative of ``L(., 1)`` at ``theta_hat``."""
+        return np.asarray(self.fit.loss.third(self.coef))
+
     # ------------------------------------------------------- shared, cached once
     def _by_unit(self, rows):
         """Sum of per-row arrays (n, ...) over each unit's rows -> (U, ...)."""
@@ -256,37 +270,27 @@ class DecomposableAudit(Engine):
         np.add.at(out, self.unit_of, rows)
         return out
 
-    @cached_property
-    def unit_gradients(self):
-        """(U, d) ``s_g = grad L_g(theta_hat)``, which is ``grad L - grad L_{-g}``."""
-        return self._by_unit(np.asarray(self.fit.loss.row_gradients(self.coef)))
-
     @property
+    def full_gradient(self):
+        """(d,) ``grad L(theta_hat)``."""
+        return self.fit.gradient
+
+    @cached_property
     def gradient_differences(self):
-        """(U, d) ``grad L - grad L_{-g} = s_g`` at ``theta_hat`` (exact)."""
-        return self.unit_gradients
+        """(U, d) ``s_g = grad L_g(theta_hat)``, which is ``grad L - grad L_{-g}`` at
+        ``theta_hat`` exactly."""
+        return self._by_unit(self.row_gradients())
 
     @cached_property
     def split(self):
         """(U, d, d) ``C_g = grad^2 L_g(theta_hat)``, the exact information split."""
-        return self._by_unit(np.asarray(self.fit.loss.row_hessians(self.coef)))
+        return self._by_unit(self.row_hessians())
 
     def split_of(self, codes):
         """(m, d, d) ``C_g`` of the units ``codes``."""
         return self.split[np.asarray(codes, dtype=int)]
 
-    @cached_property
-    def third(self):
-        """(d, d, d) the third derivative of ``L(., 1)`` at ``theta_hat``."""
-        return np.asarray(self.fit.loss.third(self.coef))
-
     # ------------------------------------------------------------------ refits
-    def presence(self, code):
-        """(n,) the presence vector without unit ``code``."""
-        b = np.ones(self.fit.n)
-        b[self.unit_of == code] = 0.0
-        return b
-
     def deletion_kernel(self):
         """The loss without each unit's rows (presence masks), problem by problem."""
         return MaskKernel(_LossObjective(self.fit.loss), self.unit_of)

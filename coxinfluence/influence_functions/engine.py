@@ -148,6 +148,11 @@ class Engine(AuditModel):
                                       "deleted_hessians nor split_of")
         return np.asarray(self.information)[None] - self.deleted_hessians(codes)
 
+    @property
+    def vif(self):
+        """(U, d) ``VIF_n(g) = -U H^{-1} (grad L - grad L_{-g})`` (the paper's scale)."""
+        return -self.n_units * self.change("vif")
+
     def reid_change(self):
         """(U, d) Reid's change ``-IF_n(g)/U`` (default: the VIF change, exact for a
         decomposable loss)."""

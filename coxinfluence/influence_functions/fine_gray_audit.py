@@ -157,11 +157,6 @@ class FineGrayAudit(Engine, FitSeam):
         """(n, d) ``grad L(theta_hat) - grad L_{-i}(theta_hat)``."""
         return self.full_gradient[None, :] - self._deleted_gradients
 
-    @property
-    def vif(self):
-        """(n, d) ``VIF_n(i) = -(H/n)^{-1} (grad L - grad L_{-i})`` at ``theta_hat``."""
-        return -self.n_units * self.change("vif")
-
     @cached_property
     def scores(self):
         """(n, d) crr's ``eta_i + psi_i`` (the fit's, computed once there)."""
