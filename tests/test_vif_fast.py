@@ -21,15 +21,15 @@ from coxinfluence.influence_functions.vif import (
     _vif_delta_series,
     part1_direct_sum,
 )
-from coxinfluence.influence_functions.vif_series import (
-    part1_series,
+from coxinfluence.influence_functions.vif_series import part1_series
+from coxinfluence.likelihood.efron import efron_fraction_sum
+from coxinfluence.likelihood.risk_sets import RiskSets
+from coxinfluence.numerics.series import (
     prefix_plan,
     prefix_sums_of_columns,
     segmented_prefix_sums,
+    series_length,
 )
-from coxinfluence.likelihood.efron import efron_fraction_sum
-from coxinfluence.likelihood.risk_sets import RiskSets
-from coxinfluence.numerics.series import series_length
 
 
 def simulate(n, d=3, seed=0, n_times=None, beta_scale=0.5, strata=None, weights=False,

@@ -92,7 +92,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from coxinfluence.influence_functions.vif_series import _reversed_ranks, _SortedTerms
+from coxinfluence.influence_functions.vif_series import _SortedTerms
 from coxinfluence.likelihood.efron import efron_fraction_sum, efron_square_fraction_sum
 from coxinfluence.numerics.series import (
     GATHER_BLOCK,
@@ -119,15 +119,29 @@ def deleted_hessians(fit, units, codes=None, *, method="auto"):
     the reference), "auto" (series, except direct on small data, ``n K <= 2e5``, and with
     delayed entry). The loss only: a ridge penalty of the fit is not included.
     """
-    codes, data = _codes(units, codes), fit.data
+    if method not in _METHODS:
+        raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
+    data = fit.data
+    if method == "series" and data.entry is not None:
+        raise ValueError("method='series' needs risk sets that only grow back in time; with "
+                         "delayed entry (start=) use method='direct' or 'auto'")
+    if method == "auto":
+        small = data.n * data.term_group.size <= 200_000
+        method = "direct" if small or data.entry is not None else "series"
+    codes = np.arange(units.n_units) if codes is None else np.asarray(codes, dtype=np.intp)
     out = np.empty((codes.size, data.d, data.d))
     shared = units.shares_risk_sets[codes]
     if (~shared).any():
-        state = fit.risk_sets.state(fit.coef)
+        changes = np.zeros((data.n, data.d * (data.d + 1) // 2))    # H - H_{-i}, triangles
+        if data.term_group.size:
+            mom = _Moments(data, fit.risk_sets.state(fit.coef))
+            part1 = part1_direct if method == "direct" else part1_series
+            changes = part1(mom) + own_group_change(mom)
         hess = fit.risk_sets.loss_grad_hess(fit.coef[None, :])[2][0]
-        per_row = row_hessian_changes(fit, method=method, state=state)   # (n, T)
-        per_unit = units.collapse(per_row)[codes[~shared]]
-        out[~shared] = hess - _from_triangle(per_unit, data.d)
+        i, j = np.triu_indices(data.d)
+        per_unit = units.collapse(changes)[codes[~shared]]
+        out[np.flatnonzero(~shared)[:, None], i, j] = hess[i, j] - per_unit
+        out[np.flatnonzero(~shared)[:, None], j, i] = hess[j, i] - per_unit
     if shared.any():
         out[shared] = hessians_by_deletion(fit, units, codes[shared])
     return out
@@ -147,30 +161,6 @@ def hessians_by_deletion(fit, units, codes, batch=None):
     return out
 
 
-def row_hessian_changes(fit, method="auto", rho=None, n_terms=None, state=None):
-    """``H - H_{-i}`` at ``fit.coef`` for every sorted row i, as upper triangles (n, T)
-    (``np.triu_indices(d)`` order): part 1 by ``method`` plus part 2. ``state``: the
-    risk-set state at ``fit.coef`` when the caller has it."""
-    if method not in _METHODS:
-        raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
-    data = fit.data
-    if method == "series" and data.entry is not None:
-        raise ValueError("method='series' needs risk sets that only grow back in time; with "
-                         "delayed entry (start=) use method='direct' or 'auto'")
-    if method == "auto":
-        small = data.n * data.term_group.size <= 200_000
-        method = "direct" if small or data.entry is not None else "series"
-    T = data.d * (data.d + 1) // 2
-    if data.term_group.size == 0:
-        return np.zeros((data.n, T))
-    mom = _Moments(data, fit.risk_sets.state(fit.coef) if state is None else state)
-    if method == "direct":
-        part1 = part1_direct(mom)
-    else:
-        part1 = part1_series(mom, rho=rho, n_terms=n_terms)
-    return part1 + own_group_change(mom)
-
-
 # ------------------------------------------------------------------ the moments
 
 class _Moments:
@@ -188,7 +178,6 @@ class _Moments:
         self.u = state.risk
         self.xc = terms.x_centred(np.arange(data.n))
         self.xx = _outer_tri(self.xc, self.xc, self.tri)                       # (n, T)
-        self.perm = _reversed_ranks(data)
         self._group_sums()
         tg = data.term_group
         a = state.term_mean - terms.centre[data.group_stratum[tg]]            # original order
@@ -196,7 +185,7 @@ class _Moments:
         V = ((self.S2[tg] - frac * self.S2D[tg]) / state.den[:, None]
              - _outer_tri(a, a, self.tri))
         self.group_hessian = self._rs.group_event_sums((state.mean_weight[:, None] * V)[None])[0]
-        self.V = V[self.perm]                                                  # sorted terms
+        self.V = V[terms.perm]                                                # sorted terms
         self.aa = _outer_tri(terms.a, terms.a, self.tri)
 
     def _group_sums(self):
@@ -226,24 +215,6 @@ def _sym_outer_tri(a, b, tri):
     out = np.take(full, tri[0] * d + tri[1], axis=1)
     out += np.take(full, tri[1] * d + tri[0], axis=1)
     return out
-
-
-def _from_triangle(tri_values, d):
-    """(m, T) upper triangles -> (m, d, d) symmetric matrices."""
-    i, j = np.triu_indices(d)
-    out = np.empty((tri_values.shape[0], d, d))
-    out[:, i, j] = tri_values
-    out[:, j, i] = tri_values
-    return out
-
-
-def _codes(units, codes):
-    if codes is None:
-        return np.arange(units.n_units)
-    codes = np.asarray(codes, dtype=np.intp).reshape(-1)
-    if codes.size and (codes.min() < 0 or codes.max() >= units.n_units):
-        raise ValueError(f"unit codes must lie in 0..{units.n_units - 1}")
-    return codes
 
 
 def _pair_terms(mom, rows, k, xc):

@@ -119,25 +119,6 @@ class InformationSplit:
             out[:, j, i] = part
         return out if codes is None else out[inverse]
 
-    def _term_ranges(self, rows):
-        """For the sorted rows ``rows``: the terms ``lo:hi`` whose risk sets hold each (a
-        contiguous run: terms are in tie-group order, and a row is at risk from its own
-        group to its entry's, within its stratum), and ``own``, the end of the terms of
-        its own group (Efron's ``1 - c_k`` for its events)."""
-        data = self.fit.data
-        G = data.n_groups
-        group = data.group[rows]
-        change = np.flatnonzero(np.diff(data.group_stratum)) + 1
-        ends = np.append(change, G)
-        g_hi = ends[np.searchsorted(ends, group, side="right")]     # the stratum's end
-        if data.entry is not None:
-            exit_group = data.entry.row_exit_group[rows]
-            g_hi = np.where(exit_group < G, exit_group, g_hi)
-        lo = np.searchsorted(data.term_group, group, side="left")
-        hi = np.searchsorted(data.term_group, g_hi, side="left")
-        own = np.searchsorted(data.term_group, group, side="right")
-        return lo, hi, own
-
     def _direct_is_cheaper(self, rows):
         """A few rows (at most ``DIRECT_ROWS``): :meth:`_m_direct`, one pass over the terms;
         else the sums over all risk sets (about 8 passes over ``d(d+1)/2`` columns), kept
@@ -146,12 +127,16 @@ class InformationSplit:
 
     def _m_direct(self, rows):
         """(c, d, d) ``M_j = sum_k v_jk q_k a_k a_k'`` of the sorted rows ``rows``: each row's
-        terms are a run ``lo:hi`` (:meth:`_term_ranges`), so ``M_j = S(lo) - S(hi)`` with
-        ``S(p) = sum_{k >= p} q_k a_k a_k'`` needed only at the runs' ends: the terms are
-        cut there and each piece summed once (one pass, ``d^2`` per term), less
-        ``c_k q_k a_k a_k'`` over the row's own tie group for an event (Efron)."""
-        lo, hi, own = self._term_ranges(rows)
-        data = self.fit.data
+        terms are a run ``lo:hi``, from its own tie group's first term to the end of its
+        deletion range (:attr:`~coxinfluence.likelihood.risk_sets.RiskSets.
+        deletion_term_ranges`), so ``M_j = S(lo) - S(hi)`` with ``S(p) = sum_{k >= p} q_k
+        a_k a_k'`` needed only at the runs' ends: the terms are cut there and each piece
+        summed once (one pass, ``d^2`` per term), less ``c_k q_k a_k a_k'`` over the row's
+        own tie group ``lo:own`` for an event (Efron)."""
+        data, rs = self.fit.data, self.fit.risk_sets
+        lo = rs.group_first_term[data.group[rows]]
+        own = rs.group_first_term[data.group[rows] + 1]
+        hi = rs.deletion_term_ranges[1][rows]
         K, d = self.q.size, data.d
         cuts, where = np.unique(np.concatenate([lo, hi, [K]]), return_inverse=True)
         qa = self.q[:, None] * self.a

@@ -52,9 +52,7 @@ from functools import cached_property
 
 import numpy as np
 
-# the engine (split, direct pairs, segmented series sums) is generic: it lives in numerics
-# and is re-exported here for the Cox modules that read it from this one
-from coxinfluence.numerics.series import (  # noqa: F401
+from coxinfluence.numerics.series import (
     GATHER_BLOCK,
     add_direct_pairs,
     choose_split,
@@ -62,12 +60,10 @@ from coxinfluence.numerics.series import (  # noqa: F401
     index_dtype,
     prefix_plan,
     prefix_sums_of_columns,
-    segmented_prefix_sums,
     series_length,
 )
 from coxinfluence.numerics.threads import for_row_blocks
 
-_GATHER_BLOCK = GATHER_BLOCK
 _STRATUM_KEY = 1500.0        # |log den| < 745 for any positive double: strata keys never mix
 
 
@@ -184,7 +180,7 @@ class _SortedTerms:
 
         def add_x_f(w, a, b):
             out[a:b] += self.x_centred(slice(a, b)) * F[a:b, None]
-        for_row_blocks(add_x_f, n, _GATHER_BLOCK)
+        for_row_blocks(add_x_f, n, GATHER_BLOCK)
         return out
 
 
