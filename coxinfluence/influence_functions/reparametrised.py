@@ -44,8 +44,10 @@ __all__ = ["Reparametrised", "ReparametrisedFit", "TargetIn", "signed_permutatio
            "map_rows"]
 
 #: members of the wrapped seam that do not depend on the parametrisation, read through
+#: (the base class's defaults would hide the wrapped seam's)
 _INVARIANT = ("groups", "units", "unit_name", "extra_flags", "refit_every_flagged",
-              "n_units", "unit_of")
+              "n_units", "unit_of", "flag_descriptions", "ratio_name", "report_notes",
+              "unit_labels", "units_are_rows", "undefined", "unit_frame")
 
 
 def signed_permutation(source, signs) -> np.ndarray:
@@ -191,43 +193,10 @@ class Reparametrised(FitSeam):
         self.own_targets = tuple(own_targets)
         self.note = note
 
-    def __getattr__(self, name):
-        if name in _INVARIANT:
-            return getattr(self.inner, name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    # the base class's defaults of these would hide the wrapped seam's: read through
-    units = property(lambda self: self.inner.units)
-    unit_name = property(lambda self: self.inner.unit_name)
-    refit_every_flagged = property(lambda self: self.inner.refit_every_flagged)
-    flag_descriptions = property(lambda self: self.inner.flag_descriptions)
-    ratio_name = property(lambda self: self.inner.ratio_name)
-
-    def extra_flags(self):
-        return self.inner.extra_flags()
-
-    def report_notes(self):
-        return self.inner.report_notes()
-
     @property
     def columns(self):
         """The names as given (a ``pd.MultiIndex`` keeps its levels' names)."""
         return self.fit.columns
-
-    # ------------------------------------------------------------ delegated as is
-    @property
-    def unit_labels(self):
-        return self.inner.unit_labels
-
-    @property
-    def units_are_rows(self):
-        return self.inner.units_are_rows
-
-    def undefined(self):
-        return self.inner.undefined()
-
-    def unit_frame(self, frame):
-        return self.inner.unit_frame(frame)
 
     # ---------------------------------------------------------------- mapped
     def objective(self, thetas):
@@ -280,3 +249,7 @@ class Reparametrised(FitSeam):
         if not self.note:
             return header
         return dataclasses.replace(header, statement=f"{header.statement}; {self.note}")
+
+
+for _name in _INVARIANT:
+    setattr(Reparametrised, _name, property(lambda self, _n=_name: getattr(self.inner, _n)))
