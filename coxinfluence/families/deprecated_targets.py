@@ -9,6 +9,7 @@ family's implementation (same arguments, same values) and warns, when constructe
 """
 from __future__ import annotations
 
+import textwrap
 import warnings
 
 from coxinfluence.families.aft_targets import AFTSurvival as _AFTSurvival
@@ -19,7 +20,7 @@ from coxinfluence.families.sksurv_targets import RiskScore as _RiskScore
 __all__ = ["AFTSurvival", "LifelinesSurvival", "SurvivalQuantile", "RiskScore"]
 
 
-def _deprecated(impl, old, new, doc):
+def _deprecated(impl, old, new, summary, arguments, examples):
     """A subclass of ``impl`` named ``old`` that warns, when constructed, to use ``new``.
 
     Parameters
@@ -29,9 +30,13 @@ def _deprecated(impl, old, new, doc):
     old : str
         The alias's name (``ci.<old>``).
     new : str
-        What replaces it, as a user writes it.
-    doc : str
-        The alias's docstring.
+        What replaces it, as a user writes it (``ci.targets.<Name>(...)``).
+    summary : str
+        The alias's first line, without "(deprecated)".
+    arguments : str
+        ``impl``'s arguments, as the docstring lists them.
+    examples : str
+        The docstring's Examples section (its doctests, indented by four spaces).
 
     Returns
     -------
@@ -46,26 +51,24 @@ def _deprecated(impl, old, new, doc):
                       DeprecationWarning, stacklevel=2)
         impl.__init__(self, *args, **kwargs)
 
-    return type(old, (impl,), {"__init__": __init__, "__module__": __name__,
-                               "__doc__": doc})
-
-
-_AFT_SURVIVAL_DOC = """An AFT model's survival probability of new patients (deprecated).
+    target = new.split("(")[0].replace("ci.", "coxinfluence.", 1)
+    path = f"{impl.__module__}.{impl.__qualname__}"
+    note = textwrap.fill(f"Use ``{new}``, the same target dispatched on the model; "
+                         f"``ci.{old}`` will be removed in the next release. It is the "
+                         f"family's implementation of that target (:class:`{path}`): the "
+                         "same arguments and values.", 88, initial_indent=" " * 7,
+                         subsequent_indent=" " * 7)
+    params = textwrap.fill(f"The arguments of :class:`{path}`: {arguments}.", 88,
+                           initial_indent=" " * 8, subsequent_indent=" " * 8)
+    doc = f"""{summary} (deprecated).
 
     .. deprecated:: 0.1.0
-       Use ``ci.targets.Survival(X_new, times)``, the same target dispatched on the
-       model; ``ci.AFTSurvival`` will be removed in the next release.
-
-    The AFT family's implementation of ``ci.targets.Survival``:
-    ``S(t | x) = S0((log t - x'beta) / sigma)`` at ``times`` under an AFT fit, R's
-    ``1 - psurvreg(t, predict(fit, newdata, type = "lp"), fit$scale, dist)``; the same
-    arguments and values. One column per (patient, time), ``"S(t|label)"``.
+{note}
 
     Parameters
     ----------
     *args, **kwargs
-        The arguments of :class:`coxinfluence.families.aft_targets.AFTSurvival`:
-        ``X_new``, ``times`` and ``strata=None``.
+{params}
 
     Warns
     -----
@@ -74,10 +77,18 @@ _AFT_SURVIVAL_DOC = """An AFT model's survival probability of new patients (depr
 
     See Also
     --------
-    coxinfluence.targets.Survival : The target to use.
+    {target} : The target to use.
 
     Examples
     --------
+{examples}    """
+    return type(old, (impl,), {"__init__": __init__, "__module__": __name__, "__doc__": doc})
+
+
+AFTSurvival = _deprecated(
+    _AFTSurvival, "AFTSurvival", "ci.targets.Survival(X_new, times)",
+    "An AFT model's survival probability of new patients",
+    "``X_new``, ``times`` and ``strata=None``", """\
     >>> import warnings
     >>> from lifelines.datasets import load_rossi
     >>> rossi = load_rossi()
@@ -93,36 +104,11 @@ _AFT_SURVIVAL_DOC = """An AFT model's survival probability of new patients (depr
     >>> new = ci.targets.Survival(X.iloc[:2], [20, 40])
     >>> np.array_equal(old.value(aft, aft.coef[None, :]), new.value(aft, aft.coef[None, :]))
     True
-    """
-
-_LIFELINES_SURVIVAL_DOC = """A lifelines parametric regression's survival function (deprecated).
-
-    .. deprecated:: 0.1.0
-       Use ``ci.targets.Survival(df_new, times)``, the same target dispatched on the
-       model; ``ci.LifelinesSurvival`` will be removed in the next release.
-
-    The implementation of ``ci.targets.Survival`` for lifelines' parametric regressions:
-    ``model.predict_survival_function(df_new, times)`` at any parameters, with the
-    Jacobian by autograd; the same arguments and values. One column per (patient,
-    time), ``"S(t|label)"``.
-
-    Parameters
-    ----------
-    *args, **kwargs
-        The arguments of :class:`coxinfluence.families.lifelines_targets.LifelinesSurvival`:
-        ``df_new`` (new patients as lifelines takes them) and ``times``.
-
-    Warns
-    -----
-    DeprecationWarning
-        When constructed, naming the target of ``ci.targets`` that replaces it.
-
-    See Also
-    --------
-    coxinfluence.targets.Survival : The target to use.
-
-    Examples
-    --------
+""")
+LifelinesSurvival = _deprecated(
+    _LifelinesSurvival, "LifelinesSurvival", "ci.targets.Survival(df_new, times)",
+    "A lifelines parametric regression's survival function",
+    "``df_new`` (new patients as lifelines takes them) and ``times``", """\
     >>> import warnings
     >>> from lifelines import WeibullAFTFitter
     >>> from lifelines.datasets import load_rossi
@@ -140,35 +126,11 @@ _LIFELINES_SURVIVAL_DOC = """A lifelines parametric regression's survival functi
     ...                    target=ci.targets.Survival(rossi.iloc[:2], [20, 40]))
     >>> np.allclose(res.loo_change, new.loo_change)
     True
-    """
-
-_SURVIVAL_QUANTILE_DOC = """The quantiles of new patients' survival times, AFT (deprecated).
-
-    .. deprecated:: 0.1.0
-       Use ``ci.targets.Quantile(X_new, p)``, the same target dispatched on the model;
-       ``ci.SurvivalQuantile`` will be removed in the next release.
-
-    The AFT family's implementation of ``ci.targets.Quantile``: ``Q_p(x) = exp(x'beta +
-    sigma w_p)``, R's ``predict(fit, newdata, type = "quantile", p = p)``; the same
-    arguments and values. One column per (patient, p), ``"Q(p|label)"``.
-
-    Parameters
-    ----------
-    *args, **kwargs
-        The arguments of :class:`coxinfluence.families.aft_targets.SurvivalQuantile`:
-        ``X_new``, ``p=0.5`` and ``strata=None``.
-
-    Warns
-    -----
-    DeprecationWarning
-        When constructed, naming the target of ``ci.targets`` that replaces it.
-
-    See Also
-    --------
-    coxinfluence.targets.Quantile : The target to use.
-
-    Examples
-    --------
+""")
+SurvivalQuantile = _deprecated(
+    _SurvivalQuantile, "SurvivalQuantile", "ci.targets.Quantile(X_new, p)",
+    "The quantiles of new patients' survival times, AFT",
+    "``X_new``, ``p=0.5`` and ``strata=None``", """\
     >>> import warnings
     >>> from lifelines.datasets import load_rossi
     >>> rossi = load_rossi()
@@ -183,36 +145,10 @@ _SURVIVAL_QUANTILE_DOC = """The quantiles of new patients' survival times, AFT (
     ['Q(0.5|0)', 'Q(0.5|1)']
     >>> np.round(old.value(aft, aft.coef[None, :]), 2)
     array([[98.73, 45.31]])
-    """
-
-_RISK_SCORE_DOC = """scikit-survival's risk score ``predict(X_new)`` (deprecated).
-
-    .. deprecated:: 0.1.0
-       Use ``ci.targets.LinearPredictor(X_new)``, the same target dispatched on the
-       model; ``ci.RiskScore`` will be removed in the next release.
-
-    The scikit-survival family's implementation of ``ci.targets.LinearPredictor``:
-    ``x'beta`` for ``CoxPHSurvivalAnalysis``, ``(x - mean)'beta`` (centred on the
-    training means, which a deletion also changes) for ``CoxnetSurvivalAnalysis``; the
-    same argument and values. One column per patient, ``"risk[<label>]"``.
-
-    Parameters
-    ----------
-    *args, **kwargs
-        The arguments of :class:`coxinfluence.families.sksurv_targets.RiskScore`:
-        ``X_new``.
-
-    Warns
-    -----
-    DeprecationWarning
-        When constructed, naming the target of ``ci.targets`` that replaces it.
-
-    See Also
-    --------
-    coxinfluence.targets.LinearPredictor : The target to use.
-
-    Examples
-    --------
+""")
+RiskScore = _deprecated(
+    _RiskScore, "RiskScore", "ci.targets.LinearPredictor(X_new)",
+    "scikit-survival's risk score ``predict(X_new)``", "``X_new``", """\
     >>> import warnings
     >>> from lifelines.datasets import load_rossi
     >>> from sksurv.linear_model import CoxPHSurvivalAnalysis
@@ -232,13 +168,4 @@ _RISK_SCORE_DOC = """scikit-survival's risk score ``predict(X_new)`` (deprecated
     0  -0.0466  -0.0290
     1   0.0318   0.0064
     2   0.0060  -0.0167
-    """
-
-AFTSurvival = _deprecated(_AFTSurvival, "AFTSurvival", "ci.targets.Survival(X_new, times)",
-                          _AFT_SURVIVAL_DOC)
-LifelinesSurvival = _deprecated(_LifelinesSurvival, "LifelinesSurvival",
-                                "ci.targets.Survival(df_new, times)", _LIFELINES_SURVIVAL_DOC)
-SurvivalQuantile = _deprecated(_SurvivalQuantile, "SurvivalQuantile",
-                               "ci.targets.Quantile(X_new, p)", _SURVIVAL_QUANTILE_DOC)
-RiskScore = _deprecated(_RiskScore, "RiskScore", "ci.targets.LinearPredictor(X_new)",
-                        _RISK_SCORE_DOC)
+""")
