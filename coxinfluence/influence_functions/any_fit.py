@@ -16,11 +16,9 @@ the refitted coefficients ``theta_hat_{-g}``, not changes.
 Each fit is dispatched by the registry ``ci.influence`` uses
 (:mod:`coxinfluence.influence_functions.registry`). A family may register its own
 implementations (``Family.functions``): a ``CoxFit`` takes its closed forms, unchanged
-(:func:`coxinfluence.influence_functions.vif.vif`,
-:func:`~coxinfluence.influence_functions.reid.reid_influence`,
-:func:`~coxinfluence.influence_functions.refits.newton_loo`,
-:func:`~coxinfluence.influence_functions.refits.exact_loo`: units, ``groups=``, the
-algorithms' options are documented there). Every other fit goes through the seam
+(:mod:`~coxinfluence.influence_functions.vif`,
+:mod:`~coxinfluence.influence_functions.reid`,
+:mod:`~coxinfluence.influence_functions.refits`; their options are documented here). Every other fit goes through the seam
 ``ci.influence`` uses for it (:mod:`coxinfluence.influence_functions.seam`): an
 ``AFTFit`` (:class:`~coxinfluence.influence_functions.aft_audit.AFTAudit`: rows, the
 subjects of ``fit_aft(..., id=)``, or the clusters ``groups``; a decomposable loss, so the
@@ -70,7 +68,8 @@ def vif(fit, *, method="auto", groups=None):
         scikit-survival model keeps no training data: use ``ci.influence(model, data,
         method="vif")``.
     method : {"auto", "series", "direct"}, default "auto"
-        The Cox algorithm (:func:`coxinfluence.influence_functions.vif.vif`); the other
+        The Cox algorithm
+        (:func:`coxinfluence.influence_functions.vif.gradient_differences`); the other
         families have one closed form, whichever name is given.
     groups : array-like, optional
         Clusters deleted whole: one label per row, in the caller's order. Default: the
@@ -259,8 +258,8 @@ def newton_loo(fit, *, groups=None, method="auto"):
         fit's subjects (``id=``) when it has them, else its rows. Not for a Fine-Gray fit.
     method : {"auto", "series", "direct"}, default "auto"
         The Cox algorithm for the deleted Hessians
-        (:func:`coxinfluence.influence_functions.refits.newton_loo`); the other families
-        have one closed form, whichever name is given.
+        (:func:`coxinfluence.influence_functions.deleted_hessians.deleted_hessians`); the
+        other families have one closed form, whichever name is given.
 
     Returns
     -------
@@ -388,9 +387,10 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
     Notes
     -----
     For a ``CoxFit`` the refits are warm-started at the closed-form Halley estimate and
-    batched (:func:`coxinfluence.influence_functions.refits.exact_loo`, which documents
-    ``executor``, ``batch_size`` and ``n_chunks``); results with an executor are
-    bit-for-bit those of the serial run.
+    batched (:mod:`coxinfluence.influence_functions.engine_refits`): every unit is refitted
+    in the same batch as in the serial run, so results with an executor are bit-for-bit
+    those of the serial run; on a dask cluster the data are scattered once to every
+    worker.
 
     Examples
     --------

@@ -70,7 +70,7 @@ remaining terms have ``c'_r = r / N`` (Efron; 0 for Breslow) and mean weight
 (from ``(A - c B) / (C - c D) = A / C + t (D A / C - B)``), so the group's new Hessian
 is ``m'_g (N V0 + T1 F - T2 e e')`` with ``T1 = sum_r t_r = f(N, D/C) / C`` and
 ``T2 = sum_r t_r^2 = h(N, D/C) / C^2``: ``f`` is
-:func:`coxinfluence.influence_functions.vif_series.efron_fraction_sum`, ``h`` its derivative in x,
+:func:`coxinfluence.likelihood.efron.efron_fraction_sum`, ``h`` its derivative in x,
 :func:`efron_square_fraction_sum`. Breslow: ``T1 = T2 = 0``. Row i's part-2 change is
 ``m_g sum_{r<d_g} V_{g,r} - m'_g (N V0 + T1 F - T2 e e')``, O(d^2) per event.
 
@@ -243,9 +243,9 @@ def hessian_series_length(rho, tol=ROUNDING):
 def part1_series(mom, rho=None, n_terms=None, pair_block=1 << 15):
     """Part 1 (module docstring) for every sorted row, (n, T): direct pairs where
     ``u_i / den_k > rho``, the P-term series elsewhere, by the VIF's series engine
-    (:func:`coxinfluence.influence_functions.vif_series.choose_split`,
-    :func:`~coxinfluence.influence_functions.vif_series.add_direct_pairs`,
-    :func:`~coxinfluence.influence_functions.vif_series.gather_series`) with this
+    (:func:`coxinfluence.numerics.series.choose_split`,
+    :func:`~coxinfluence.numerics.series.add_direct_pairs`,
+    :func:`~coxinfluence.numerics.series.gather_series`) with this
     module's summands and series length."""
     rho, kstar = choose_split(mom.terms, rho, hessian_series_length)
     P = hessian_series_length(rho) if n_terms is None else int(n_terms)
@@ -283,7 +283,7 @@ def _suffix_sums_by_power(seg, mom, P):
 def _series(mom, kstar, P):
     """The P-term series over terms [k*_i, hi_i) of every row (module docstring): each
     row's gathered sums ``F, G, R`` of ``m [(p+1), (p+1) a, (p+1) a a' - V] / den^{p+1}``
-    (:func:`coxinfluence.influence_functions.vif_series.gather_series`), then
+    (:func:`coxinfluence.numerics.series.gather_series`), then
     ``u_i (x_i x_i' F - x_i G' - G x_i' + R)``."""
     data = mom.data
     n, d = data.n, data.d

@@ -44,13 +44,6 @@ from coxinfluence.numerics.rows import matmul_rows
 __all__ = ["CoxEngine", "CoxKernel"]
 
 
-def _default_batch(data, per_row_floats=None):
-    # keep each batch's largest array (B x n x d for Hessians, B x n for gradients) near
-    # one million floats: larger batches fall out of cache and run slower per row
-    per_row = per_row_floats or data.n * data.d
-    return int(np.clip(1_000_000 // max(per_row, 1), 1, 256))
-
-
 class CoxKernel(DeletionKernel):
     """The Cox refit kernel of the engine: the risk-set kernels ``risk_sets`` (the sorted
     data) without each unit's rows (``of_row``: the unit code of each sorted row). The
@@ -193,8 +186,9 @@ class CoxEngine(FitSeam, Engine):
 
     @property
     def refit_batch_size(self):
-        """Refits per batch: each batch's largest array near one million floats."""
-        return _default_batch(self.fit.data, per_row_floats=4 * self.fit.data.n)
+        """Refits per batch: each batch's largest array (``4 n`` floats per refit) near one
+        million floats (larger batches fall out of cache and run slower per row)."""
+        return int(np.clip(1_000_000 // max(4 * self.fit.data.n, 1), 1, 256))
 
     @property
     def full_gradient(self):
@@ -203,10 +197,10 @@ class CoxEngine(FitSeam, Engine):
 
     @cached_property
     def gradient_differences(self):
-        """(U, d) ``grad L - grad L_{-g}`` at ``theta_hat``: ``-H VIF_n(g) / U`` (with a
-        ridge, plus :attr:`_ridge_change`)."""
-        U, d = self.units.n_units, self.fit.data.d
-        out = -matmul_rows(self.vif, self.fit.information / U, np.empty((U, d)))
+        """(U, d) ``grad L - grad L_{-g}`` at ``theta_hat``
+        (:func:`~coxinfluence.influence_functions.vif.gradient_differences`; with a ridge,
+        plus :attr:`_ridge_change`)."""
+        out = _vif.gradient_differences(self.fit, self.units)
         if self.fit.penalty is not None:
             out += self._ridge_change
         return out
@@ -278,7 +272,7 @@ class CoxEngine(FitSeam, Engine):
         fit, units = self.fit, self.units
         H = deleted_hessians(fit, units, method=method)
         # grad L_{-g} = grad L - (grad L - grad L_{-g}), not through the VIF's scaling
-        step, ok = solve_batch(H, fit.gradient - _vif.gradient_differences(fit, units))
+        step, ok = solve_batch(H, fit.gradient - self.gradient_differences)
         ok &= ~units.breaks_rank
         step[~ok] = np.nan
         return -step, ok

@@ -1,29 +1,12 @@
 """Leave-one-out refits of the Cox model: exact (ground truth) and one-step Newton.
 
-``exact_loo`` refits the model without each row (or unit) to ``max |gradient| <= tol``
-(default 1e-10) by the influence engine's one batched loop
-(:mod:`coxinfluence.influence_functions.engine_refits`, through
-:class:`~coxinfluence.influence_functions.cox_audit.CoxAudit`): warm-started at the
-closed-form Halley estimate (the deleted-data gradient and Hessian at ``theta_hat`` and
-the full-data third derivative), then quasi-Newton steps whose gradients come from
-:class:`coxinfluence.likelihood.deletion_gradients.DeletionGradients` (the deletions of
-``batch_size`` refits at once, on the already-sorted rows: no refit re-sorts or
-re-validates, no loop over rows;
-:class:`~coxinfluence.influence_functions.engine_cox.CoxKernel`), then Newton-Raphson for the few
-that need it. About two gradient evaluations per refit (the start's and the check after
-one step): SUPPORT (n = 5678) 2.1, METABRIC 2.5.
-
-``newton_loo`` is the first Newton step of that refit,
-
-    theta_hat - H_{-i}(theta_hat)^{-1} grad L_{-i}(theta_hat),
-
-which uses the leave-one-out Hessian (VIF uses the full-data one).
-
-Rows whose removal leaves a coefficient unidentifiable (for example the only patient
-with a given level of a dummy covariate: the column is then constant) or makes the
-fit diverge (separation) get NaN for the affected coefficients, with one
-:class:`LeaveOneOutWarning` naming the rows; the other coefficients of such a row are
-refitted without the unidentifiable columns when possible.
+``exact_loo`` refits the model without each row (or unit) by the influence engine's one
+batched loop (:mod:`coxinfluence.influence_functions.engine_refits`) with the Cox kernels
+(:class:`~coxinfluence.influence_functions.engine_cox.CoxEngine`); ``newton_loo`` is that
+refit's first Newton step, ``theta_hat - H_{-i}(theta_hat)^{-1} grad L_{-i}(theta_hat)``
+(the leave-one-out Hessian, where VIF uses the full-data one). Units whose removal leaves
+a coefficient unidentifiable or makes the fit diverge get NaN for the affected
+coefficients, with one :class:`LeaveOneOutWarning` naming them.
 """
 from __future__ import annotations
 
@@ -130,42 +113,11 @@ def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_
 
 def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None, tol=None,
               max_iter=50, n_chunks=None):
-    """Exact leave-one-out coefficients ``theta_hat_{-g}`` for every unit of a ``CoxFit``
-    (``ci.exact_loo``'s Cox path; it takes any fit:
-    :mod:`coxinfluence.influence_functions.any_fit`): ``fit.coef + ci.influence(fit,
-    method="exact").theta_change``.
-
-    Units are rows by default, the subjects of ``fit_cox(..., id=)``, or the clusters
-    ``groups`` (one label per row, caller's order). Each refit deletes all rows of unit g
-    (for Efron ties this also removes them from their tie groups' event counts) and
-    iterates to ``max |grad| <= tol`` (default ``fit.tol``, 1e-10; per unit case weight,
-    :func:`coxinfluence.numerics.newton.gradient_tolerance`): from the closed-form Halley
-    estimate (one-step Newton with the deleted-data Hessian, corrected by the third
-    derivative), quasi-Newton steps with the leave-one-out gradient, then Newton-Raphson
-    with step halving for any unit not yet converged (module docstring).
-
-    A refit is NaN where it does not exist or failed (:class:`Refits` lists the cases:
-    a covariate left constant, no event left in the data, a deletion that makes the
-    likelihood monotone), with one :class:`LeaveOneOutWarning` naming the
-    units; :func:`exact_refits` returns the status of each unit instead.
-
-    Parameters
-    ----------
-    executor : a ``concurrent.futures.Executor`` (e.g. ``ProcessPoolExecutor``), or a
-        ``dask.distributed.Client`` or its ``get_executor()``; the units are split into
-        ``n_chunks`` chunks of whole batches (default 4 per worker, or 8) submitted to
-        it. Every unit is refitted in the same batch as in the serial run, so results are
-        bit-for-bit identical to it. On a dask cluster the data are scattered once to
-        every worker; each task then carries only its chunk's unit codes and warm starts.
-    progress : show a tqdm progress bar (default: when there are more than 2000 units).
-    batch_size : refits evaluated together as one batch of array operations.
-
-    Returns
-    -------
-    (n_units, d) ``theta_hat_{-g}``: rows in the caller's order (a DataFrame with the
-    caller's index for pandas input), subjects and clusters as a DataFrame indexed by
-    their sorted labels.
-    """
+    """``ci.exact_loo``'s Cox path (parameters, returns and layout there:
+    :func:`coxinfluence.influence_functions.any_fit.exact_loo`): the refits of
+    :func:`exact_refits`, NaN where undefined or failed, with one
+    :class:`LeaveOneOutWarning` naming those units. ``tol``: per unit case weight
+    (:func:`coxinfluence.likelihood.objective.gradient_tolerance`)."""
     fit = check_fit(fit, "exact_loo", refuse=True)
     refuse_penalty(fit, "exact_loo")
     units = resolve_units(fit, groups)
@@ -177,21 +129,11 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
 
 
 def newton_loo(fit, *, groups=None, method="auto"):
-    """One-step Newton leave-one-out of a ``CoxFit``: ``theta_hat - H_{-g}^{-1} grad
-    L_{-g}(theta_hat)`` (``ci.newton_loo``'s Cox path; it takes any fit:
-    :mod:`coxinfluence.influence_functions.any_fit`): ``fit.coef + ci.influence(fit,
-    method="newton").theta_change``.
-
-    Both the gradient and the Hessian are those of the data with all rows of unit g
-    deleted (units as in :func:`exact_loo`), evaluated at ``fit.coef``, in closed form
-    from the risk-set sums (:mod:`coxinfluence.influence_functions.deleted_hessians`: the VIF's
-    gradient
-    differences and the per-row Hessian changes ``V + delta V - delta(1 + delta)(x - a)
-    (x - a)'``, ``delta = u/(den - u)``, summed by the same direct-plus-series split;
-    ``method`` as there: "auto", "series" or "direct"). Returns (n_units, d) estimates of
-    ``theta_hat_{-g}`` laid out as :func:`exact_loo`'s; NaN (with a warning) where
-    ``H_{-g}`` is singular or the deletion leaves the design rank deficient.
-    """
+    """``ci.newton_loo``'s Cox path (parameters, returns and layout there:
+    :func:`coxinfluence.influence_functions.any_fit.newton_loo`): ``fit.coef`` plus
+    :meth:`~coxinfluence.influence_functions.engine_cox.CoxEngine.newton_change`, NaN (with
+    one :class:`LeaveOneOutWarning`) where ``H_{-g}`` is singular or the deletion leaves
+    the design rank deficient."""
     fit = check_fit(fit, "newton_loo")
     refuse_penalty(fit, "newton_loo")
     units = resolve_units(fit, groups)

@@ -81,67 +81,19 @@ def score_residuals(fit):
 
 
 def reid_influence(fit, groups=None):
-    """Reid's (1985) empirical influence function ``IF_n(g)`` of every unit of a ``CoxFit``.
-
-    On the paper's scale, ``-n * ci.influence(fit, method="reid").theta_change``: the Cox
-    path of ``ci.reid_influence``, which takes any fit
-    (:mod:`coxinfluence.influence_functions.any_fit`).
-    ``IF_n(g) = (H/n)^{-1} sum_{i in g} w_i U_i`` (module docstring) with ``n`` the number
-    of units: rows by default, the subjects of ``fit_cox(..., id=)``, or the clusters
-    ``groups``. It approximates ``n (theta_hat - theta_hat_{-g})``; ``IF_n / n`` equals
-    R's ``resid(fit, "dfbeta")`` (``collapse=id`` for units).
-
-    Parameters
-    ----------
-    fit : CoxFit
-        A fit of ``ci.fit_cox``.
-    groups : array-like, optional
-        Clusters: one label per row, in the caller's order.
-
-    Returns
-    -------
-    numpy.ndarray or pandas.DataFrame
-        ``(n_units, d)``: rows in the caller's order (a DataFrame with the caller's index
-        for pandas input), subjects and clusters as a DataFrame indexed by their sorted
-        labels.
-
-    Raises
-    ------
-    TypeError
-        ``fit`` is not a ``CoxFit``.
-    coxinfluence.NotConvergedError
-        The fit did not converge and its information cannot be inverted.
-
-    Warns
-    -----
-    coxinfluence.ConvergenceWarning
-        The fit did not converge.
-
-    Notes
-    -----
-    After sorting: O(n d) for the score residuals, then O(n d^2 + d^3) to apply
-    ``(H/n)^{-1}``.
-
-    Examples
-    --------
-    >>> from lifelines.datasets import load_rossi
-    >>> from coxinfluence.influence_functions.reid import reid_influence
-    >>> rossi = load_rossi()
-    >>> fit = ci.fit_cox(rossi.drop(columns=["week", "arrest"]), rossi["week"],
-    ...                  rossi["arrest"])
-    >>> print(round(float(reid_influence(fit).loc[0, "fin"]), 3))
-    -6.103
-    """
+    """``ci.reid_influence``'s Cox path (parameters, returns and layout there:
+    :func:`coxinfluence.influence_functions.any_fit.reid_influence`): ``IF_n(g) = (H/n)^{-1}
+    sum_{i in g} w_i U_i`` (module docstring), ``n`` the number of units; ``IF_n / n`` is
+    R's ``resid(fit, "dfbeta")`` (``collapse=id`` for units). O(n d^2 + d^3) after sorting."""
     fit = check_fit(fit, "reid_influence")
-    return reid_of_units(fit, resolve_units(fit, groups))
+    units = resolve_units(fit, groups)
+    return reid_of_units(fit, units, unit_score_residuals(fit, units))
 
 
-def reid_of_units(fit, units, unit_scores=None):
+def reid_of_units(fit, units, unit_scores):
     """:func:`reid_influence` for already resolved units (a
-    :class:`coxinfluence.data.units.Units`); a penalised fit's information included.
-    ``unit_scores``: :func:`unit_score_residuals`, when the caller has them."""
-    if unit_scores is None:
-        unit_scores = unit_score_residuals(fit, units)
+    :class:`coxinfluence.data.units.Units`) from their :func:`unit_score_residuals`; a
+    penalised fit's information included."""
     # the gradient of the loss moves by -sum_{i in g} w_i U_i without the unit
     return fit.paper_scale(-unit_scores, units, overwrite=True)
 

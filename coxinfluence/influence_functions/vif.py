@@ -22,29 +22,15 @@ the gradient in two places. Write ``u_i = w_i exp(eta_i)`` and, per Efron term k
        m'_g = (W_g - w_i)/(d_g - 1),   c'_r = r/(d_g - 1),
        a'_{g,r} = (S1 - u_i x_i - c'_r (S1D - u_i x_i)) / (S0 - u_i - c'_r (S0D - u_i)).
 
-Without ties and weights, 1 + 2 is the paper's appendix formula. Its definition (by
+Without ties and weights, 1 + 2 is the paper's appendix formula; its definition (by
 literal deletion) is checked in the tests to 1e-9 relative for both tie methods.
 
-``_vif_delta_direct`` sums part 1 over all terms for every row: O(n K d) time with
-memory bounded by ``block_rows``; it is the reference implementation.
-``_vif_delta_series`` computes the same sums in O((n + K) P d + N_direct d) time and
-O((n + K) d) memory, exact to rounding, by splitting each row's terms into a direct part
-(``u_i / den_k > rho``) and a geometric series in ``u_i / den_k``; the accelerator, its
-truncation bound and numerics live in :mod:`coxinfluence.influence_functions.vif_series`. It needs
-``den_k``
-non-decreasing along a stratum's terms, i.e. risk sets that only grow back in time.
-With delayed entry (``start=``) ``den_k`` is not monotone, and ``_vif_delta_entry``
-computes part 1 over each row's range ``[lo_i, hi_i)`` with a threshold ``s_i = 2^j``
-(``u_i <= s_i / 2``, shared by a class of rows): direct terms where ``den_k < s_i``, the
-series in ``u_i / den_k`` elsewhere, each power a difference of two suffix sums over the
-class's terms (``den_k >= s_i``, so no cancelled term has ``u_i / den_k > 1/2``):
-O(n P d + C K P d + N_direct d + G log G) time (C a handful of classes, G tie groups),
-O((n + K) d + G log G) memory, exact to rounding
-(:mod:`coxinfluence.influence_functions.vif_entry`).
-
-Part 2 has an O(K d) form, ``_own_group_change_fast``, used by the series method; the
-pairwise reference (O(sum_g d_g^2 d) time and memory) is ``tests/oracles.py``'s
-``own_group_change``.
+Part 1: ``part1_direct_sum`` sums every (row, term) pair, O(n K d) (the reference);
+:mod:`~coxinfluence.influence_functions.vif_series` (a direct block plus a geometric
+series of suffix sums, O((n + K) P d)) and, with delayed entry (risk sets no longer
+monotone along the terms), :mod:`~coxinfluence.influence_functions.vif_entry` compute
+the same sums exact to rounding. Part 2: ``_own_group_change_fast``, O(K d) (the pairwise
+reference is ``tests/oracles.py``'s ``own_group_change``).
 """
 from __future__ import annotations
 
@@ -88,7 +74,7 @@ def _own_group_change_fast(data, state, out=None, block=1 << 16):
         sum_{r<N} (A - (r/N) B) / (C - (r/N) D) = N a0 + (D a0 - B) f(N, D/C) / C,
 
     since each term is ``a0 + c (D a0 - B) / (C - c D)``; ``f`` is
-    :func:`coxinfluence.influence_functions.vif_series.efron_fraction_sum`. Breslow (all ``c = 0``)
+    :func:`coxinfluence.likelihood.efron.efron_fraction_sum`. Breslow (all ``c = 0``)
     is ``N a0``.
     ``out``: an (n, d) array (sorted rows) to add part 2 into (default zeros); the events
     are done ``block`` at a time, so the temporaries stay small at 10^7 rows (blocks on
@@ -165,58 +151,27 @@ def part1_direct_sum(data, state, block_rows=None, rows=None, out=None):
     return delta
 
 
-def _vif_delta_series(data, state, rho=None, n_terms=None):
-    """``grad L(all) - grad L(-i)`` for every sorted row: part 1 by the split
-    direct + series sum of the module docstring (exact to rounding with the default
-    ``rho``, ``n_terms``), part 2 by ``_own_group_change_fast`` in O(K d)."""
-    delta = part1_series(data, state, rho=rho, n_terms=n_terms)
-    delta *= state.risk[:, None]
-    return _own_group_change_fast(data, state, out=delta)
-
-
-def _vif_delta_entry(data, state):
-    """``grad L(all) - grad L(-i)`` for every sorted row of data with any risk-set ranges
-    (delayed entry): part 1 by the thresholded direct + series sums of
-    :mod:`coxinfluence.influence_functions.vif_entry` (exact to rounding), part 2 by
+def _vif_delta_series(data, state):
+    """``grad L(all) - grad L(-i)`` for every sorted row: part 1 by the split direct +
+    series sums, exact to rounding (:mod:`~coxinfluence.influence_functions.vif_series`;
+    with delayed entry their thresholded form,
+    :mod:`~coxinfluence.influence_functions.vif_entry`), part 2 by
     ``_own_group_change_fast`` in O(K d)."""
-    delta = part1_entry(data, state)
+    delta = (part1_series if data.entry is None else part1_entry)(data, state)
     delta *= state.risk[:, None]
     return _own_group_change_fast(data, state, out=delta)
+
+
+_vif_delta_entry = _vif_delta_series        # the name paper_appendix/bench_subjects.py reads
 
 
 _METHODS = ("auto", "series", "direct")
 
 
 def vif(fit, *, method="auto", groups=None):
-    """Closed-form VIF of every unit of a ``CoxFit``, paper scale: ``-(H/n)^{-1}(grad L -
-    grad L_{-g})`` (``ci.vif``'s Cox path; ``ci.vif`` takes any fit:
-    :mod:`coxinfluence.influence_functions.any_fit`). It is ``-n * ci.influence(fit,
-    method="vif").theta_change``.
-
-    Units are rows by default, the subjects of ``fit_cox(..., id=)``, or the clusters
-    ``groups`` (one label per row, caller's order); ``n`` is the number of units and
-    ``L_{-g}`` deletes all rows of unit g. Returns (n_units, d): rows in the caller's
-    order (a DataFrame with the caller's index for pandas input), subjects and clusters
-    as a DataFrame indexed by their sorted labels. It approximates
-    ``n (theta_hat - theta_hat_{-g})``; the estimated leave-one-out change is
-    ``-VIF_n(g) / n``. A unit none of whose risk sets holds two of its rows (a subject's
-    intervals never overlap) changes each risk-set sum by one row, so its gradient change
-    is the sum of its rows' closed-form changes, exactly; a unit with two rows in one risk
-    set (a cluster) is computed by deleting its rows (O(n d) per such unit).
-
-    method : "auto" (default) uses "series" except on data so small that the direct
-        sum costs less (``n K <= 2e5``): those get "direct". "series" is the
-        direct-plus-series split of the module docstring: O((n + K) P d) time,
-        O((n + K) d) memory, exact to rounding (truncation below ``2^-53`` relative to
-        the sum of absolute terms); with delayed entry (``start=``), whose risk sets
-        shrink as well as grow along the event times, its thresholded form
-        (:mod:`coxinfluence.influence_functions.vif_entry`): O(n P d + C K P d + G log G) time with
-        a
-        handful of classes C and G tie groups, O((n + K) d + G log G) memory, equally
-        exact (10^6 counting-process rows, d = 10: about 2.5 s against a projected 30 min
-        for "direct"). "direct" sums over all event terms for every row (O(n K d), the
-        reference).
-    """
+    """``ci.vif``'s Cox path (parameters, returns and layout there:
+    :func:`coxinfluence.influence_functions.any_fit.vif`): the closed-form VIF of every unit
+    of an unpenalised ``CoxFit``, ``method`` as :func:`gradient_differences`'s."""
     fit = check_fit(fit, "vif")
     refuse_penalty(fit, "vif")
     return vif_of_units(fit, method, groups)
@@ -239,19 +194,20 @@ def vif_of_units(fit, method="auto", groups=None, units=None):
 
 def gradient_differences(fit, units, method="auto"):
     """(U, d) ``grad L - grad L_{-g}`` at ``fit.coef`` of every unit of ``units`` (unit
-    order), the loss's (a penalty's part not included): the VIF before its scaling,
-    ``method`` as :func:`vif`'s."""
+    order), the loss's (a penalty's part not included): the VIF before its scaling.
+
+    ``method``: "direct" (part 1 by ``part1_direct_sum``, O(n K d)), "series" (the series
+    of the module docstring, O((n + K) P d)), "auto" (direct where ``n K <= 2e5``, else
+    series). A unit none of whose risk sets holds two of its rows (a subject's intervals
+    never overlap) changes each risk-set sum by one row, so its difference is the sum of
+    its rows', exactly; a unit with two rows in one risk set (a cluster) is computed by
+    deleting its rows (O(n d) per such unit)."""
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
     data, state = fit.data, fit.risk_sets.state(fit.coef)
     if method == "auto":
         method = "direct" if data.n * data.term_group.size <= 200_000 else "series"
-    if method == "direct":
-        delta = _vif_delta_direct(data, state)
-    elif data.entry is not None:
-        delta = _vif_delta_entry(data, state)
-    else:
-        delta = _vif_delta_series(data, state)
+    delta = (_vif_delta_direct if method == "direct" else _vif_delta_series)(data, state)
     delta = units.collapse(delta)
     shared = np.flatnonzero(units.shares_risk_sets)
     if shared.size:
