@@ -307,3 +307,41 @@ def test_brier_blocks_of_test_patients_change_nothing(kind):
         assert np.isnan(blocks.refit_values(fit, loo)[5]).all()
         np.testing.assert_allclose(blocks.data_effect(fit), whole.data_effect(fit),
                                    rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_concordant_weight_equals_every_pair_compared(seed):
+    """The Fenwick-tree count against the literal double sum over events and patients
+    (tied times, tied scores, zero weights)."""
+    from coxinfluence.evaluation.scores import concordant_weight
+    rng = np.random.default_rng(seed)
+    n, U = 60, 7
+    time = rng.integers(1, 12, n).astype(float)
+    event = rng.random(n) < 0.6
+    s = (rng.integers(0, 6, (U, n)).astype(float) if seed % 2
+         else rng.normal(size=(U, n)))
+    omega = rng.random(n) * (rng.random(n) < 0.9)
+    want = np.zeros(U)
+    for i in np.flatnonzero(event):
+        for j in range(n):
+            if time[j] > time[i] or (time[j] == time[i] and not event[j]):
+                want += omega[i] * ((s[:, i] > s[:, j]) + 0.5 * (s[:, i] == s[:, j]))
+    np.testing.assert_allclose(concordant_weight(s, time, event, omega), want,
+                               rtol=1e-13, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["harrell", "uno"])
+def test_concordance_rescoring_equals_ci_evaluate(kind):
+    """The target's rescoring of many refits (the batched count) equals the concordance
+    ci.evaluate reports for each refitted model's linear predictor (its own pair count)."""
+    from coxinfluence.evaluation.scores import concordance
+    gbsg = ci.datasets.load_gbsg2()
+    X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]].astype(float)
+    train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+    fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+    target = Concordance(X[test], gbsg.time[test], gbsg.cens[test], kind=kind)
+    rows = np.arange(0, fit.n, 37)
+    loo = np.asarray(ci.exact_loo(fit))[rows]
+    got = target.refit_values(fit, loo)[:, 0]
+    want = [concordance(target.outcomes, X[test].to_numpy() @ th, kind)[0] for th in loo]
+    np.testing.assert_allclose(got, want, rtol=1e-13)

@@ -50,8 +50,8 @@ import numpy as np
 
 from coxinfluence.data.inputs import InputError
 
-__all__ = ["TestOutcomes", "brier", "auc", "concordance", "standard_error",
-           "ibs_weights", "pair_matrix"]
+__all__ = ["TestOutcomes", "brier", "auc", "concordance", "concordant_weight",
+           "standard_error", "ibs_weights", "pair_matrix"]
 
 
 def standard_error(ic):
@@ -355,6 +355,100 @@ def _pair_counts(out, s, kind, block):
             ic[k] += w.sum(axis=0)
             ic[k, rows] += w.sum(axis=1)
     return ic
+
+
+def _tie_ranks(s):
+    """(lo, hi), each (U, n): per row, how many scores are below each score (lo) and at or
+    below it (hi)."""
+    U, n = s.shape
+    order = np.argsort(s, axis=1, kind="stable")
+    srt = np.take_along_axis(s, order, axis=1)
+    pos = np.broadcast_to(np.arange(n), (U, n))
+    new = np.ones((U, n), dtype=bool)
+    new[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    start = np.maximum.accumulate(np.where(new, pos, 0), axis=1)
+    last = np.ones((U, n), dtype=bool)
+    last[:, :-1] = new[:, 1:]
+    end = np.minimum.accumulate(np.where(last, pos, n - 1)[:, ::-1], axis=1)[:, ::-1] + 1
+    lo, hi = np.empty((U, n), dtype=np.intp), np.empty((U, n), dtype=np.intp)
+    np.put_along_axis(lo, order, start, axis=1)
+    np.put_along_axis(hi, order, end, axis=1)
+    return lo, hi
+
+
+def concordant_weight(scores, time, event, omega):
+    """Each row's weighted concordant pairs, ``sum_i omega_i sum_{j in C_i} (1[s_i > s_j]
+    + 1/2 1[s_i = s_j])`` over the events ``i`` and their comparable patients ``C_i``
+    (``T_j > T_i``, or ``T_j = T_i`` with ``j`` censored), for many score vectors at once.
+
+    A Fenwick tree over each row's score ranks (``O(U n log n)``, not the ``O(U E n)`` of
+    comparing every pair): the patients enter in decreasing time (at a tied time the
+    censored first, then the events are counted, then they enter), and each event counts
+    the patients already in below and at its score.
+
+    Parameters
+    ----------
+    scores : numpy.ndarray, shape (U, n)
+        Risk scores, one vector per row (larger: an earlier event).
+    time : numpy.ndarray, shape (n,)
+        Follow-up times.
+    event : numpy.ndarray of bool, shape (n,)
+        Events (True) or censorings.
+    omega : numpy.ndarray, shape (n,)
+        The weight of each event's pairs (1: Harrell; ``1 / G(T_i-)^2``: Uno).
+
+    Returns
+    -------
+    numpy.ndarray, shape (U,)
+        The weighted concordant pairs of each row, ties counted 1/2.
+
+    Examples
+    --------
+    >>> from coxinfluence.evaluation.scores import concordant_weight
+    >>> time = np.array([1.0, 2.0, 3.0, 4.0])
+    >>> event = np.array([True, True, False, True])
+    >>> concordant_weight([[4.0, 3.0, 2.0, 1.0], [1.0, 1.0, 1.0, 1.0]], time, event,
+    ...                   np.ones(4))
+    array([5. , 2.5])
+    """
+    s = np.atleast_2d(np.asarray(scores, dtype=np.float64))
+    U, n = s.shape
+    lo, hi = _tie_ranks(s)
+    # Fenwick tree over ranks, stored rank-major and flat (entry rank * U + row); rank
+    # n + 1 is a sink for the updates past the end, rank 0 stays 0
+    tree = np.zeros((n + 2) * U)
+    rows = np.arange(U)
+    total = np.zeros(U)
+
+    def add(key):
+        idx = key + 1
+        while True:
+            tree[idx * U + rows] += 1.0
+            if (idx > n).all():
+                return
+            idx = np.minimum(idx + (idx & -idx), n + 1)
+
+    def below(key):                           # entered patients with rank below ``key``
+        idx, out = key.copy(), np.zeros(key.shape)
+        while idx.any():
+            out += tree[idx * U + rows[:, None]]
+            idx -= idx & -idx
+        return out
+
+    order = np.lexsort((event, -time))        # time descending, censored first at ties
+    t_sorted = time[order]
+    starts = np.flatnonzero(np.r_[True, t_sorted[1:] != t_sorted[:-1]])
+    for a, b in zip(starts, np.r_[starts[1:], n]):
+        group = order[a:b]
+        for j in group[~event[group]]:
+            add(lo[:, j])
+        cases = group[event[group] & (omega[group] != 0)]
+        if cases.size:                        # (2, U, cases): below and at each score
+            counts = below(np.stack([lo[:, cases], hi[:, cases]]))
+            total += 0.5 * counts.sum(axis=0) @ omega[cases]
+        for i in group[event[group]]:
+            add(lo[:, i])
+    return total
 
 
 def concordance(out, score, kind="harrell", strata=None, block=256):

@@ -42,7 +42,7 @@ import pandas as pd
 from coxinfluence.audit.target_base import implementation_of
 from coxinfluence.audit.targets import LinearPredictor, Quantile, Survival, Target
 from coxinfluence.data.inputs import InputError
-from coxinfluence.evaluation.scores import TestOutcomes, ibs_weights, pair_matrix
+from coxinfluence.evaluation.scores import TestOutcomes, concordant_weight, ibs_weights, pair_matrix
 from coxinfluence.evaluation.test_set import check_times, read_test_set, test_strata
 
 __all__ = ["BrierScore", "IntegratedBrierScore", "TimeDependentAUC", "Concordance"]
@@ -54,8 +54,9 @@ def _sigmoid_slope(z):
 
 
 def _pair_weights(out, kind, strata):
-    """The events and each one's comparable pairs' weights, (E, n): within strata when
-    given, Uno's weights then from each stratum's censoring Kaplan-Meier."""
+    """The events, each one's comparable pairs' weights (E, n) and each patient's weight
+    ``omega`` (n,): within strata when given, Uno's weights then from each stratum's
+    censoring Kaplan-Meier."""
     events = np.flatnonzero(out.event)
     ti = out.time[events][:, None]
     comp = (out.time[None, :] > ti) | ((out.time[None, :] == ti) & ~out.event[None, :])
@@ -71,7 +72,7 @@ def _pair_weights(out, kind, strata):
         raise InputError("the test set has no comparable pairs (an event before another "
                          "patient's time)")
     omega = np.ones(out.n) if kind == "harrell" else 1.0 / G ** 2
-    return events, comp * omega[events][:, None]
+    return events, comp * omega[events][:, None], omega
 
 
 class _TestSetMetric(Target):
@@ -637,7 +638,7 @@ class Concordance(_Surrogate, _TestSetMetric):
         if not self.bandwidth > 0:
             raise ValueError(f"bandwidth must be positive; got {bandwidth!r}")
         self._lp = LinearPredictor(X_test)
-        self._events, self._pairs = _pair_weights(self.outcomes, kind, None)
+        self._events, self._pairs, self._omega = _pair_weights(self.outcomes, kind, None)
         self._strata = None
 
     def _bind(self, fit):
@@ -647,7 +648,8 @@ class Concordance(_Surrogate, _TestSetMetric):
         if self._inner is None or self._inner[0] is not fit:
             strata = test_strata(fit, self.X_test)
             if strata is not None or self._strata is not None:
-                self._events, self._pairs = _pair_weights(self.outcomes, self.kind, strata)
+                self._events, self._pairs, self._omega = _pair_weights(self.outcomes,
+                                                                       self.kind, strata)
                 self._strata = strata
             tau = float(np.median(self.outcomes.time))
             for pred, sign in ((copy.copy(self._lp), 1), (Quantile(self.X_test, 0.5), -1),
@@ -687,14 +689,16 @@ class Concordance(_Surrogate, _TestSetMetric):
         return v if sign == 1 else -np.log(v) if sign == -1 else -v
 
     def _metric_of_scores(self, s):
-        si = s[:, self._events][:, :, None]
-        sj = s[:, None, :]
-        w = self._pairs[None]
-        conc = ((si > sj) * w).sum(axis=(1, 2)) + 0.5 * ((si == sj) * w).sum(axis=(1, 2))
+        out = self.outcomes
+        groups = ([np.arange(out.n)] if self._strata is None
+                  else [np.flatnonzero(self._strata == c) for c in np.unique(self._strata)])
+        conc = sum(concordant_weight(s[:, rows], out.time[rows], out.event[rows],
+                                     self._omega[rows]) for rows in groups)
         return (conc / self._pairs.sum())[:, None]
 
     def _chunked(self, s):
-        step = max(1, int(2e7 // max(self._pairs.size, 1)))
+        # each score vector's Fenwick tree holds n + 2 floats
+        step = max(1, int(2e7 // (self.outcomes.n + 2)))
         return np.concatenate([self._metric_of_scores(s[k:k + step])
                                for k in range(0, s.shape[0], step)])
 
