@@ -183,12 +183,8 @@ def verify(model, ld_approx, must_refit, *, refit=None, top=TOP, min_refits=MIN_
             else:
                 values = model.objective(res.theta[res.ok])
             ld_exact[ok] = 2.0 * (values - full)
-        finite = np.sort(ld_exact[np.isfinite(ld_exact)])[::-1]
-        threshold = finite[top - 1] if finite.size >= top else np.nan
-        rest = ~refitted
-        bound = safety * float(score[rest].max()) if rest.any() else 0.0
-        if not rest.any() or (finite.size >= top and bound < threshold):
-            met = True
+        met, threshold, bound = _rule(ld_exact, score, refitted, top, safety)
+        if met:
             break
         if refitted.sum() >= cap:
             met = False
@@ -197,10 +193,7 @@ def verify(model, ld_approx, must_refit, *, refit=None, top=TOP, min_refits=MIN_
     if full is None:
         full = model.objective(model.coef[None, :])[0]
     refits = _concat(parts, model.coef.size)
-    contender = np.zeros(U, dtype=bool)
-    if not met:
-        level = threshold if np.isfinite(threshold) else 0.0
-        contender = ~refitted & (safety * score >= level)
+    contender = _contenders(met, threshold, score, refitted, safety)
     return Verification(refits, ld_exact, met, float(threshold), bound, contender, cap,
                         float(full))
 
@@ -233,12 +226,8 @@ def verify_target(model, ver, score_approx, exact_change, magnitude, *, refit,
             change[res.codes] = values
             ok = res.codes[res.ok]
             score_exact[ok] = magnitude(change[ok])
-        finite = np.sort(score_exact[np.isfinite(score_exact)])[::-1]
-        threshold = finite[top - 1] if finite.size >= top else np.nan
-        rest = ~refitted
-        bound = safety * float(approx[rest].max()) if rest.any() else 0.0
-        if not rest.any() or (finite.size >= top and bound < threshold):
-            met = True
+        met, threshold, bound = _rule(score_exact, approx, refitted, top, safety)
+        if met:
             break
         if added >= cap:
             met = False
@@ -248,7 +237,7 @@ def verify_target(model, ver, score_approx, exact_change, magnitude, *, refit,
         current = np.where(refitted, np.where(np.isfinite(score_exact), score_exact,
                                               -np.inf), approx)
         level = (np.partition(current, U - top)[U - top] if U > top else -np.inf)
-        new = np.flatnonzero(rest & (safety * approx >= level))
+        new = np.flatnonzero(~refitted & (safety * approx >= level))
         new = new[np.argsort(-approx[new], kind="stable")][:cap - added]
         if new.size == 0:        # cannot happen while the rule fails; never loop
             met = False
@@ -262,15 +251,32 @@ def verify_target(model, ver, score_approx, exact_change, magnitude, *, refit,
             ld_exact[ok] = 2.0 * (model.objective(res.theta[res.ok]) - ver.objective_at_fit)
     if change is None:
         change = np.zeros((U, 0))
-    contender = np.zeros(U, dtype=bool)
-    if not met:
-        level = threshold if np.isfinite(threshold) else 0.0
-        contender = ~refitted & (safety * approx >= level)
+    contender = _contenders(met, threshold, approx, refitted, safety)
     tv = TargetVerification(added, change, score_exact, met, float(threshold), bound,
                             contender, cap)
     refits = _concat([p for p in parts if p.codes.size], ver.refits.theta.shape[1])
     return dataclasses.replace(ver, refits=refits, ld_exact=ld_exact,
                                unverified_top=ver.unverified_top | contender, target=tv)
+
+
+def _rule(exact, approx, refitted, top, safety):
+    """``(met, threshold, bound)`` of the stopping rule: ``threshold`` the ``top``-th
+    largest finite ``exact`` (NaN if fewer), ``bound`` ``safety`` times the largest
+    ``approx`` not ``refitted`` (0 if none); met when every unit is refitted or ``bound <
+    threshold``."""
+    finite = np.sort(exact[np.isfinite(exact)])[::-1]
+    threshold = finite[top - 1] if finite.size >= top else np.nan
+    rest = ~refitted
+    bound = safety * float(approx[rest].max()) if rest.any() else 0.0
+    return bool(not rest.any() or (finite.size >= top and bound < threshold)), threshold, bound
+
+
+def _contenders(met, threshold, approx, refitted, safety):
+    """(U,) bool: where the rule is not met, the units not refitted whose ``safety *
+    approx`` reaches the threshold (0 where there is none): they may belong in the top."""
+    if met:
+        return np.zeros(refitted.shape[0], dtype=bool)
+    return ~refitted & (safety * approx >= (threshold if np.isfinite(threshold) else 0.0))
 
 
 def _predicted(score, must_refit, top, safety):
