@@ -215,6 +215,9 @@ class Target:
     #: (the test-set metrics of :mod:`coxinfluence.evaluation.targets`), so that
     #: ``influence()`` takes it whatever the model's ``target_names``
     generic = False
+    #: the class of the fits this implementation evaluates on (:meth:`evaluates`), e.g.
+    #: ``CoxFit``; None: none known (a family may override :meth:`evaluates` instead)
+    fit_type = None
 
     @classmethod
     def evaluates(cls, fit):
@@ -231,9 +234,9 @@ class Target:
         Returns
         -------
         bool
-            Whether this implementation evaluates on ``fit``; False for the base class.
+            Whether ``fit`` is a ``fit_type``; False where it is None (the base class).
         """
-        return False
+        return cls.fit_type is not None and isinstance(fit, cls.fit_type)
 
     def columns(self, fit):
         """The names of the target's entries, one per column of the result.

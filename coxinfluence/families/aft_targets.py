@@ -78,26 +78,11 @@ class _AFTNewPatients(Target):
     """
 
     options = ("strata",)
+    fit_type = AFTFit
 
     def __init__(self, X_new, strata=None):
         self.X_new = X_new
         self.strata = strata
-
-    @classmethod
-    def evaluates(cls, fit):
-        """Whether ``fit`` is an AFT fit (an ``AFTFit``).
-
-        Parameters
-        ----------
-        fit : object
-            A fitted model.
-
-        Returns
-        -------
-        bool
-            ``isinstance(fit, AFTFit)``.
-        """
-        return isinstance(fit, AFTFit)
 
     def _X(self, fit):
         return new_patients(self.X_new, covariate_view(fit.covariates), self.transform)

@@ -79,6 +79,7 @@ class _NewPatientTarget(Target):
     """A target of a Cox model's new patients ``X_new`` (rows), one column per patient."""
 
     prefix = "?"
+    fit_type = CoxFit
 
     def __init__(self, X_new):
         self.X_new = X_new
@@ -102,21 +103,6 @@ class _NewPatientTarget(Target):
         """
         return [f"{self.prefix}[{lab}]" for lab in self._X(fit)[1]]
 
-    @classmethod
-    def evaluates(cls, fit):
-        """Whether ``fit`` is a Cox model (a ``CoxFit``).
-
-        Parameters
-        ----------
-        fit : object
-            A fitted model.
-
-        Returns
-        -------
-        bool
-            ``isinstance(fit, CoxFit)``.
-        """
-        return isinstance(fit, CoxFit)
 
 
 @register_target
@@ -281,6 +267,7 @@ class CoxSurvival(Target):
     name = "survival"
     quantity = "survival"
     options = ("strata", "ctype")
+    fit_type = CoxFit
     ctype = None
 
     def __init__(self, X_new, times, strata=None, ctype=None):
@@ -290,10 +277,6 @@ class CoxSurvival(Target):
             raise ValueError(f"ctype must be None (the model's), 1 or 2; got {ctype!r}")
         self.ctype = ctype
         self.times = nonnegative_times(times)
-
-    @classmethod
-    def evaluates(cls, fit):
-        return isinstance(fit, CoxFit)
 
     def _X(self, fit):
         return new_patients(self.X_new, fit, self.transform)

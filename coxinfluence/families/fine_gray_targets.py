@@ -135,27 +135,12 @@ class CumulativeIncidence(Target):
     quantity = "cumulative_incidence"
     ask = "ci.targets.CumulativeIncidence(X_new, times)"
     options = ("strata",)
+    fit_type = FineGrayFit
 
     def __init__(self, X_new, times, strata=None):
         self.X_new = X_new
         self.times = positive_times(times)
         self.strata = strata
-
-    @classmethod
-    def evaluates(cls, fit):
-        """Whether ``fit`` is a Fine-Gray fit.
-
-        Parameters
-        ----------
-        fit : object
-            A fitted model.
-
-        Returns
-        -------
-        bool
-            ``isinstance(fit, FineGrayFit)``.
-        """
-        return isinstance(fit, FineGrayFit)
 
     def _X(self, fit):
         X, index = fine_gray_new_patients(fit, self.X_new, self.transform)

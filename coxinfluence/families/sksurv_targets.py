@@ -57,22 +57,7 @@ class RiskScore(CoxLinearPredictor):
     name = "risk_score"
     quantity = "linear_predictor"
     prefix = "risk"
-
-    @classmethod
-    def evaluates(cls, fit):
-        """Whether ``fit`` is a scikit-survival Cox model's fit (an ``SksurvCoxFit``).
-
-        Parameters
-        ----------
-        fit : object
-            A fitted model.
-
-        Returns
-        -------
-        bool
-            ``isinstance(fit, SksurvCoxFit)``.
-        """
-        return isinstance(fit, SksurvCoxFit)
+    fit_type = SksurvCoxFit
 
     def value(self, fit, theta):
         """``(x - mean)'theta`` for each row of ``theta`` (``mean`` 0 without centring).
