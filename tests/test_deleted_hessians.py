@@ -2,7 +2,7 @@
 13 item 1)
 against their definition: the batched risk-set kernels on the data with the unit's rows
 deleted, ``fit.risk_sets.loss_grad_hess(theta, units.deletion(codes))[2]``
-(:func:`hessians_by_deletion`), and the one-step Newton they give against
+(:func:`by_deletion`), and the one-step Newton they give against
 ``ci.newton_loo``.
 
 Accuracy criterion: ``max |closed form - reference| / max |H|`` (entries of the full-data
@@ -21,9 +21,9 @@ import coxinfluence as ci
 from coxinfluence.data.units import resolve_units
 from coxinfluence.influence_functions.deleted_hessians import (
     _Moments,
+    by_deletion,
     deleted_hessians,
     hessian_series_length,
-    hessians_by_deletion,
     part1_direct,
     part1_series,
 )
@@ -41,7 +41,7 @@ def rel_dev(got, ref, fit):
 def check_against_deletion(fit, groups=None, methods=("auto",)):
     units = resolve_units(fit, groups)
     codes = np.arange(units.n_units)
-    ref = hessians_by_deletion(fit, units, codes)
+    ref = by_deletion(fit, units, codes)
     for method in methods:
         got = deleted_hessians(fit, units, method=method)
         assert got.shape == (units.n_units, fit.data.d, fit.data.d)
@@ -216,7 +216,7 @@ def test_newton_step_equals_newton_loo(case):
     codes = np.arange(units.n_units)
     theta = np.repeat(fit.coef[None, :], codes.size, axis=0)
     g_ref = fit.risk_sets.loss_grad_hess(theta, units.deletion(codes), hess=False)[1]
-    H_ref = hessians_by_deletion(fit, units, codes)
+    H_ref = by_deletion(fit, units, codes)
     definition = fit.coef - np.linalg.solve(H_ref, g_ref[:, :, None])[:, :, 0]
     scale = 1 + np.abs(definition).max()
     assert np.abs(ref - definition).max() <= TOL * scale
@@ -244,7 +244,7 @@ def test_newton_step_for_subjects_equals_newton_loo():
     codes = np.arange(units.n_units)
     theta = np.repeat(fit.coef[None, :], codes.size, axis=0)
     g_ref = fit.risk_sets.loss_grad_hess(theta, units.deletion(codes), hess=False)[1]
-    H_ref = hessians_by_deletion(fit, units, codes)
+    H_ref = by_deletion(fit, units, codes)
     definition = fit.coef - np.linalg.solve(H_ref, g_ref[:, :, None])[:, :, 0]
     scale = 1 + np.abs(definition).max()
     ref = ci.newton_loo(fit)

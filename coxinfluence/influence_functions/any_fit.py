@@ -16,20 +16,12 @@ the refitted coefficients ``theta_hat_{-g}``, not changes.
 Each fit is dispatched by the registry ``ci.influence`` uses
 (:mod:`coxinfluence.influence_functions.registry`). A family may register its own
 implementations (``Family.functions``): a ``CoxFit`` takes its closed forms, unchanged
-(:mod:`~coxinfluence.influence_functions.vif`,
-:mod:`~coxinfluence.influence_functions.reid`,
-:mod:`~coxinfluence.influence_functions.refits`; their options are documented here). Every other fit goes through the seam
-``ci.influence`` uses for it (:mod:`coxinfluence.influence_functions.seam`): an
-``AFTFit`` (:class:`~coxinfluence.influence_functions.aft_audit.AFTAudit`: rows, the
-subjects of ``fit_aft(..., id=)``, or the clusters ``groups``; a decomposable loss, so the
-VIF is Reid's IF exactly), a ``FineGrayFit``
-(:class:`~coxinfluence.influence_functions.fine_gray_audit.FineGrayAudit`: the subjects,
-one row each; a deletion also re-estimates the censoring Kaplan-Meier), a
-``DecomposableFit``
-(:class:`~coxinfluence.influence_functions.decomposable_audit.DecomposableAudit`), or a
-seam object itself (an autodiff ``AutodiffModel``), or a fit of any family registered
-with the registry. A lifelines, statsmodels or scikit-survival model keeps no training
-data (its family's ``needs_data``): ``ci.influence(model, data, method=...)`` audits it.
+(:mod:`~coxinfluence.influence_functions.vif`, :mod:`~coxinfluence.influence_functions.reid`,
+:mod:`~coxinfluence.influence_functions.refits`; their options are documented here).
+Every other fit goes through the seam ``ci.influence`` builds for it
+(:func:`family_seam`). A lifelines, statsmodels or scikit-survival model keeps no
+training data (its family's ``needs_data``): ``ci.influence(model, data, method=...)``
+audits it.
 """
 from __future__ import annotations
 
@@ -42,12 +34,11 @@ from coxinfluence.data.inputs import InputError
 from coxinfluence.influence_functions.refits import SeamUnits, warn_undefined
 from coxinfluence.influence_functions.registry import audit_model, families, family_of
 from coxinfluence.influence_functions.seam import AuditModel
+from coxinfluence.influence_functions.vif import _METHODS as _COX_METHODS
 from coxinfluence.models.cox import ConvergenceWarning, NotConvergedError
 
 __all__ = ["vif", "reid_influence", "newton_loo", "exact_loo", "family_seam"]
 
-#: the Cox algorithms' names (``method=`` of ``vif`` and ``newton_loo``)
-_COX_METHODS = ("auto", "series", "direct")
 
 
 def vif(fit, *, method="auto", groups=None):
@@ -491,7 +482,7 @@ def family_seam(fit, groups, what, method=None, refuse=False):
     >>> model.model_name, len(model.unit_labels)
     ('Weibull AFT (survreg)', 432)
     """
-    if method is not None and method not in _COX_METHODS:
+    if method is not None and method not in _COX_METHODS:      # the Cox algorithms' names
         raise ValueError(f"method must be one of {_COX_METHODS}; got {method!r}")
     family = family_of(fit)
     known = family is not None or isinstance(fit, AuditModel)    # a seam: no family's

@@ -79,12 +79,12 @@ is ``m'_g (N V0 + T1 F - T2 e e')`` with ``T1 = sum_r t_r = f(N, D/C) / C`` and
 intervals never overlap) changes each risk-set sum by at most one row, so its change is
 the sum of its rows' changes, exactly. Units with two rows in one risk set (clusters,
 subjects at risk from the origin in one stratum) are evaluated by deleting their rows
-(:func:`hessians_by_deletion`, O(n d^2) per unit), which is also the tests' oracle.
+(:func:`by_deletion`, O(n d^2) per unit), which is also the tests' oracle.
 
 Matrices are carried as their upper triangles (``d (d+1) / 2`` columns). Numerics: as the
 VIF's series; rows holding almost all of a risk set (``u_i / den_k -> 1``) lose
 ``1 / (1 - u_i / den_k)`` in ``den_k - u_i``. Tests (``tests/test_deleted_hessians.py``):
-against :func:`hessians_by_deletion` (1e-10 of max |H|; seen: 3e-15), series against the
+against :func:`by_deletion` (1e-10 of max |H|; seen: 3e-15), series against the
 direct sum for every split, the truncation bound, ``h`` against exact summation, and
 ``theta_hat - H_{-g}^{-1} grad L_{-g}`` against ``ci.newton_loo``.
 """
@@ -143,21 +143,23 @@ def deleted_hessians(fit, units, codes=None, *, method="auto"):
         out[np.flatnonzero(~shared)[:, None], i, j] = hess[i, j] - per_unit
         out[np.flatnonzero(~shared)[:, None], j, i] = hess[j, i] - per_unit
     if shared.any():
-        out[shared] = hessians_by_deletion(fit, units, codes[shared])
+        out[shared] = by_deletion(fit, units, codes[shared])
     return out
 
 
-def hessians_by_deletion(fit, units, codes, batch=None):
-    """``H_{-g}(fit.coef)`` by deleting the rows of each unit in ``codes`` and evaluating
-    the batched risk-set kernels (O(n d^2) per unit): the definition."""
+def by_deletion(fit, units, codes, batch=None, hess=True):
+    """The loss's Hessians ``H_{-g}(fit.coef)`` (m, d, d), or with ``hess=False`` its
+    gradients ``grad L_{-g}(fit.coef)`` (m, d), of the units ``codes`` by deleting their
+    rows and evaluating the batched risk-set kernels (O(n d^2) per unit): the definition."""
     data = fit.data
     codes = np.asarray(codes, dtype=np.intp).reshape(-1)
     batch = batch or int(np.clip(1_000_000 // max(data.n * data.d, 1), 1, 256))
-    out = np.empty((codes.size, data.d, data.d))
+    out = np.empty((codes.size, data.d) + ((data.d,) if hess else ()))
     for b0 in range(0, codes.size, batch):
         part = codes[b0:b0 + batch]
         theta = np.repeat(fit.coef[None, :], part.size, axis=0)
-        out[b0:b0 + batch] = fit.risk_sets.loss_grad_hess(theta, units.deletion(part))[2]
+        out[b0:b0 + batch] = fit.risk_sets.loss_grad_hess(theta, units.deletion(part),
+                                                          hess=hess)[2 if hess else 1]
     return out
 
 

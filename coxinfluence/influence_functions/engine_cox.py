@@ -25,10 +25,7 @@ from coxinfluence.data.deletion import Deletion
 from coxinfluence.data.inputs import CoxInputError
 from coxinfluence.data.rank import check_design, identifiable_columns
 from coxinfluence.influence_functions import vif as _vif
-from coxinfluence.influence_functions.deleted_hessians import (
-    deleted_hessians,
-    hessians_by_deletion,
-)
+from coxinfluence.influence_functions.deleted_hessians import by_deletion, deleted_hessians
 from coxinfluence.influence_functions.engine import Engine
 from coxinfluence.influence_functions.engine_refits import DeletionKernel
 from coxinfluence.influence_functions.information_split import InformationSplit
@@ -229,7 +226,7 @@ class CoxEngine(FitSeam, Engine):
             H = fit.information[None] - self.split_of(codes)
             held = fit.penalty.strength if ridge else 0.0   # the information's diag(s)
         elif codes.size <= 64:
-            H, held = hessians_by_deletion(fit, self.units, codes, batch=1), 0.0
+            H, held = by_deletion(fit, self.units, codes, batch=1), 0.0
         else:
             H, held = deleted_hessians(fit, self.units, codes), 0.0
         if ridge:

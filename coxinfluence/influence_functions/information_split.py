@@ -84,9 +84,10 @@ class InformationSplit:
 
     def of(self, codes=None):
         """(m, d, d) ``C_g`` of the units ``codes`` (positions in ``units.labels``; None:
-        every unit, (U, d, d)). ``M_j`` is read from sums over all the risk sets, or, when
-        that costs more, summed over each row's own terms (:meth:`_m_direct`; equal to
-        rounding)."""
+        every unit, (U, d, d)). ``M_j`` is read from sums over all the risk sets (about 8
+        passes over ``d(d+1)/2`` columns, kept for the next call), or, for a few rows (at
+        most ``DIRECT_ROWS``) while none are kept, summed over each row's own terms
+        (:meth:`_m_direct`, one pass; equal to rounding)."""
         units, data = self.units, self.fit.data
         if codes is None:
             rows, out_of_row, m = None, None, units.n_units
@@ -101,7 +102,7 @@ class InformationSplit:
         A, B = S[:, 0], S[:, 1:]
         X, u = data.X[at], self.u[at]         # X centred (CoxData): keeps the sums small
         d = data.d
-        direct = rows is not None and self._direct_is_cheaper(rows)
+        direct = rows is not None and not self._kept and rows.size <= DIRECT_ROWS
         M_rows = self._m_direct(rows)[:, self._i, self._j] if direct else None
         out = np.empty((m, d, d))
         for c0 in range(0, self._i.size, self._chunk):
@@ -118,12 +119,6 @@ class InformationSplit:
             out[:, i, j] = part
             out[:, j, i] = part
         return out if codes is None else out[inverse]
-
-    def _direct_is_cheaper(self, rows):
-        """A few rows (at most ``DIRECT_ROWS``): :meth:`_m_direct`, one pass over the terms;
-        else the sums over all risk sets (about 8 passes over ``d(d+1)/2`` columns), kept
-        for the next call."""
-        return not self._kept and rows.size <= DIRECT_ROWS
 
     def _m_direct(self, rows):
         """(c, d, d) ``M_j = sum_k v_jk q_k a_k a_k'`` of the sorted rows ``rows``: each row's

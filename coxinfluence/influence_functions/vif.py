@@ -37,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from coxinfluence.data.units import resolve_units
+from coxinfluence.influence_functions.deleted_hessians import by_deletion
 from coxinfluence.influence_functions.vif_entry import part1_entry
 from coxinfluence.influence_functions.vif_series import part1_series
 from coxinfluence.likelihood.efron import efron_fraction_sum
@@ -210,21 +211,7 @@ def gradient_differences(fit, units, method="auto"):
     delta = (_vif_delta_direct if method == "direct" else _vif_delta_series)(data, state)
     delta = units.collapse(delta)
     shared = np.flatnonzero(units.shares_risk_sets)
-    if shared.size:
-        delta[shared] = _unit_delta_by_deletion(fit, units, shared)
+    if shared.size:      # by deleting their rows, the definition (O(n d) per unit)
+        g_all = fit.risk_sets.loss_grad_hess(fit.coef[None, :], hess=False)[1][0]
+        delta[shared] = g_all - by_deletion(fit, units, shared, batch=64, hess=False)
     return delta
-
-
-def _unit_delta_by_deletion(fit, units, codes, batch=64):
-    """``grad L(all) - grad L(-g)`` at ``fit.coef`` for the units ``codes``, by deleting
-    their rows (the definition; O(n d) per unit). Used for units with two rows in one
-    risk set, where the rows' closed-form changes do not add up."""
-    rs = fit.risk_sets
-    g_all = rs.loss_grad_hess(fit.coef[None, :], hess=False)[1][0]
-    out = np.empty((codes.size, fit.data.d))
-    for b0 in range(0, codes.size, batch):
-        part = codes[b0:b0 + batch]
-        theta = np.repeat(fit.coef[None, :], part.size, axis=0)
-        out[b0:b0 + batch] = g_all - rs.loss_grad_hess(theta, units.deletion(part),
-                                                      hess=False)[1]
-    return out

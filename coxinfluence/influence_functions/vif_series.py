@@ -76,7 +76,7 @@ def _reversed_ranks(data):
     return index_dtype(first + last - 1 - np.arange(tg.size))
 
 
-def part1_series(data, state, rho=None, n_terms=None, pair_block=1 << 16, out=None):
+def part1_series(data, state, rho=None, n_terms=None):
     """Part 1 of the VIF's gradient difference (module docstring),
     ``sum_{k in [lo_i, hi_i)} m_k (x_i - a_k) / (den_k - u_i)`` for every sorted row
     (n, d), *without* the factor ``u_i``: direct sums where ``u_i / den_k > rho``, the
@@ -86,19 +86,17 @@ def part1_series(data, state, rho=None, n_terms=None, pair_block=1 << 16, out=No
     an operation count (``RHO_CANDIDATES``); ``n_terms`` (P) to the smallest P with
     ``rho^P <= 2^-53``.
     The truncation error of row i is at most ``rho^P sum_k m_k |x_i - a_k| / (den_k - u_i)``
-    over its series terms. ``out``: an (n, d) array to add the sums into (the caller's
-    buffer: no second (n, d) array at 10^7 rows); default zeros.
+    over its series terms.
     """
     if rho is not None and not 0.0 < rho < 1.0:
         raise ValueError(f"rho must lie in (0, 1); got {rho!r}")
-    if out is None:
-        out = np.zeros((data.n, data.d))
+    out = np.zeros((data.n, data.d))
     if data.term_group.size == 0:
         return out
     terms = _SortedTerms(data, state)
     rho, kstar = choose_split(terms, rho, series_length)
     P = series_length(rho) if n_terms is None else int(n_terms)
-    add_direct_pairs(terms, kstar, pair_block, terms.pair_values, out)
+    add_direct_pairs(terms, kstar, 1 << 16, terms.pair_values, out)
     terms.series(kstar, P, out)
     return out
 
