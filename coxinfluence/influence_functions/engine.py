@@ -167,15 +167,19 @@ class Engine(AuditModel):
     def change(self, method):
         """(U, d) first-order estimates of ``theta_hat_{-g} - theta_hat``: "vif" ``H^{-1}
         (grad L - grad L_{-g})``, "reid" :meth:`reid_change`, "newton" ``-H_{-g}^{-1} grad
-        L_{-g}(theta_hat)`` (NaN where ``H_{-g}`` is singular)."""
+        L_{-g}(theta_hat)`` (NaN where ``H_{-g}`` is singular; computed once)."""
         if method == "vif":
             return self._vif_change.copy()
         if method == "reid":
             return np.asarray(self.reid_change(), dtype=np.float64)
         if method == "newton":
-            codes = np.arange(self.n_units)
-            return -solve_any(self.deleted_hessians(codes), self.deleted_gradients(codes))
+            return self._newton_change.copy()
         raise ValueError(f"unknown method {method!r}")
+
+    @cached_property
+    def _newton_change(self):
+        codes = np.arange(self.n_units)
+        return -solve_any(self.deleted_hessians(codes), self.deleted_gradients(codes))
 
     # ------------------------------------------------------------------ refits
     def deletion_kernel(self) -> DeletionKernel:

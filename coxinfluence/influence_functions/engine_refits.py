@@ -354,16 +354,6 @@ def _from_coef(kernel, coef, code, tol, max_iter, escape=None):
     return kernel.polish(objective, res, tol)
 
 
-def _confirm(kernel, plan, code):
-    """The refit of unit ``code`` from ``theta_hat`` (:func:`_from_coef`): its
-    coefficients when it converges to a point with information (not
-    :func:`_flat_at_refit`) within :data:`RUNAWAY_SE`, else None (no maximum)."""
-    res = _from_coef(kernel, plan.coef, code, plan.tol, plan.max_iter, plan.runaway)
-    if res.converged[0] and not _flat_at_refit(res.hess, plan.chol)[0]:
-        return res.theta[0]
-    return None
-
-
 def refit_units(model, codes, *, progress=None, executor=None, batch_size=None,
                 n_chunks=None, tol=None, max_iter=None, desc="exact leave-one-out"):
     """Exact refits of ``model`` (an
@@ -406,7 +396,7 @@ def refit_units(model, codes, *, progress=None, executor=None, batch_size=None,
 def _statuses(model, kernel, plan, codes, theta, ok, flat):
     """The :class:`Refits` of the loop's results: deletions without a maximum by
     construction undefined (NaN); a refit that ran off or onto a flat likelihood confirmed
-    from ``theta_hat`` (:func:`_confirm`) or undefined (NaN); a deletion that breaks the
+    from ``theta_hat`` (:func:`_from_coef`) or undefined (NaN); a deletion that breaks the
     rank refitted without the lost columns (undefined); the others not converged given a
     second, plain refit from ``theta_hat`` (``model.refit_reduced``) or failed."""
     m = codes.size
@@ -416,10 +406,11 @@ def _statuses(model, kernel, plan, codes, theta, ok, flat):
     # a refit that ran onto a flat likelihood from its start may have left the basin of a
     # maximum that exists (a far warm start, a wild quasi-Newton step): confirm by a plain
     # Newton-Raphson with step halving from theta_hat before calling it undefined
+    # (within RUNAWAY_SE, converged to a point with information: not _flat_at_refit)
     for pos in np.flatnonzero(flat & ~no_max & ~broken):
-        again = _confirm(kernel, plan, codes[pos])
-        if again is not None:
-            theta[pos], ok[pos], flat[pos] = again, True, False
+        res = _from_coef(kernel, plan.coef, codes[pos], plan.tol, plan.max_iter, plan.runaway)
+        if res.converged[0] and not _flat_at_refit(res.hess, plan.chol)[0]:
+            theta[pos], ok[pos], flat[pos] = res.theta[0], True, False
     status[flat | no_max] = "undefined"
     theta[flat | no_max] = np.nan
     # a refit can converge in the identifiable directions while a coefficient that lost

@@ -122,10 +122,6 @@ class CoxnetAudit(Engine, FitSeam):
         penalty = fit.penalty
         return fit.gradient - dL + (penalty.ridge_loo - penalty.ridge) * fit.coef
 
-    def _kkt_rhs(self, grad_loo):
-        s = np.sign(self.coef)
-        return grad_loo + self.fit.penalty.l1_loo * s
-
     # ------------------------------------------------ the engine's derivatives
     @property
     def full_gradient(self):
@@ -137,7 +133,8 @@ class CoxnetAudit(Engine, FitSeam):
     def gradient_differences(self):
         """(n, d) ``grad J - grad J_{-i}`` on the active set: ``-(G_{-i,A} + lambda_{-i,A}
         s_A)`` (``grad J_A = 0``), zero off it."""
-        return np.where(self.active, -self._kkt_rhs(self.deleted_gradient), 0.0)
+        kkt = self.deleted_gradient + self.fit.penalty.l1_loo * np.sign(self.coef)
+        return np.where(self.active, -kkt, 0.0)
 
     def deleted_hessians(self, codes):
         """(m, d, d) the smooth part's Hessian of ``J_{-i}`` at ``beta_hat`` on the active
@@ -161,29 +158,13 @@ class CoxnetAudit(Engine, FitSeam):
             out[:, A] = -np.linalg.solve(fit.information[np.ix_(A, A)], U[:, A].T).T
         return out
 
-    @property
-    def vif_change(self):
-        """(n, d) the VIF's change (the engine's, on the active set)."""
-        return self.change("vif")
-
-    @cached_property
-    def newton_change(self):
-        """(n, d) one-step Newton's change on the active set (computed once)."""
-        return Engine.change(self, "newton")
-
-    def change(self, method):
-        """The engine's changes (module docstring), Newton's computed once."""
-        if method == "newton":
-            return self.newton_change.copy()
-        return super().change(method)
-
     def refit(self, codes=None, *, progress=None, executor=None, n_chunks=None):
         """The elastic net's own refits (:func:`~coxinfluence.models.coxnet.coxnet_refits`)
         from the one-step Newton (or VIF) change, in batches of 64; ``executor`` (a
         ``concurrent.futures.Executor`` or a dask ``Client``) takes chunks of whole
         batches (results bit-identical to the serial run), ``progress`` a tqdm bar."""
         codes = np.arange(self.fit.n) if codes is None else np.asarray(codes, dtype=int)
-        init = self.coef + (self.newton_change if self._with_newton else self.vif_change)[codes]
+        init = self.coef + self.change("newton" if self._with_newton else "vif")[codes]
         theta = np.empty((codes.size, self.coef.size))
         for p, part in map_chunks(coxnet_refits, (self.fit,), lambda p: (codes[p], init[p], 64),
                                   codes.size, 64, executor=executor, n_chunks=n_chunks,
@@ -201,9 +182,9 @@ class CoxnetAudit(Engine, FitSeam):
         """(n,) bool: the deletion is predicted to change the selected covariates by the
         VIF's change or, while ``n d^2 <= NEWTON_ENTRIES``, by one-step Newton's (module
         docstring)."""
-        flag = self._crossing(self.vif_change)
+        flag = self._crossing(self.change("vif"))
         if self._with_newton:
-            flag |= self._crossing(self.newton_change)
+            flag |= self._crossing(self.change("newton"))
         return flag
 
     @property
