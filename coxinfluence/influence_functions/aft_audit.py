@@ -1,35 +1,18 @@
 """The parametric AFT model (R's ``survreg``) behind the audit's seam
-(:mod:`coxinfluence.influence_functions.seam`).
+(:mod:`coxinfluence.influence_functions.seam`): a row-decomposable loss, audited by
+:class:`~coxinfluence.influence_functions.decomposable_audit.DecomposableAudit` with the
+AFT likelihood's closed-form row derivatives.
 
-The loss is the negative log-likelihood of :mod:`coxinfluence.likelihood.aft`, a sum of
-one term per row, ``L(theta) = sum_i w_i l_i(theta)`` (``l_i`` minus row i's
-log-likelihood contribution). A unit is a row, a subject (``fit_aft(..., id=)``, the default
-when given) or a cluster (``groups=``, which overrides it). Deleting unit g (its rows
-``i in g``) removes its terms:
-``L_{-g} = L - L_g``, ``L_g = sum_{i in g} w_i l_i``. Hence, with ``U`` units and ``H``
-the information at ``theta_hat``:
-
-- **VIF = IF exactly.** The VIF's gradient difference ``grad L(theta_hat) - grad
-  L_{-g}(theta_hat)`` is ``grad L_g(theta_hat)`` exactly, and Reid's IF, the derivative in
-  the unit's case weights times minus those weights, is the same vector: both give
-  ``VIF_n(g) = IF_n(g) = -U H^{-1} grad L_g(theta_hat)`` and the change
-  ``theta_hat_{-g} - theta_hat ~ H^{-1} grad L_g(theta_hat)`` (Section 3.5 of the paper,
-  "M-Estimation": for a decomposable loss the VIF is the classical IF). R's
-  ``residuals(fit, "dfbeta")`` of row i is ``-H^{-1} grad l_i``, per unit of case weight, so
-  ``change(i) = -w_i dfbeta_R(i)``.
-- **The information split** is exact: ``C_g = sum_{i in g} w_i grad^2 l_i`` sums to ``H``,
-  and ``H_{-g} = H - C_g`` is the deleted problem's Hessian (one-step Newton; the refits'
-  start; the ``unstable`` rule through
-  :func:`coxinfluence.influence_functions.stability.unstable_from_split`).
-- **The third derivative** ``T`` is in closed form
-  (:meth:`coxinfluence.likelihood.aft.AFTLikelihood.third_derivative`).
-
-``AFTAudit`` is the influence engine (:class:`~coxinfluence.influence_functions.engine.
-Engine`) with these closed forms as its derivatives: exact refits delete the unit's rows
-(presence masks) and run the engine's batched loop from the Halley start (the one-step
-Newton change corrected by ``T``) to ``max |gradient| <= 1e-10``, with ``progress=`` and
-``executor=``; deletions that leave no maximum or a rank-deficient design keep their own
-handling (:meth:`AFTAudit.undefined`).
+The loss is the negative log-likelihood of :mod:`coxinfluence.likelihood.aft`,
+``L(theta) = sum_i w_i l_i(theta)``. A unit is a row, a subject (``fit_aft(..., id=)``,
+the default when given) or a cluster (``groups=``, which overrides it). The mathematics of
+a sum over rows (VIF = IF exactly, the exact information split ``C_g``, one-step Newton,
+the refits) is :mod:`~coxinfluence.influence_functions.decomposable_audit`'s. R's
+``residuals(fit, "dfbeta")`` of row i is ``-H^{-1} grad l_i`` per unit of case weight, so
+``change(i) = -w_i dfbeta_R(i)``. The third derivative is in closed form
+(:meth:`coxinfluence.likelihood.aft.AFTLikelihood.third_derivative`); the refits finish
+with R's Newton steps (:func:`~coxinfluence.models.aft.polish`); deletions that leave no
+maximum or a rank-deficient design keep their own handling (:meth:`AFTAudit.undefined`).
 """
 from __future__ import annotations
 
