@@ -36,7 +36,6 @@ from coxinfluence.likelihood.objective import cox_objective, gradient_tolerance
 from coxinfluence.likelihood.risk_sets import RiskSets
 from coxinfluence.models.cox import check_fit
 from coxinfluence.numerics.newton import newton, solve_batch
-from coxinfluence.numerics.rows import matmul_rows
 
 __all__ = ["CoxEngine", "CoxKernel"]
 
@@ -147,8 +146,10 @@ class CoxEngine(FitSeam, Engine):
 
     @cached_property
     def vif(self):
-        """(U, d) ``VIF_n(g)`` of every unit (paper scale)."""
-        return np.asarray(_vif.vif_of_units(self.fit, units=self.units), dtype=np.float64)
+        """(U, d) ``VIF_n(g)`` of every unit (paper scale), the loss's part of
+        :attr:`gradient_differences` scaled."""
+        return np.asarray(_vif.vif_of_units(self.fit, units=self.units,
+                                            delta=self._loss_differences), dtype=np.float64)
 
     @cached_property
     def third(self):
@@ -193,25 +194,17 @@ class CoxEngine(FitSeam, Engine):
         return self.fit.gradient
 
     @cached_property
-    def gradient_differences(self):
-        """(U, d) ``grad L - grad L_{-g}`` at ``theta_hat``
-        (:func:`~coxinfluence.influence_functions.vif.gradient_differences`; with a ridge,
-        plus :attr:`_ridge_change`)."""
-        out = _vif.gradient_differences(self.fit, self.units)
-        if self.fit.penalty is not None:
-            out += self._ridge_change
-        return out
+    def _loss_differences(self):
+        """(U, d) the loss's ``grad L - grad L_{-g}`` at ``theta_hat``
+        (:func:`~coxinfluence.influence_functions.vif.gradient_differences`)."""
+        return _vif.gradient_differences(self.fit, self.units)
 
-    def deleted_gradients(self, codes):
-        """(m, d) ``grad L_{-g}(theta_hat) = grad L + H VIF_n(g) / U`` of the units
-        ``codes`` (with a ridge, less its part of the change, :attr:`_ridge_change`)."""
-        fit, U = self.fit, self.units.n_units
-        vif = self.vif[codes]
-        g = matmul_rows(vif, fit.information / U, np.empty((vif.shape[0], fit.data.d)))
-        g += fit.gradient
-        if fit.penalty is not None:
-            g -= self._ridge_change[codes]
-        return g
+    @cached_property
+    def gradient_differences(self):
+        """(U, d) ``grad L - grad L_{-g}`` at ``theta_hat`` (with a ridge, plus
+        :attr:`_ridge_change`); the deleted gradients are ``grad L`` less them."""
+        gd = self._loss_differences
+        return gd if self.fit.penalty is None else gd + self._ridge_change
 
     def deleted_hessians(self, codes):
         """(m, d, d) ``H_{-g}(theta_hat)`` of the units ``codes``: ``H - C_g`` where the

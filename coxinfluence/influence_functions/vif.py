@@ -185,12 +185,14 @@ def refuse_penalty(fit, name):
                          "ci.influence(model, data, method=...)")
 
 
-def vif_of_units(fit, method="auto", groups=None, units=None):
+def vif_of_units(fit, method="auto", groups=None, units=None, delta=None):
     """:func:`vif` for any fit; for a penalised fit, the partial-likelihood part only
     (the penalty's part is added by :mod:`coxinfluence.models.penalized_cox`). ``units``:
-    already resolved units (:class:`coxinfluence.data.units.Units`) instead of ``groups``."""
+    already resolved units (:class:`coxinfluence.data.units.Units`) instead of ``groups``;
+    ``delta``: their :func:`gradient_differences` when the caller has them (not changed)."""
     units = resolve_units(fit, groups) if units is None else units
-    return fit.paper_scale(gradient_differences(fit, units, method), units, overwrite=True)
+    delta = gradient_differences(fit, units, method) if delta is None else delta.copy()
+    return fit.paper_scale(delta, units, overwrite=True)
 
 
 def gradient_differences(fit, units, method="auto"):
