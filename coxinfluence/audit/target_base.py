@@ -8,6 +8,9 @@ families' implementations of the quantities of ``ci.targets`` (:func:`register_t
 the families register their implementations (:mod:`coxinfluence.families`)."""
 from __future__ import annotations
 
+import functools
+from operator import methodcaller
+
 import numpy as np
 
 from coxinfluence.data.inputs import show_labels
@@ -319,7 +322,7 @@ class Target:
         Returns
         -------
         numpy.ndarray of shape (U, m), or None
-            One row per unit; None (zero) for targets of ``theta`` alone, as here.
+            One row per unit; None (zero) for targets of ``theta`` alone (the default).
         """
         return None
 
@@ -340,8 +343,8 @@ class Target:
         Returns
         -------
         numpy.ndarray, shape (U, m)
-            One row per unit; here :meth:`value` at ``theta_loo`` (targets of ``theta``
-            alone).
+            One row per unit; by default :meth:`value` at ``theta_loo`` (targets of
+            ``theta`` alone).
         """
         return self.value(fit, theta_loo)
 
@@ -360,7 +363,7 @@ class Target:
         Returns
         -------
         numpy.ndarray of shape (m,), or None
-            None for targets of ``theta`` alone, as here.
+            None for targets of ``theta`` alone (the default).
         """
         return None
 
@@ -379,7 +382,7 @@ class Target:
         -------
         tuple of str
             One sentence per stratum with times past its last event time; empty for
-            targets without times, as here.
+            targets without times (the default).
         """
         return ()
 
@@ -527,8 +530,9 @@ class Dispatched(Target):
     The base of ``Survival``, ``LinearPredictor`` and ``Quantile``: ``ci.influence``
     replaces it by the family's registered implementation that the model offers
     (:func:`~coxinfluence.audit.targets.resolve_target`), and used directly
-    (``value(fit, theta)``, ``jacobian(fit)``, ...) it evaluates as the implementation
-    for ``fit`` (:func:`implementation_of`). Subclasses set ``name`` (the quantity),
+    (``value(fit, theta)``, ``jacobian(fit)``, ...: :class:`Target`'s methods, documented
+    there) it evaluates as the implementation for ``fit`` (:func:`implementation_of`).
+    Subclasses set ``name`` (the quantity),
     :attr:`first` (the attribute of the times or probabilities, if any) and store the
     arguments as attributes of the same names as the implementations'.
 
@@ -616,121 +620,22 @@ class Dispatched(Target):
             self._bound = (fit, self.implementation(fit=fit))
         return self._bound[1]
 
-    def columns(self, fit):
-        """The column names of the implementation for ``fit`` (:meth:`Target.columns`).
 
-        Parameters
-        ----------
-        fit : object
-            The fitted model.
+def _forwarded(name):
+    """``Dispatched.<name>``: the implementation's for ``fit``, with :class:`Target`'s
+    signature and docstring (what it computes is the implementation's)."""
 
-        Returns
-        -------
-        list of str
-            One name per entry, e.g. ``"S(20|0)"`` (patient outer, time inner).
-        """
-        return self._for(fit).columns(fit)
+    @functools.wraps(vars(Target)[name])
+    def method(self, fit, *args, **kwargs):
+        return methodcaller(name, fit, *args, **kwargs)(self._for(fit))
 
-    def value(self, fit, theta):
-        """The value of the implementation for ``fit`` (:meth:`Target.value`).
+    method.__qualname__ = f"Dispatched.{name}"
+    return method
 
-        Parameters
-        ----------
-        fit : object
-            The fitted model.
-        theta : array_like, shape (B, d)
-            Coefficient vectors in the fit's order.
 
-        Returns
-        -------
-        numpy.ndarray, shape (B, m)
-            The quantity at each row of ``theta``.
-        """
-        return self._for(fit).value(fit, theta)
-
-    def jacobian(self, fit):
-        """The Jacobian of the implementation for ``fit`` (:meth:`Target.jacobian`).
-
-        Parameters
-        ----------
-        fit : object
-            The fitted model.
-
-        Returns
-        -------
-        numpy.ndarray, shape (m, d)
-            ``dg/dtheta`` at ``fit.coef``.
-        """
-        return self._for(fit).jacobian(fit)
-
-    def data_effect(self, fit, units=None):
-        """The data effect of the implementation for ``fit`` (:meth:`Target.data_effect`).
-
-        Parameters
-        ----------
-        fit : object
-            The fitted model.
-        units : object, optional
-            The units of deletion; None: the rows.
-
-        Returns
-        -------
-        numpy.ndarray of shape (U, m), or None
-            ``g(theta_hat; D_{-g}) - g(theta_hat; D)`` per unit; None for a family whose
-            quantity depends on ``theta`` alone.
-        """
-        return self._for(fit).data_effect(fit, units)
-
-    def refit_values(self, fit, theta_loo, units=None):
-        """The implementation's values at refitted coefficients (:meth:`Target.refit_values`).
-
-        Parameters
-        ----------
-        fit : object
-            The fitted model.
-        theta_loo : array_like, shape (U, d)
-            The leave-one-out coefficients of each unit.
-        units : object, optional
-            The units of deletion; None: the rows.
-
-        Returns
-        -------
-        numpy.ndarray, shape (U, m)
-            ``g(theta_{-g}; D_{-g})`` per unit.
-        """
-        return self._for(fit).refit_values(fit, theta_loo, units)
-
-    def baseline_variance(self, fit):
-        """The implementation's baseline variance term (:meth:`Target.baseline_variance`).
-
-        Parameters
-        ----------
-        fit : object
-            The fitted model.
-
-        Returns
-        -------
-        numpy.ndarray of shape (m,), or None
-            The baseline hazard's own variance of each entry; None where there is none.
-        """
-        return self._for(fit).baseline_variance(fit)
-
-    def followup_notes(self, fit):
-        """The implementation's notes on times past the follow-up.
-
-        See :meth:`Target.followup_notes`.
-
-        Parameters
-        ----------
-        fit : object
-            The fitted model.
-
-        Returns
-        -------
-        tuple of str
-            One sentence per stratum with times past its last event time.
-        """
-        return self._for(fit).followup_notes(fit)
+for _name in ("columns", "value", "jacobian", "data_effect", "refit_values",
+              "baseline_variance", "followup_notes"):
+    setattr(Dispatched, _name, _forwarded(_name))
 
 
 def describe_targets(names):
