@@ -62,6 +62,7 @@ import coxinfluence as ci  # noqa: E402
 from coxinfluence.audit.verification import MIN_REFITS, refit_cap, verify  # noqa: E402
 from coxinfluence.data.units import resolve_units  # noqa: E402
 from coxinfluence.influence_functions import stability as flags  # noqa: E402
+from coxinfluence.influence_functions.cox_audit import CoxAudit  # noqa: E402
 from coxinfluence.influence_functions.refits import Refits  # noqa: E402
 from coxinfluence.influence_functions.seam import AuditModel  # noqa: E402
 
@@ -371,7 +372,7 @@ class Result:
     exact_nan: np.ndarray           # any coefficient of the refit NaN
     defined: np.ndarray             # finite refit and not undefined
     times: dict
-    unstable: np.ndarray            # flag_estimates.unstable_units, as the API computes it
+    unstable: np.ndarray            # CoxAudit.unstable, as the API computes it
     size_exact: np.ndarray          # ||exact change||_H
 
 
@@ -440,7 +441,7 @@ def analyse(case, newton_budget):
     curv = flag_estimates.curvature_score(fit, units, dv, C=C, T=T)
     so2 = flag_estimates.second_order(fit, units, dv, C=C, T=T)
     times["curv"] = time.perf_counter() - t0
-    api = flag_estimates.unstable_units(fit, units, dv)
+    api = CoxAudit(fit, case.groups).unstable(dv)      # the audit's own rule
     t0 = time.perf_counter()
     s2 = step2(fit, units, dv)
     times["step2"] = time.perf_counter() - t0
@@ -507,7 +508,7 @@ def fmt_pct(num, den):
 
 
 def rule(r, curv=None, lev=None):
-    """The rule of :func:`flag_estimates.unstable_units` with thresholds ``curv`` and
+    """The rule of :meth:`CoxAudit.unstable` with thresholds ``curv`` and
     ``lev`` (default: the module's constants)."""
     curv = flags.UNSTABLE_CURVATURE if curv is None else curv
     lev = flags.UNSTABLE_LEVERAGE if lev is None else lev
@@ -645,7 +646,7 @@ def report(results, notes, t_start):
             tp, fp, fn, nf, npop = tp + a, fp + b, fn + c, nf + f, npop + p
         summary.append(f"{label}: recall {tp}/{tp + fn} = {fmt_pct(tp, tp + fn)}, precision "
                        f"{fmt_pct(tp, tp + fp)}, flagged {nf}/{npop} = {100 * nf / npop:.1f}%")
-    text.append(f"- chosen rule (flag_estimates.unstable_units: curv > "
+    text.append(f"- chosen rule (CoxAudit.unstable: curv > "
                 f"{flags.UNSTABLE_CURVATURE} or "
                 f"leverage > {flags.UNSTABLE_LEVERAGE}), pooled over {len(results)} data sets: "
                 + "; ".join(summary) + (" (the API's flags equal the rule on every data set)"

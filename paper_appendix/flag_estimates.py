@@ -3,8 +3,8 @@ refits by ``bench_flags.py`` (and checked by ``tests/test_flags.py``): research 
 beside the package's flags (:mod:`coxinfluence.influence_functions.stability`, whose
 docstring defines them), not shown to users, so they live here and not in the package.
 
-- :func:`leverage` and :func:`curvature_score`, the two scores of the ``unstable`` rule,
-  and :func:`unstable_units`, the rule for a Cox fit as the audit applies it;
+- :func:`leverage` and :func:`curvature_score`, the two scores of the ``unstable`` rule
+  (the audit applies the rule itself: ``CoxAudit.unstable``);
 - :func:`leverage_corrected` ``(H - C_g)^{-1} H delta_g``: VIF with the full information
   replaced by the other units' part;
 - :func:`second_order`: the change solving ``(H - C_g) D + T[D, D]/2 = H delta_g``.
@@ -18,16 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from coxinfluence.data.units import resolve_units
-from coxinfluence.influence_functions.information_split import (
-    InformationSplit,
-    information_split,
-)
-from coxinfluence.influence_functions.stability import (
-    _curvature,
-    _generalised_eig,
-    unstable_from_split,
-    unstable_screened,
-)
+from coxinfluence.influence_functions.information_split import information_split
+from coxinfluence.influence_functions.stability import _curvature, _generalised_eig
 from coxinfluence.influence_functions.vif import vif_of_units
 from coxinfluence.likelihood.third_derivative import third_derivative as loss_third_derivative
 from coxinfluence.models.cox import check_fit
@@ -80,21 +72,6 @@ def curvature_score(fit, units=None, delta_vif=None, C=None, T=None):
     C = information_split(fit, units) if C is None else C
     T = third_derivative(fit) if T is None else T
     return _curvature(np.asarray(fit.information, dtype=np.float64), delta, C, T)
-
-
-def unstable_units(fit, units=None, delta_vif=None, C=None, T=None):
-    """(U,) bool, the package's ``unstable`` rule for a Cox fit: with ``C``,
-    :func:`~coxinfluence.influence_functions.stability.unstable_from_split`; without, as
-    the audit does it (:func:`~coxinfluence.influence_functions.stability.unstable_screened`,
-    ``C_g`` formed only for the units that may be flagged: the same answer)."""
-    fit = check_fit(fit)
-    units = _units(fit, units)
-    delta = _delta(fit, units, delta_vif)
-    T = third_derivative(fit) if T is None else T
-    if C is not None:
-        return unstable_from_split(fit.information, C, T, delta)
-    parts = InformationSplit(fit, units)
-    return unstable_screened(fit.information, parts.traces(), T, delta, parts.of)
 
 
 def _solve_split(fit, C, rhs, eig=None):

@@ -242,7 +242,7 @@ def hessian_series_length(rho, tol=ROUNDING):
     return P
 
 
-def part1_series(mom, rho=None, n_terms=None, pair_block=1 << 15):
+def part1_series(mom, rho=None, n_terms=None):
     """Part 1 (module docstring) for every sorted row, (n, T): direct pairs where
     ``u_i / den_k > rho``, the P-term series elsewhere, by the VIF's series engine
     (:func:`coxinfluence.numerics.series.choose_split`,
@@ -252,7 +252,7 @@ def part1_series(mom, rho=None, n_terms=None, pair_block=1 << 15):
     rho, kstar = choose_split(mom.terms, rho, hessian_series_length)
     P = hessian_series_length(rho) if n_terms is None else int(n_terms)
     out = np.zeros((mom.data.n, mom.xx.shape[1]))
-    add_direct_pairs(mom.terms, kstar, pair_block,
+    add_direct_pairs(mom.terms, kstar, 1 << 15,
                      lambda rows, k: _pair_terms(mom, rows, k, mom.xc[rows]), out)
     return out + _series(mom, kstar, P)
 
@@ -308,15 +308,14 @@ def _series(mom, kstar, P):
     return out
 
 
-def part1_direct(mom, block_rows=None):
+def part1_direct(mom):
     """Part 1 for every sorted row by summing all its terms (O(n K d^2), BLAS products in
     blocks of rows): the reference, and the method with delayed entry."""
     t, data = mom.terms, mom.data
     K = t.den.size
     T = mom.xx.shape[1]
     out = np.zeros((data.n, T))
-    if block_rows is None:
-        block_rows = max(1, int(4e6 // max(K, 1)))
+    block_rows = max(1, int(4e6 // max(K, 1)))              # 4e6 floats per block
     k = np.arange(K)
     for b0 in range(0, data.n, block_rows):
         rows = slice(b0, min(b0 + block_rows, data.n))

@@ -64,7 +64,7 @@ def _group_sums(data, state):
     return S0, S1, S0D, S1D, full
 
 
-def _own_group_change_fast(data, state, out=None, block=1 << 16):
+def _own_group_change_fast(data, state, out=None):
     """Part 2 (module docstring) for every event row in O(K d): same value as
     ``tests/oracles.py``'s ``own_group_change`` (which expands all (event, remaining rank)
     pairs, O(sum_g d_g^2 d)).
@@ -78,7 +78,7 @@ def _own_group_change_fast(data, state, out=None, block=1 << 16):
     :func:`coxinfluence.likelihood.efron.efron_fraction_sum`. Breslow (all ``c = 0``)
     is ``N a0``.
     ``out``: an (n, d) array (sorted rows) to add part 2 into (default zeros); the events
-    are done ``block`` at a time, so the temporaries stay small at 10^7 rows (blocks on
+    are done 2^16 at a time, so the temporaries stay small at 10^7 rows (blocks on
     threads from 2^20 events: :mod:`coxinfluence.numerics.threads`).
     """
     X, w = data.X, data.weights
@@ -112,24 +112,24 @@ def _own_group_change_fast(data, state, out=None, block=1 << 16):
             part += (m_new * beta)[:, None] * S1D[g]
         part += (m_new * (alpha - beta) * ui - w[e])[:, None] * X[e]
         out[e] += part
-    for_row_blocks(events, ev.size, block)
+    for_row_blocks(events, ev.size, 1 << 16)
     return out
 
 
-def _vif_delta_direct(data, state, block_rows=None, rows=None):
+def _vif_delta_direct(data, state, rows=None):
     """``grad L(all) - grad L(-i)`` for every sorted row (or the sorted rows ``rows``,
     (len(rows), d)): part 1 by direct summation (:func:`part1_direct_sum`), part 2 by
     the O(K d) ``_own_group_change_fast``."""
     delta = _own_group_change_fast(data, state)
     if rows is not None:
         delta = delta[np.asarray(rows)]
-    return part1_direct_sum(data, state, block_rows, rows, out=delta)
+    return part1_direct_sum(data, state, rows, out=delta)
 
 
-def part1_direct_sum(data, state, block_rows=None, rows=None, out=None):
+def part1_direct_sum(data, state, rows=None, out=None):
     """Part 1 of the gradient difference, ``u_i sum_{k in [lo_i, hi_i)} m_k (x_i - a_k) /
     (den_k - u_i)``, by summing every (row, term) pair: O(n K d) time, memory bounded by
-    ``block_rows`` rows; every sorted row or only ``rows`` (sorted-row indices), in
+    blocks of rows; every sorted row or only ``rows`` (sorted-row indices), in
     O(len(rows) K d). Added into ``out`` when given. The reference of the series (tests)
     and the checks of large data on a subsample (``paper_appendix/bench_subjects.py``)."""
     X = data.X
@@ -137,8 +137,7 @@ def part1_direct_sum(data, state, block_rows=None, rows=None, out=None):
     lo, hi = state.risk_sets.deletion_term_ranges
     u = state.risk
     m, den, a = state.mean_weight, state.den, state.term_mean
-    if block_rows is None:
-        block_rows = max(1, int(2e7 // max(K, 1)))
+    block_rows = max(1, int(2e7 // max(K, 1)))             # 2e7 floats per block
     rows = np.arange(data.n) if rows is None else np.asarray(rows)
     delta = np.zeros((rows.size, data.d)) if out is None else out
     k = np.arange(K)
