@@ -27,7 +27,7 @@ from coxinfluence.data.units import resolve_units
 from coxinfluence.influence_functions.engine import Engine
 from coxinfluence.influence_functions.engine_cox import CoxEngine
 from coxinfluence.influence_functions.refits import SeamUnits, warn_undefined
-from coxinfluence.influence_functions.reid import reid_of_units, unit_score_residuals
+from coxinfluence.influence_functions.reid import unit_score_residuals
 from coxinfluence.influence_functions.seam import ReportHeader
 from coxinfluence.influence_functions.stability import undefined_units
 from coxinfluence.models.cox import check_fit
@@ -59,9 +59,11 @@ class CoxAudit(CoxEngine):
     # ------------------------------------------------------ shared, computed once
     @cached_property
     def reid(self):
-        """(U, d) Reid's ``IF_n(g)`` of every unit (paper scale)."""
+        """(U, d) Reid's ``IF_n(g)`` of every unit (paper scale): the score sums on the
+        paper's scale (:func:`~coxinfluence.influence_functions.reid.reid_influence`; a
+        penalised fit's information included)."""
         check_fit(self.fit, "reid_influence")
-        return np.asarray(reid_of_units(self.fit, self.units, self.score_sums),
+        return np.asarray(self.fit.paper_scale(-self.score_sums, self.units, overwrite=True),
                           dtype=np.float64)
 
     @cached_property

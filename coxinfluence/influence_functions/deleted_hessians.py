@@ -180,26 +180,20 @@ class _Moments:
         self.u = state.risk
         self.xc = terms.x_centred(np.arange(data.n))
         self.xx = _outer_tri(self.xc, self.xc, self.tri)                       # (n, T)
-        self._group_sums()
+        # S0, S1, S2 over each tie group's risk set, S0D, S1D, S2D over its events, centred
+        rs, ev = state.risk_sets, data.event_rows
+        u, ux, uxx = self.u, self.u[:, None] * self.xc, self.u[:, None] * self.xx
+        self.S0, self.S1, self.S2 = (rs.risk_set_sums(v[None])[0] for v in (u, ux, uxx))
+        self.S0D, self.S1D, self.S2D = (rs.group_event_sums(v[ev][None])[0]
+                                        for v in (u, ux, uxx))
         tg = data.term_group
         a = state.term_mean - terms.centre[data.group_stratum[tg]]            # original order
         frac = state.frac[:, None]
         V = ((self.S2[tg] - frac * self.S2D[tg]) / state.den[:, None]
              - _outer_tri(a, a, self.tri))
-        self.group_hessian = self._rs.group_event_sums((state.mean_weight[:, None] * V)[None])[0]
+        self.group_hessian = rs.group_event_sums((state.mean_weight[:, None] * V)[None])[0]
         self.V = V[terms.perm]                                                # sorted terms
         self.aa = _outer_tri(terms.a, terms.a, self.tri)
-
-    def _group_sums(self):
-        """``S0, S1, S2`` over each tie group's risk set and ``S0D, S1D, S2D`` over its
-        events, (G[, d or T]), on the centred scale."""
-        data = self.data
-        self._rs = rs = self.state.risk_sets
-        ev = data.event_rows
-        u, ux, uxx = self.u, self.u[:, None] * self.xc, self.u[:, None] * self.xx
-        self.S0, self.S1, self.S2 = (rs.risk_set_sums(v[None])[0] for v in (u, ux, uxx))
-        self.S0D, self.S1D, self.S2D = (rs.group_event_sums(v[ev][None])[0]
-                                        for v in (u, ux, uxx))
 
 
 def _outer_tri(a, b, tri):

@@ -87,15 +87,8 @@ def reid_influence(fit, groups=None):
     R's ``resid(fit, "dfbeta")`` (``collapse=id`` for units). O(n d^2 + d^3) after sorting."""
     fit = check_fit(fit, "reid_influence")
     units = resolve_units(fit, groups)
-    return reid_of_units(fit, units, unit_score_residuals(fit, units))
-
-
-def reid_of_units(fit, units, unit_scores):
-    """:func:`reid_influence` for already resolved units (a
-    :class:`coxinfluence.data.units.Units`) from their :func:`unit_score_residuals`; a
-    penalised fit's information included."""
     # the gradient of the loss moves by -sum_{i in g} w_i U_i without the unit
-    return fit.paper_scale(-unit_scores, units, overwrite=True)
+    return fit.paper_scale(-unit_score_residuals(fit, units), units, overwrite=True)
 
 
 def unit_score_residuals(fit, units):
