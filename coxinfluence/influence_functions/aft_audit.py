@@ -71,9 +71,6 @@ class AFTAudit(FitSeam, DecomposableAudit):
             self.unit_of, self.unit_labels = units
 
     # ---------------------------------------------------------------- the model
-    def objective(self, thetas):
-        return self.fit.objective(thetas)
-
     def row_gradients(self):
         """(n, d) ``w_i grad l_i`` at ``theta_hat``: the fit's row scores weighted."""
         return self.fit.data.weights[:, None] * self.fit.row_scores()

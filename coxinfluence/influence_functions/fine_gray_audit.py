@@ -66,13 +66,14 @@ class FineGrayAudit(Engine, FitSeam):
     #: what the report calls exp(coef) (optional seam member; default "hazard ratio")
     ratio_name = "subdistribution hazard ratio"
     progress_unit = "subject"
+    units_are_rows = True
 
     def __init__(self, fit):
         if not isinstance(fit, FineGrayFit):
             raise TypeError(f"expected a FineGrayFit from coxinfluence.fit_fine_gray; got "
                             f"{type(fit).__name__}")
         self.fit = fit
-        self._labels = fit.index if fit.index is not None else pd.RangeIndex(fit.n)
+        self.unit_labels = fit.index if fit.index is not None else pd.RangeIndex(fit.n)
         # caller's row -> sorted row
         self._sorted_row = np.argsort(fit.data.order)
         data = fit.data
@@ -81,21 +82,6 @@ class FineGrayAudit(Engine, FitSeam):
         self.refit_batch_size = max(1, _BATCH_FLOATS // max(data.n * (data.d + 2), 1))
 
     # ---------------------------------------------------------------- the model
-    @property
-    def unit_labels(self):
-        return self._labels
-
-    @property
-    def units_are_rows(self):
-        return True
-
-    @property
-    def n_units(self):
-        return self.fit.n
-
-    def objective(self, thetas):
-        return self.fit.objective(thetas)
-
     def deletion_kernel(self):
         """The loss without each subject (the censoring Kaplan-Meier re-estimated):
         presence masks, :meth:`~coxinfluence.likelihood.fine_gray.FineGrayLikelihood.
@@ -158,14 +144,9 @@ class FineGrayAudit(Engine, FitSeam):
         return self.full_gradient[None, :] - self._deleted_gradients
 
     @cached_property
-    def scores(self):
-        """(n, d) crr's ``eta_i + psi_i`` (the fit's, computed once there)."""
-        return self.fit.scores
-
-    @cached_property
     def reid(self):
         """(n, d) ``IF_n(i) = n H^{-1} (eta_i + psi_i)``: ``(IF/n)'(IF/n)`` is crr's var."""
-        return self.n_units * np.linalg.solve(self.information, self.scores.T).T
+        return self.n_units * np.linalg.solve(self.information, self.fit.scores.T).T
 
     def reid_change(self):
         """(n, d) ``-IF_n(i)/n``, crr's influence function."""
@@ -226,8 +207,8 @@ class FineGrayAudit(Engine, FitSeam):
 
     def unit_scores(self):
         """(n, d) ``I IF_n(i) / n = w_i (eta_i + psi_i)``, crr's per-subject score (times
-        the subject's case weight)."""
-        return self.scores
+        the subject's case weight; the fit's, computed once there)."""
+        return self.fit.scores
 
     def covariance(self, robust):
         """crr's sandwich variance (``fit.var``), what crr reports, for either value of

@@ -141,7 +141,7 @@ class AuditModel:
 class FitSeam(AuditModel):
     """The members a seam reads straight from the fit it wraps (``self.fit``):
     ``model_name``, ``coef``, ``columns``, ``information``, ``converged``, ``n_rows``
-    (``fit.n``). A family overrides what differs (Cox names its model; Coxnet's
+    (``fit.n``), ``objective``. A family overrides what differs (Cox names its model; Coxnet's
     information is its active set's)."""
 
     @property
@@ -167,6 +167,9 @@ class FitSeam(AuditModel):
     @property
     def converged(self):
         return bool(self.fit.converged)
+
+    def objective(self, thetas):
+        return self.fit.objective(thetas)
 
 
 # ------------------------------------------------------------- the report's parts

@@ -107,9 +107,6 @@ class CoxnetAudit(Engine, FitSeam):
         H[np.ix_(A, A)] = self.fit.information[np.ix_(A, A)]
         return H
 
-    def objective(self, thetas):
-        return self.fit.objective(thetas)
-
     # ------------------------------------------------------ shared, computed once
     @cached_property
     def deleted_gradient(self):
