@@ -69,9 +69,16 @@ class with P = 3 to 6.
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
-from coxinfluence.numerics.series import ROUNDING, prefix_plan, segmented_prefix_sums
+from coxinfluence.numerics.series import (
+    ROUNDING,
+    add_direct_pairs,
+    prefix_plan,
+    segmented_prefix_sums,
+)
 
 _CLASS_SPAN = 25            # candidate classes per bin: j_min .. j_min + 24
 _SAMPLE = 2048              # rows per bin for the operation count
@@ -137,8 +144,10 @@ def part1_entry(data, state, class_offset=None, n_terms=None):
         first, cnt = terms.direct_counts(rows, j, below)
         series = cnt < terms.hi[rows] - terms.lo[rows]
         terms.series(rows[series], j, out, n_terms)
-        some = cnt > 0
-        out[rows[some]] += terms.direct_pairs(rows[some], below, first[some], cnt[some])
+        # the direct pairs: positions [first_i, first_i + cnt_i) of ``below`` (disjoint rows)
+        start, stop = np.zeros(data.n, dtype=np.int64), np.zeros(data.n, dtype=np.int64)
+        start[rows], stop[rows] = first, first + cnt
+        add_direct_pairs(SimpleNamespace(lo=start), stop, _BLOCK, terms.pair_values(below), out)
     return out
 
 
@@ -283,22 +292,15 @@ class _RangeTerms:
                 out[q] = self.direct_counts(rows, j)[1]
         return out
 
-    def direct_pairs(self, rows, below, first, cnt):
-        """``sum m_k (x_i - a_k) / (den_k - u_i)`` over the ``cnt_i`` direct terms of each
-        row's range, positions ``first_i..`` of ``below`` (the terms under the class's
-        threshold, :meth:`below`), in blocks of pairs (bounded memory)."""
-        out = np.zeros((rows.size, self.data.d))
-        block = (np.cumsum(cnt) - cnt) // _BLOCK
-        bounds = np.r_[0, np.flatnonzero(np.diff(block)) + 1, rows.size]
-        for b0, b1 in zip(bounds[:-1], bounds[1:]):
-            c = cnt[b0:b1]
-            start = np.cumsum(c) - c
-            pr = np.repeat(rows[b0:b1], c)
-            k = below[np.repeat(first[b0:b1] - start, c) + np.arange(pr.size)]
-            wk = self.m[k] / (self.den[k] - self.u[pr])
-            out[b0:b1] = np.add.reduceat(wk[:, None] * (self.x_centred(pr) - self.a[k]), start,
-                                         axis=0)
-        return out
+    def pair_values(self, below):
+        """``pair_values(rows, pos)``: ``m_k (x_i - a_k) / (den_k - u_i)`` of the pairs (row
+        i, term ``k = below[pos]``), for
+        :func:`~coxinfluence.numerics.series.add_direct_pairs`."""
+        def values(rows, pos):
+            k = below[pos]
+            wk = self.m[k] / (self.den[k] - self.u[rows])
+            return wk[:, None] * (self.x_centred(rows) - self.a[k])
+        return values
 
     def series(self, rows, j, out, n_terms=None):
         """``out[i] = x_i F_i - G_i`` with ``(F_i, G_i) = sum_{p < P_i} t_i^p [Q_p(lo_i) -
