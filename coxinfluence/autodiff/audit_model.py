@@ -280,18 +280,3 @@ class AutodiffModel(Engine):
             raise ValueError(f"the {self.model_name} fit is not at a minimum (max |grad| "
                              f"{np.abs(self.gradient).max():.3g} > {self.tol:g} or the "
                              "Hessian is not positive definite): no exact refits")
-
-    def unit_frame(self, frame):
-        """What ``top(k)`` shows beside each object: the training frame as it is.
-
-        Parameters
-        ----------
-        frame : pandas.DataFrame or None
-            The training frame, one row per object.
-
-        Returns
-        -------
-        pandas.DataFrame or None
-            ``frame``.
-        """
-        return frame

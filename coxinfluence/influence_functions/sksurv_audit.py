@@ -231,6 +231,3 @@ class CoxnetAudit(Engine, FitSeam):
         if A.any():
             V[np.ix_(A, A)] = np.linalg.inv(self.fit.information[np.ix_(A, A)])
         return V
-
-    def unit_frame(self, frame):
-        return frame
