@@ -1,20 +1,11 @@
 """The Cox model behind the audit's seam (:mod:`coxinfluence.influence_functions.seam`).
 
-One :class:`CoxAudit` per ``ci.influence`` call holds what every part of the audit shares
-and computes each of it once: the units (rows, subjects or clusters), the risk-set state
-at ``theta_hat`` (kept by ``fit.risk_sets``), every unit's VIF, the information split and
-the third derivative (flags, and the exact refits' warm start), Reid's IF (LMAX).
-A ridge-penalised fit (lifelines' ``penalizer``, scikit-survival's ``alpha``:
-``fit.penalty``, :mod:`coxinfluence.models.penalized_cox`) adds the penalty's own change
-to the VIF (:meth:`CoxEngine.change`) and its strengths without each row to the deleted
-problems' derivatives and refits (:class:`CoxEngine`); its one-step Newton is the
-engine's.
-
-``CoxAudit`` is the influence engine (:class:`~coxinfluence.influence_functions.engine.
-Engine`) with the risk-set kernels as its fast paths: its exact refits are the engine's
-one batched loop with the Cox kernel (:class:`~coxinfluence.influence_functions.refits.
-CoxKernel`); its VIF (direct and series), Reid's IF, one-step Newton, the screened
-``unstable`` rule and the robust covariance keep their closed forms.
+One :class:`CoxAudit` per ``ci.influence`` call: the Cox engine
+(:class:`~coxinfluence.influence_functions.engine_cox.CoxEngine`: units, VIF, deleted
+derivatives, refits, a ridge penalty's part) with what the audit adds, each computed
+once: Reid's IF and the units' score sums (LMAX), the flags (``undefined`` by
+:func:`~coxinfluence.influence_functions.stability.undefined_units`, ``unstable``
+screened by the information split's traces), the robust covariance, the report's words.
 """
 from __future__ import annotations
 

@@ -16,10 +16,7 @@ import numpy as np
 
 from coxinfluence.data.units import resolve_units
 from coxinfluence.influence_functions.engine_cox import CoxEngine
-from coxinfluence.influence_functions.engine_refits import (  # noqa: F401  (re-exported)
-    Refits,
-    refit_units,
-)
+from coxinfluence.influence_functions.engine_refits import Refits  # noqa: F401 (re-exported)
 from coxinfluence.influence_functions.vif import refuse_penalty
 from coxinfluence.likelihood.objective import gradient_tolerance
 from coxinfluence.models.cox import check_fit
@@ -106,9 +103,8 @@ def exact_refits(fit, units, codes=None, *, executor=None, progress=None, batch_
     model = CoxEngine(fit, units)
     model.refit_tolerance = gradient_tolerance(fit.data, fit.tol if tol is None else tol)
     model.max_iter = max_iter
-    codes = np.arange(units.n_units) if codes is None else np.asarray(codes, dtype=int)
-    return refit_units(model, codes, executor=executor, progress=progress,
-                       batch_size=batch_size, n_chunks=n_chunks)
+    return model.refit(codes, executor=executor, progress=progress, batch_size=batch_size,
+                       n_chunks=n_chunks)
 
 
 def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None, tol=None,
