@@ -43,10 +43,6 @@ class CoxAudit(CoxEngine):
                                       "not supported: the penalty's change per unit is not "
                                       "implemented")
 
-    # ---------------------------------------------------------------- the model
-    def objective(self, thetas):
-        return self.fit.objective(thetas)
-
     # ------------------------------------------------------ shared, computed once
     @cached_property
     def reid(self):
