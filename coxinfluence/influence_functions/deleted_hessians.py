@@ -104,6 +104,7 @@ from coxinfluence.numerics.series import (
     segmented_prefix_sums,
 )
 
+#: the Cox algorithms' names (``method=`` of the deleted Hessians, the VIF, ci.newton_loo)
 _METHODS = ("auto", "series", "direct")
 
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from coxinfluence.data.units import resolve_units
-from coxinfluence.influence_functions.deleted_hessians import by_deletion
+from coxinfluence.influence_functions.deleted_hessians import _METHODS, by_deletion
 from coxinfluence.influence_functions.vif_entry import part1_entry
 from coxinfluence.influence_functions.vif_series import part1_series
 from coxinfluence.likelihood.efron import efron_fraction_sum
@@ -163,9 +163,6 @@ def _vif_delta_series(data, state):
 
 
 _vif_delta_entry = _vif_delta_series        # the name paper_appendix/bench_subjects.py reads
-
-
-_METHODS = ("auto", "series", "direct")
 
 
 def vif(fit, *, method="auto", groups=None):
