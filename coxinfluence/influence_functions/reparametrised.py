@@ -98,21 +98,11 @@ class ReparametrisedFit:
         self.coef = map_rows(np.asarray(base.coef, dtype=np.float64)[None, :], A)[0]
         self.source_model = source_model
 
-    @property
-    def n(self):
-        return self.base.n
-
-    @property
-    def index(self):
-        return getattr(self.base, "index", None)
-
-    @property
-    def model_name(self):
-        return self.base.model_name
-
-    @property
-    def converged(self):
-        return bool(self.base.converged)
+    # the wrapped fit's, whatever the parametrisation
+    n = property(lambda self: self.base.n)
+    index = property(lambda self: getattr(self.base, "index", None))
+    model_name = property(lambda self: self.base.model_name)
+    converged = property(lambda self: bool(self.base.converged))
 
     @property
     def information(self):
