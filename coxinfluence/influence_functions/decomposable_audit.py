@@ -21,15 +21,9 @@ sum_{i in g} w_i grad l_i``:
 - **one-step Newton**: ``-(H - C_g)^{-1} (grad L(theta_hat) - s_g)``, with the exact
   information split ``C_g = sum_{i in g} w_i grad^2 l_i`` (``H - C_g = H_{-g}``);
 - **exact refits**: the engine's batched loop
-  (:mod:`coxinfluence.influence_functions.engine_refits`): the unit's rows get presence
-  0, the refit starts at Halley's prediction (the one-step Newton change corrected by
-  ``T``) and runs quasi-Newton steps, then Newton-Raphson with step halving, to ``max
-  |gradient| <= tol``; a refit that runs more than
-  :data:`~coxinfluence.influence_functions.engine_refits.RUNAWAY_SE` standard errors away
-  (information metric) is ``"undefined"`` (the deleted likelihood has no maximum near: a
-  monotone likelihood), one that stops otherwise ``"refit_failed"``; ``progress=`` and
-  ``executor=`` as for Cox; :func:`minimise` (Newton steps, chord and BFGS updates) fits
-  the full model;
+  (:mod:`coxinfluence.influence_functions.engine_refits`) on the loss with the unit's rows
+  at presence 0, to ``max |gradient| <= tol``; :func:`minimise` (Newton steps, chord and
+  BFGS updates) fits the full model;
 - ``unstable``: :func:`~coxinfluence.influence_functions.stability.unstable_from_split`
   with ``C_g`` and ``T``; ``undefined``: none known without refitting;
 - ``unit_scores``: ``-s_g``; ``covariance(False)``: ``H^{-1}``; ``covariance(True)``: the

@@ -24,10 +24,9 @@ weight after ``T_i``. With ``n`` subjects and ``H`` the information at ``theta_h
 - **One-step Newton**: ``-H_{-i}^{-1} grad L_{-i}(theta_hat)``, the deleted Hessians in
   the same closed form.
 - **Exact refits**: the engine's batched loop
-  (:mod:`~coxinfluence.influence_functions.engine_refits`: Halley start, quasi-Newton,
-  Newton-Raphson, runaway detection, ``progress=``, ``executor=``) on the deleted loss
-  (Kaplan-Meier re-estimated: presence masks), to ``max
-  |gradient| <= 1e-10`` (or the gradient's rounding floor).
+  (:mod:`~coxinfluence.influence_functions.engine_refits`) on the deleted loss
+  (Kaplan-Meier re-estimated: presence masks), to ``max |gradient| <= 1e-10`` (or the
+  gradient's rounding floor).
 - **Flags**: ``undefined`` (no failure of the cause left, or the design rank deficient
   without the subject), ``unstable`` by
   :func:`~coxinfluence.influence_functions.stability.unstable_from_split` with ``C_i = H -
