@@ -66,8 +66,6 @@ class CoxAudit(CoxEngine):
         # the public functions' warning for a fit without maximum, under their names
         check_fit(fit, {"vif": "vif", "reid": "reid_influence", "newton": "newton_loo"}
                   .get(method, method))
-        if method == "vif":
-            return super().change("vif")
         if method == "reid":
             return -self.reid / n
         if method == "newton" and fit.penalty is not None:
@@ -79,7 +77,7 @@ class CoxAudit(CoxEngine):
             change, ok = self.newton_change()
             warn_undefined(self.units, np.flatnonzero(~ok), "one-step Newton leave-one-out")
             return change
-        raise ValueError(f"unknown method {method!r}")
+        return super().change(method)          # "vif" (CoxEngine's); another name: ValueError
 
     # ------------------------------------------------------------------ trust
     def undefined(self):
