@@ -12,12 +12,8 @@ derivatives, by JAX, and the engine derives the algorithms:
 - the deleted gradients and Hessians ``grad L(theta_hat, 1_{-i})``, ``H_{-i}``, the third
   derivative (forward-over-reverse), Reid's case-weight IF
   (:func:`~coxinfluence.autodiff.weight_influence`);
-- so ``change("vif")`` ``H^{-1} (grad L - grad L_{-i})`` (``-VIF(i)/n``), ``"reid"``,
-  ``"newton"``; ``unstable`` with ``C_g = H - H_{-g}``; ``unit_scores``; ``covariance``;
-- ``refit``: the engine's batched loop (Halley start, quasi-Newton, Newton-Raphson with
-  step halving to ``max|grad| <= tol``, runaway detection, ``progress=``, ``executor=``),
-  its kernel the loss's JAX-compiled batches (value, gradient and Hessian vmapped over
-  presence masks, one compiled shape per batch);
+- the refit kernel: the loss's JAX-compiled batches (value, gradient and Hessian vmapped
+  over presence masks, one compiled shape per batch), for the engine's refit loop;
 - ``undefined``: none known in advance for a generic loss (a refit that runs off is
   "undefined", one that does not converge ``"refit_failed"``).
 
@@ -136,9 +132,8 @@ class AutodiffModel(Engine):
 
     Notes
     -----
-    Costs: the Hessians are d x d per object, so this suits models with few parameters
-    (the GLM, the linear Cox loss); the objective is the loss, summed. No example runs here:
-    the construction compiles for several seconds.
+    Costs: the module docstring. No example runs here: the construction compiles for
+    several seconds.
     """
 
     #: the targets (``Target.name``) this model's changes can be taken of
@@ -169,7 +164,6 @@ class AutodiffModel(Engine):
         pd_ok = bool(np.all(np.linalg.eigvalsh(self.information) > 0))
         self.converged = bool(np.abs(self.gradient).max() <= self.tol) and pd_ok
 
-    # the audit reads the fitted object as ``fit`` (targets: coef and hr)
     @property
     def fit(self):
         """The model itself: the audit reads the fitted object as ``fit`` (targets: coef and hr).
