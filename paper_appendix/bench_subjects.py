@@ -443,19 +443,19 @@ def _rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-PROFILED = ("_vif_delta_entry", "part1_entry", "choose_classes", "series", "direct_pairs",
+PROFILED = ("_vif_delta_series", "part1_entry", "choose_classes", "series", "direct_pairs",
             "_own_group_change_fast", "state", "deletion_term_ranges", "collapse",
-            "shares_risk_sets", "paper_scale", "_unit_delta_by_deletion")
+            "shares_risk_sets", "paper_scale", "by_deletion")
 
 
 def agreement_with_direct(fit, n_random=1000, n_extreme=200, seed=0):
     """Per-row VIF contributions ``-(H/n)^{-1} (grad L - grad L_{-i})`` of the fast path
-    (``_vif_delta_entry``, what ``ci.vif`` uses here) against the O(n K d) direct sum
+    (``_vif_delta_series``, what ``ci.vif`` uses here) against the O(n K d) direct sum
     (``_vif_delta_direct(rows=...)``) on a subsample: ``n_random`` random rows and the
     ``n_extreme`` rows with the largest risk ``u_i / min den`` of their range (the hardest).
     Returns (rows checked, max over coefficients of max_i |fast - direct| / max_i |direct|,
     the largest elementwise |fast - direct| / |direct| where |direct| > 1e-3 max)."""
-    from coxinfluence.influence_functions.vif import _vif_delta_direct, _vif_delta_entry
+    from coxinfluence.influence_functions.vif import _vif_delta_direct, _vif_delta_series
     from coxinfluence.influence_functions.vif_entry import _RangeTerms
     from coxinfluence.likelihood.risk_sets import RiskSets
     data = fit.data
@@ -466,7 +466,7 @@ def agreement_with_direct(fit, n_random=1000, n_extreme=200, seed=0):
     share = state.risk[live] / terms.mr[live]          # largest u_i / den_k of the range
     rows = np.unique(np.r_[rng.choice(live, min(n_random, live.size), replace=False),
                            live[np.argsort(-share)[:n_extreme]]])
-    fast = _vif_delta_entry(data, state)[rows]
+    fast = _vif_delta_series(data, state)[rows]
     ref = _vif_delta_direct(data, state, rows=rows)
     to_vif = np.linalg.inv(fit.information)
     fast, ref = fast @ to_vif, ref @ to_vif            # H symmetric: rows of delta H^-1

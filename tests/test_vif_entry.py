@@ -20,7 +20,7 @@ import coxinfluence as ci
 from coxinfluence.data.cox_data import make_cox_data
 from coxinfluence.influence_functions.vif import (
     _vif_delta_direct,
-    _vif_delta_entry,
+    _vif_delta_series,
     part1_direct_sum,
 )
 from coxinfluence.influence_functions.vif_entry import _RangeTerms, part1_entry, range_min
@@ -99,7 +99,7 @@ def test_entry_matches_direct_reference_grid(ties, strata, weights):
     data, state = fit.data, RiskSets(fit.data).state(fit.coef)
     assert data.group_n_events.max() > 20                       # heavy ties
     ref = own_group_change(data, state) + part1_direct_sum(data, state)
-    got = _vif_delta_entry(data, state)
+    got = _vif_delta_series(data, state)
     assert column_rel_err(got, ref) < 1e-12
 
 
@@ -122,7 +122,7 @@ def test_extreme_risk_scores(seed, theta_scale, x_scale, tied, direct_ok):
     cond = 1.0 / (1.0 - ratio.max(axis=1))
     got = part1_entry(data, state)
     assert np.all(np.abs(got - exact) <= 1e-12 * (cond * (abs_sum + cancelled).T).T + 1e-300)
-    delta = _vif_delta_entry(data, state)
+    delta = _vif_delta_series(data, state)
     truth = own_group_change(data, state) + state.risk[:, None] * exact
     assert column_rel_err(delta, truth) < 1e-11
     ref = _vif_delta_direct(data, state)
@@ -259,7 +259,7 @@ def test_entry_equals_direct_on_random_designs(seed, ties, strata, weights, tied
                              weights=weights, tied=tied)
     assume(part1_dense(data, state)[3].max() < 1 - 1e-4)
     ref = own_group_change(data, state) + part1_direct_sum(data, state)
-    got = _vif_delta_entry(data, state)
+    got = _vif_delta_series(data, state)
     assert column_rel_err(got, ref) < 1e-10
 
 

@@ -162,9 +162,6 @@ def _vif_delta_series(data, state):
     return _own_group_change_fast(data, state, out=delta)
 
 
-_vif_delta_entry = _vif_delta_series        # the name paper_appendix/bench_subjects.py reads
-
-
 def vif(fit, *, method="auto", groups=None):
     """``ci.vif``'s Cox path (parameters, returns and layout there:
     :func:`coxinfluence.influence_functions.any_fit.vif`): the closed-form VIF of every unit
