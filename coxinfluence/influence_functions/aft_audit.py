@@ -19,7 +19,6 @@ from __future__ import annotations
 from functools import cached_property
 
 import numpy as np
-import pandas as pd
 
 from coxinfluence.data.rank import (
     identifiable_columns,
@@ -46,7 +45,7 @@ __all__ = ["AFTAudit"]
 _BATCH_FLOATS = 2_000_000
 
 
-class AFTAudit(FitSeam, DecomposableAudit):
+class AFTAudit(DecomposableAudit):
     """A fitted :class:`~coxinfluence.models.aft.AFTFit` with its units of deletion
     (``groups``: one label per row, e.g. a cluster; default the fit's subjects,
     ``fit_aft(..., id=)``, else the rows), as the audit sees it (module docstring): a
@@ -55,20 +54,13 @@ class AFTAudit(FitSeam, DecomposableAudit):
 
     #: the targets (``Target.name``) this model's changes can be taken of
     target_names = ("coef", "time_ratio", "aft_survival", "survival_quantile")
+    fit_class, fit_words = AFTFit, "an AFTFit from coxinfluence.fit_aft"
+    columns = FitSeam.columns
 
-    def __init__(self, fit, groups=None):
-        if not isinstance(fit, AFTFit):
-            raise TypeError(f"expected an AFTFit from coxinfluence.fit_aft; got "
-                            f"{type(fit).__name__}")
-        self.fit = fit
-        self.groups = groups
-        units = fit.clusters(groups)
-        self.units_are_rows = units is None
-        if units is None:
-            self.unit_of = np.arange(fit.n)
-            self.unit_labels = fit.index if fit.index is not None else pd.RangeIndex(fit.n)
-        else:
-            self.unit_of, self.unit_labels = units
+    def units_of(self, groups):
+        """``(codes, labels)`` of ``groups``, else of the fit's subjects (``id=``), or
+        None: the rows."""
+        return self.fit.clusters(groups)
 
     # ---------------------------------------------------------------- the model
     def row_gradients(self):

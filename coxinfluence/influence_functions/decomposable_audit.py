@@ -40,7 +40,7 @@ import scipy.linalg
 
 from coxinfluence.data.inputs import encode_labels
 from coxinfluence.influence_functions.engine import Engine, MaskKernel
-from coxinfluence.influence_functions.seam import ReportHeader
+from coxinfluence.influence_functions.seam import FitSeam, ReportHeader
 
 __all__ = ["DecomposableFit", "DecomposableAudit", "minimise"]
 
@@ -82,6 +82,11 @@ class DecomposableFit:
         pd_ok = bool(np.all(np.isfinite(self.information))) and bool(
             np.all(np.linalg.eigvalsh(self.information) > 0))
         self.converged = bool(np.abs(self.gradient).max() <= self.tol) and pd_ok
+
+    def objective(self, thetas):
+        """(m,) ``L(theta, 1)`` at each row of ``thetas``."""
+        ones = np.ones(self.n)
+        return np.array([float(self.loss.value(t, ones)) for t in np.atleast_2d(thetas)])
 
 
 def _symmetric(H):
@@ -200,46 +205,52 @@ class _LossObjective:
         return evaluate
 
 
-class DecomposableAudit(Engine):
+class DecomposableAudit(FitSeam, Engine):
     """A :class:`DecomposableFit` with its units of deletion (``groups``: one label per
     row; default the rows), as the audit sees it (module docstring): the engine
     (:class:`~coxinfluence.influence_functions.engine.Engine`) with the loss's row
     derivatives. A family with its own closed forms of them (the AFT model) overrides
-    :meth:`row_gradients`, :meth:`row_hessians` and :attr:`third`."""
+    :meth:`row_gradients`, :meth:`row_hessians`, :attr:`third` and, for its own units,
+    :meth:`units_of`."""
 
+    #: the fits it audits, and what the error on another object calls them
+    fit_class, fit_words = DecomposableFit, "a DecomposableFit"
     max_iter = 60
 
     def __init__(self, fit, groups=None):
-        if not isinstance(fit, DecomposableFit):
-            raise TypeError(f"expected a DecomposableFit; got {type(fit).__name__}")
+        if not isinstance(fit, self.fit_class):
+            raise TypeError(f"expected {self.fit_words}; got {type(fit).__name__}")
         self.fit = fit
         self.groups = groups
+        units = self.units_of(groups)
+        self.units_are_rows = units is None
+        if units is None:
+            units = np.arange(fit.n), (fit.index if fit.index is not None
+                                       else pd.RangeIndex(fit.n))
+        self.unit_of, self.unit_labels = units
+
+    def units_of(self, groups):
+        """``(codes, labels)`` of the units ``groups`` (one label per row), or None: the
+        rows."""
         if groups is None:
-            self.unit_of = np.arange(fit.n)
-            self.unit_labels = fit.index
-        else:
-            self.unit_of, self.unit_labels = encode_labels(groups, fit.n, "groups", fit.index)
-        self.units_are_rows = groups is None
-        # the fitted model, as the seam names it
-        self.model_name, self.coef, self.columns = fit.model_name, fit.coef, fit.columns
-        self.information, self.converged = fit.information, fit.converged
-        self.refit_tolerance = fit.tol
+            return None
+        return encode_labels(groups, self.fit.n, "groups", self.fit.index)
 
     @property
-    def n_rows(self):
-        """The fit's rows (more than the units with ``groups``)."""
-        return self.fit.n
+    def columns(self):
+        """The fit's ``columns`` as given (a ``pd.MultiIndex`` keeps its levels)."""
+        return self.fit.columns
+
+    @property
+    def refit_tolerance(self):
+        """``max |gradient|`` of the refits: the fit's ``tol``."""
+        return self.fit.tol
 
     @property
     def target_names(self):
         """The targets (``Target.name``) this model's changes can be taken of: ``coef``
         and the fit's ``targets``."""
         return ("coef",) + tuple(t for t in self.fit.targets if t != "coef")
-
-    # ---------------------------------------------------------------- the model
-    def objective(self, thetas):
-        ones = np.ones(self.fit.n)
-        return np.array([float(self.fit.loss.value(t, ones)) for t in np.atleast_2d(thetas)])
 
     # ------------------------------------------------------- the row derivatives
     def row_gradients(self):
