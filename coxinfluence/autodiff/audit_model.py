@@ -112,7 +112,8 @@ class AutodiffModel(Engine):
     coef : numpy.ndarray
         ``(d,)`` the fitted parameters.
     gradient : numpy.ndarray
-        ``(d,)`` the gradient of the loss at ``coef``.
+        ``(d,)`` the gradient of the loss at ``coef`` (also the engine's
+        ``full_gradient``).
     information : numpy.ndarray
         ``(d, d)`` the Hessian of the loss at ``coef``.
     converged : bool
@@ -159,7 +160,7 @@ class AutodiffModel(Engine):
         self.model_name = name or f"{type(loss).__name__} (autodiff)"
         self._ones = jnp.ones(self.n)
         theta_j = jnp.asarray(self.coef)
-        self.gradient = np.asarray(jax.grad(loss)(theta_j, self._ones))
+        self.gradient = self.full_gradient = np.asarray(jax.grad(loss)(theta_j, self._ones))
         self.information = np.asarray(jax.hessian(loss)(theta_j, self._ones))
         pd_ok = bool(np.all(np.linalg.eigvalsh(self.information) > 0))
         self.converged = bool(np.abs(self.gradient).max() <= self.tol) and pd_ok
@@ -193,11 +194,6 @@ class AutodiffModel(Engine):
         return np.asarray(jax.vmap(lambda t: self.loss(t, self._ones))(thetas))
 
     # ------------------------------------------------------ the derivatives (JAX)
-    @property
-    def full_gradient(self):
-        """``(d,)`` the gradient of the loss at ``coef``."""
-        return self.gradient
-
     def deletion_kernel(self):
         """The refit kernel: the loss's JAX-compiled batches over presence masks.
 

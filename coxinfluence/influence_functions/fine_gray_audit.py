@@ -157,9 +157,6 @@ class FineGrayAudit(Engine, FitSeam):
         loss is not a sum over subjects)."""
         return self.information[None] - self.deleted[1]
 
-    def split_of(self, codes):
-        return self.split[np.asarray(codes, dtype=np.intp)]
-
     @cached_property
     def third(self):
         """(d, d, d) the loss's third derivative at ``theta_hat``: central differences of
