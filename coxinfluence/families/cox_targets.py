@@ -76,7 +76,8 @@ __all__ = ["CoxLinearPredictor", "RelativeRisk", "CoxSurvival", "baseline_cumhaz
 
 
 class _NewPatientTarget(Target):
-    """A target of a Cox model's new patients ``X_new`` (rows), one column per patient."""
+    """A target of a Cox model's new patients ``X_new`` (rows): by default one column per
+    patient, ``"<prefix>[label]"``."""
 
     prefix = "?"
     fit_type = CoxFit
@@ -232,25 +233,20 @@ class RelativeRisk(_NewPatientTarget):
 
 # ------------------------------------------------------------------------ survival
 
-def _stratum_codes(fit, strata, m, what="new patients"):
-    """Stratum code of each of ``m`` new patients from their labels (module docstring;
-    :func:`coxinfluence.data.new_patients.stratum_codes`)."""
-    return stratum_codes(fit.data.strata_labels, strata, m, what)
-
-
 def baseline_cumhaz(fit, times, theta=None, stratum=None, ctype=None):
     """Breslow/Efron baseline cumulative hazard ``Lambda_0(t)`` at ``times`` (covariates 0),
     as R's ``basehaz(fit, centered = FALSE)`` / ``survfit`` (module docstring; ``ctype`` as
     there, default the fit's own); for a stratified model, of the stratum labelled
     ``stratum``."""
-    codes = _stratum_codes(fit, None if stratum is None else [stratum], 1, "baseline hazard")
+    codes = stratum_codes(fit.data.strata_labels, None if stratum is None else [stratum], 1,
+                          "baseline hazard")
     theta = fit.coef if theta is None else theta
     inc, shift, _ = hazard_increments(fit, theta, ctype=ctype)
     return (cumulative_mask(fit, times)[codes[0]] @ inc[0]) * np.exp(-shift[0, 0])
 
 
 @register_target
-class CoxSurvival(Target):
+class CoxSurvival(_NewPatientTarget):
     """A Cox model's ``S(t | x) = exp(-Lambda_0(t) exp(theta' x))`` for new patients x at
     ``times`` (module docstring; the formula is
     :func:`coxinfluence.models.predictions.cox_cumulative_hazard`, the value of
@@ -267,7 +263,6 @@ class CoxSurvival(Target):
     name = "survival"
     quantity = "survival"
     options = ("strata", "ctype")
-    fit_type = CoxFit
     ctype = None
 
     def __init__(self, X_new, times, strata=None, ctype=None):
@@ -277,9 +272,6 @@ class CoxSurvival(Target):
             raise ValueError(f"ctype must be None (the model's), 1 or 2; got {ctype!r}")
         self.ctype = ctype
         self.times = nonnegative_times(times)
-
-    def _X(self, fit):
-        return new_patients(self.X_new, fit, self.transform)
 
     def columns(self, fit):
         labels = self._X(fit)[1]
