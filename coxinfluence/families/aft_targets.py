@@ -60,10 +60,6 @@ from coxinfluence.models.predictions import (
 
 __all__ = ["AFTSurvival", "SurvivalQuantile", "TimeRatios", "standard_quantile"]
 
-#: the fit's stratum labels in code order (None without strata):
-#: :func:`coxinfluence.models.predictions.aft_stratum_labels`
-_stratum_labels = aft_stratum_labels
-
 
 class _AFTNewPatients(Target):
     """New patients of an AFT fit, with their strata.
@@ -207,7 +203,7 @@ class AFTSurvival(_AFTNewPatients):
         log_t = np.where(data.kind == INTERVAL, data.y2, data.y)
         event = np.isin(data.kind, (EXACT, LEFT, INTERVAL))
         last = last_by_stratum(np.exp(log_t[event]), data.strata[event], data.n_strata)
-        strata = _stratum_labels(fit) if data.n_strata > 1 else None
+        strata = aft_stratum_labels(fit) if data.n_strata > 1 else None
         return followup_notes(
             self.times, last, codes, labels, quantity="S(t|x)", stratum_labels=strata,
             consequence=(f"S(t|x) there is extrapolated by the parametric ({fit.dist}) "
