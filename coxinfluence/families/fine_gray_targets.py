@@ -165,11 +165,6 @@ class CumulativeIncidence(Target):
         """(P,) each patient's stratum code."""
         return fine_gray_strata(fit, self.strata, self._X(fit)[0].shape[0])
 
-    @staticmethod
-    def _failures(fit):
-        """The distinct failure times of the cause and their stratum codes."""
-        return fine_gray_failures(fit)
-
     def _mask(self, fit):
         """(P, T, K) ``t_k <= t`` for the failure times of the cause in each patient's
         stratum."""
@@ -190,7 +185,7 @@ class CumulativeIncidence(Target):
         tuple of str
             One sentence per stratum with times past the cause's last failure time there.
         """
-        t_fail, s_fail = self._failures(fit)
+        t_fail, s_fail = fine_gray_failures(fit)   # the cause's failure times, strata
         last = last_by_stratum(t_fail, s_fail, fit.data.n_strata)
         stratified = fit.data.n_strata > 1
         cause = fit.cause.item() if isinstance(fit.cause, np.generic) else fit.cause
@@ -204,14 +199,8 @@ class CumulativeIncidence(Target):
         (:func:`coxinfluence.models.predictions.fine_gray_parts`)."""
         return fine_gray_parts(fit, theta, self._X(fit)[0], self._mask(fit), presence)
 
-    @staticmethod
-    def _incidence(lin, cum):
-        """(B, P T) ``F = 1 - exp(-exp(lin) cum)``, patient-major
-        (:func:`coxinfluence.models.predictions.cumulative_incidence`)."""
-        return cumulative_incidence(lin, cum)
-
     def _cif(self, fit, theta, presence):
-        return self._incidence(*self._parts(fit, theta, presence)[:2])
+        return cumulative_incidence(*self._parts(fit, theta, presence)[:2])
 
     def value(self, fit, theta):
         """``F(t|x; theta, D)`` on the full data, for each row of ``theta``.
@@ -248,7 +237,7 @@ class CumulativeIncidence(Target):
             One row per column of the target.
         """
         lin, cum, jumps, xbar = self._parts(fit, fit.coef[None, :], np.ones((1, fit.data.n)))
-        survive = 1.0 - self._incidence(lin, cum)[0].reshape(lin.shape[1], -1)   # (P, T)
+        survive = 1.0 - cumulative_incidence(lin, cum)[0].reshape(lin.shape[1], -1)   # (P, T)
         w = self._mask(fit) * jumps[0]                                   # (P, T, K)
         xc = self._X(fit)[0] - fit.data.X_center                         # (P, d)
         # sum_{t_k <= t} (d_k / S0_k) (x - xbar_k), on the shifted scale: (P, T, d)
@@ -285,7 +274,7 @@ class CumulativeIncidence(Target):
         _no_units(units)
         data = fit.data
         lin, cum, _, _ = self._parts(fit, fit.coef[None, :], np.ones((1, data.n)))
-        full = self._incidence(lin, cum)[0]
+        full = cumulative_incidence(lin, cum)[0]
         mask = self._mask(fit)                                           # (P, T, K)
         state = DeletionState(data, fit.coef, hessian=False)
         out = np.empty((data.n, full.size))
@@ -294,7 +283,7 @@ class CumulativeIncidence(Target):
             rows = np.arange(start, min(start + step, data.n))
             cum_del = np.einsum("mk,ptk->mpt", deleted_baseline_jumps(state, rows), mask)
             lin_del = np.broadcast_to(lin, (rows.size, lin.shape[1]))
-            out[rows] = self._incidence(lin_del, cum_del) - full
+            out[rows] = cumulative_incidence(lin_del, cum_del) - full
         return data.to_caller_order(out)
 
     def refit_values(self, fit, theta_loo, units=None):
