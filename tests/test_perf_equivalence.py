@@ -8,7 +8,7 @@
 - The one-problem ``loss_grad_hess`` (the fit: (n,) vectors, tie-group sums of the Hessian)
   against the batched path of the same problem.
 - ``RiskSets.third_derivative`` against central differences of the Hessian.
-- ``exact_loo`` / ``exact_refits`` (Halley start, T-corrected Jacobian, quasi-Newton steps)
+- ``exact_loo`` / ``CoxAudit.refit`` (Halley start, T-corrected Jacobian, quasi-Newton steps)
   against plain Newton-Raphson refits of the deleted data from ``theta_hat`` (the old
   fallback path, the slow reference): 1e-9, and the refits' gradients, evaluated by the
   batched definition, at most 1e-10.
@@ -25,7 +25,7 @@ from coxinfluence import CoxInputError
 from coxinfluence.data.cox_data import _sort_order, make_cox_data
 from coxinfluence.data.deletion import Deletion
 from coxinfluence.data.units import resolve_units
-from coxinfluence.influence_functions.refits import exact_refits
+from coxinfluence.influence_functions.cox_audit import CoxAudit
 from coxinfluence.likelihood.deletion_gradients import DeletionGradients
 from coxinfluence.likelihood.objective import cox_objective
 from coxinfluence.likelihood.risk_sets import RiskSets
@@ -190,7 +190,7 @@ def refit_gradients(fit, units, codes, theta):
 def test_exact_refits_equal_newton_refits_of_the_deleted_data(label, fit, groups):
     units = resolve_units(fit, groups)
     codes = np.arange(units.n_units)
-    res = exact_refits(fit, units, codes)
+    res = CoxAudit(fit, groups).refit(codes)
     ok = res.status == "ok"
     assert ok.mean() > 0.8
     ref, converged = newton_refits(fit, units, codes[ok])

@@ -120,8 +120,8 @@ def test_registering_under_the_same_name_replaces(cox_data):
 
 
 def test_low_level_functions_dispatch_through_the_registry(cox_data):
-    """``ci.vif`` etc.: a family's own implementation where it registers one, the seam
-    otherwise; a family whose models keep no training data is refused."""
+    """``ci.vif`` etc.: through the family's seam, built by its ``low_level`` where it
+    registers one; a family whose models keep no training data is refused."""
     X, time, event = cox_data
     toy = ToyFit(X, time, event)
     register_family(_toy_family())
@@ -132,11 +132,16 @@ def test_low_level_functions_dispatch_through_the_registry(cox_data):
         by_hand = ci.fit_cox(X[keep], time[keep], event[keep]).coef
         np.testing.assert_allclose(loo[i], by_hand, rtol=0, atol=1e-8)
     assert np.shape(ci.vif(toy)) == (len(time), 2)
-    # the family's own implementation, called with the caller's arguments
+    # the family's own seam builder, called with the caller's arguments
     seen = []
-    register_family(_toy_family(functions={"vif": lambda fit, **kw: seen.append(kw)}))
-    ci.vif(toy, method="direct")
-    assert seen == [{"method": "direct", "groups": None}]
+
+    def low_level(model, groups, what, **kw):
+        seen.append((what, kw))
+        return CoxAudit(model.inner, groups, kw["method"])
+    register_family(_toy_family(low_level=low_level))
+    cox = np.asarray(ci.vif(toy.inner, method="direct"))
+    np.testing.assert_array_equal(np.asarray(ci.vif(toy, method="direct")), cox)
+    assert seen == [("vif", {"method": "direct", "refuse": False})]
     # a family whose models keep no training data
     register_family(_toy_family(needs_data=True))
     with pytest.raises(TypeError, match=r"keeps no training data: use "

@@ -17,10 +17,8 @@ from coxinfluence.audit.verification import (
     refit_cap,
     verify,
 )
-from coxinfluence.data.units import resolve_units
 from coxinfluence.demo import gbsg2_design
 from coxinfluence.influence_functions.cox_audit import CoxAudit
-from coxinfluence.influence_functions.refits import exact_refits
 
 
 @pytest.fixture(scope="module")
@@ -203,7 +201,7 @@ def test_a_deletion_without_maximum_is_undefined_never_a_number():
     assert fit.converged
     vif = ci.influence(fit, method="vif")
     assert np.isfinite(vif.loo_change.iloc[10]).all()        # VIF gives a number (0.83)
-    res = exact_refits(fit, resolve_units(fit))
+    res = CoxAudit(fit).refit()
     assert list(np.flatnonzero(res.status != "ok")) == [10]
     assert res.status[10] == "undefined" and np.isnan(res.theta[10]).all()
     auto = ci.influence(fit)
@@ -221,7 +219,7 @@ def test_deleting_the_only_event_is_undefined():
     e[3], X[3], t[3] = 1, 0.0, 0.01       # every patient at risk: the fit has a maximum
     fit = ci.fit_cox(X, t, e)
     assert fit.converged
-    res = exact_refits(fit, resolve_units(fit))
+    res = CoxAudit(fit).refit()
     assert res.status[3] == "undefined" and np.isnan(res.theta[3]).all()
     assert (res.status[np.arange(20) != 3] == "ok").all()
     auto = ci.influence(fit)

@@ -14,14 +14,11 @@ number of units and ``fit.coef`` the fitted parameters::
 the refitted coefficients ``theta_hat_{-g}``, not changes.
 
 Each fit is dispatched by the registry ``ci.influence`` uses
-(:mod:`coxinfluence.influence_functions.registry`). A family may register its own
-implementations (``Family.functions``): a ``CoxFit`` takes its closed forms, unchanged
-(:mod:`~coxinfluence.influence_functions.vif`, :mod:`~coxinfluence.influence_functions.reid`,
-:mod:`~coxinfluence.influence_functions.refits`; their options are documented here).
-Every other fit goes through the seam ``ci.influence`` builds for it
-(:func:`family_seam`). A lifelines, statsmodels or scikit-survival model keeps no
-training data (its family's ``needs_data``): ``ci.influence(model, data, method=...)``
-audits it.
+(:mod:`coxinfluence.influence_functions.registry`) and goes through the seam
+``ci.influence`` builds for it (:func:`family_seam`; a ``CoxFit``: ``CoxAudit``, its
+batched closed forms with the options documented here). A lifelines, statsmodels or
+scikit-survival model keeps no training data (its family's ``needs_data``):
+``ci.influence(model, data, method=...)`` audits it.
 """
 from __future__ import annotations
 
@@ -31,14 +28,12 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.inputs import InputError
-from coxinfluence.influence_functions.refits import SeamUnits, warn_undefined
+from coxinfluence.influence_functions.deleted_hessians import _METHODS as _COX_METHODS
 from coxinfluence.influence_functions.registry import audit_model, families, family_of
 from coxinfluence.influence_functions.seam import AuditModel
-from coxinfluence.influence_functions.vif import _METHODS as _COX_METHODS
 from coxinfluence.models.cox import ConvergenceWarning, NotConvergedError
 
 __all__ = ["vif", "reid_influence", "newton_loo", "exact_loo", "family_seam"]
-
 
 
 def vif(fit, *, method="auto", groups=None):
@@ -79,8 +74,9 @@ def vif(fit, *, method="auto", groups=None):
     TypeError
         ``fit`` is not a fit of this package nor a seam object.
     ValueError
-        ``method`` is not one of the names above, or a ``CoxFit`` is ridge-penalised
-        (use ``ci.influence(model, data, ...)``).
+        ``method`` is not one of the names above.
+    NotImplementedError
+        ``groups`` for a ridge-penalised ``CoxFit`` (its rows only).
     coxinfluence.InputError
         ``groups`` does not have one label per row, or is given for a fit whose units are
         fixed (Fine-Gray, a seam object).
@@ -136,9 +132,6 @@ def vif(fit, *, method="auto", groups=None):
     >>> ci.vif(fit, groups=rossi["prio"]).shape
     (17, 7)
     """
-    own = _own(fit, "vif")
-    if own is not None:
-        return own(fit, method=method, groups=groups)
     model = family_seam(fit, groups, "vif", method=method)
     return _wrap(model, -_n_units(model) * model.change("vif"))
 
@@ -224,9 +217,6 @@ def reid_influence(fit, groups=None):
     >>> bool(np.allclose(ci.reid_influence(aft), ci.vif(aft)))
     True
     """
-    own = _own(fit, "reid_influence")
-    if own is not None:
-        return own(fit, groups=groups)
     model = family_seam(fit, groups, "reid_influence")
     return _wrap(model, -_n_units(model) * model.change("reid"))
 
@@ -249,8 +239,9 @@ def newton_loo(fit, *, groups=None, method="auto"):
         fit's subjects (``id=``) when it has them, else its rows. Not for a Fine-Gray fit.
     method : {"auto", "series", "direct"}, default "auto"
         The Cox algorithm for the deleted Hessians
-        (:func:`coxinfluence.influence_functions.deleted_hessians.deleted_hessians`); the
-        other families have one closed form, whichever name is given.
+        (:func:`coxinfluence.influence_functions.deleted_hessians.deleted_hessians`) and
+        gradients (as :func:`vif`'s); the other families have one closed form, whichever
+        name is given.
 
     Returns
     -------
@@ -264,7 +255,9 @@ def newton_loo(fit, *, groups=None, method="auto"):
     TypeError
         ``fit`` is not a fit of this package nor a seam object.
     ValueError
-        ``method`` is not one of the names above, or a ``CoxFit`` is ridge-penalised.
+        ``method`` is not one of the names above.
+    NotImplementedError
+        ``groups`` for a ridge-penalised ``CoxFit`` (its rows only).
     coxinfluence.InputError
         ``groups`` does not have one label per row, or is given for a fit whose units are
         fixed (Fine-Gray, a seam object).
@@ -302,11 +295,11 @@ def newton_loo(fit, *, groups=None, method="auto"):
     >>> bool(np.allclose(change, ci.influence(fit, method="newton").theta_change))
     True
     """
-    own = _own(fit, "newton_loo")
-    if own is not None:
-        return own(fit, groups=groups, method=method)
     model = family_seam(fit, groups, "newton_loo", method=method)
-    theta = np.asarray(model.coef, dtype=np.float64) + model.change("newton")
+    with warnings.catch_warnings():     # a seam's own warning (Cox's): this one instead
+        warnings.simplefilter("ignore", LeaveOneOutWarning)
+        change = model.change("newton")
+    theta = np.asarray(model.coef, dtype=np.float64) + change
     warn_undefined(SeamUnits(model), np.flatnonzero(~np.isfinite(theta).all(axis=1)),
                    "one-step Newton leave-one-out")
     return _wrap(model, theta)
@@ -355,8 +348,8 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
     ------
     TypeError
         ``fit`` is not a fit of this package nor a seam object.
-    ValueError
-        A ``CoxFit`` is ridge-penalised (use ``ci.influence(model, data, ...)``).
+    NotImplementedError
+        ``groups`` for a ridge-penalised ``CoxFit`` (its rows only).
     coxinfluence.InputError
         ``batch_size``, ``tol``, ``max_iter`` or ``n_chunks`` given for a fit that is not
         a ``CoxFit``; ``groups`` not one label per row, or given for a fit whose units are
@@ -406,41 +399,34 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
     >>> print(round(float(np.corrcoef(exact["race"], approx["race"])[0, 1]), 4))
     0.9997
     """
-    own = _own(fit, "exact_loo")
-    if own is not None:
-        return own(fit, groups=groups, executor=executor, progress=progress,
-                   batch_size=batch_size, tol=tol, max_iter=max_iter, n_chunks=n_chunks)
-    cox_only = {"batch_size": batch_size, "tol": tol, "n_chunks": n_chunks,
-                "max_iter": None if max_iter == 50 else max_iter}
-    given = [name for name, value in cox_only.items() if value is not None]
-    if given:
-        raise InputError(f"exact_loo: {', '.join(given)} apply to a CoxFit only; this is a "
-                         f"{type(fit).__name__}")
+    options = {"batch_size": batch_size, "tol": tol, "n_chunks": n_chunks,
+               "max_iter": None if max_iter == 50 else max_iter}
+    options = {name: value for name, value in options.items() if value is not None}
+    family = family_of(fit)
+    refused = [name for name in options if family is None or name not in family.refit_options]
+    if refused:
+        takers = " or ".join(f.description.split(" (")[0] for f in families()
+                             if set(refused) <= set(f.refit_options))
+        raise InputError(f"exact_loo: {', '.join(refused)} apply to {takers} only; this is "
+                         f"a {type(fit).__name__}")
     model = family_seam(fit, groups, "exact_loo", refuse=True)
-    res = model.refit(progress=progress, executor=executor)
+    res = model.refit(progress=progress, executor=executor, **options)
     warn_undefined(SeamUnits(model), res.codes[~res.ok], "exact leave-one-out",
                    failed=res.codes[res.status == "refit_failed"])
     return _wrap(model, res.theta)
 
 
-def _own(fit, what):
-    """The family's own implementation of the function ``what`` (``Family.functions``),
-    or None: the generic path through the seam."""
-    family = family_of(fit)
-    return None if family is None else family.functions.get(what)
-
-
 def family_seam(fit, groups, what, method=None, refuse=False):
     """The seam ``ci.influence(fit)`` uses for a fit that keeps its training data.
 
-    The registered family that accepts ``fit`` builds it
-    (:func:`coxinfluence.influence_functions.registry.audit_model` with ``data=None``):
-    ``AFTFit`` -> ``AFTAudit(fit, groups)``, ``FineGrayFit`` -> ``FineGrayAudit``, a
-    ``DecomposableFit`` -> ``DecomposableAudit``, a ``CoxFit`` -> ``CoxAudit``; a seam
-    object is used itself. A fit that did not
-    converge gets a :class:`~coxinfluence.ConvergenceWarning`, or, with ``refuse=True``
-    (exact refits), a :class:`~coxinfluence.NotConvergedError`, as a ``CoxFit`` does
-    (:func:`coxinfluence.models.cox.check_fit`).
+    The registered family that accepts ``fit`` builds it: by its ``low_level`` where it
+    has one (a ``CoxFit`` -> ``CoxAudit(fit, groups, method)``, which checks the fit
+    itself, naming the diverging covariates), else by
+    :func:`coxinfluence.influence_functions.registry.audit_model` with ``data=None``
+    (``AFTFit`` -> ``AFTAudit(fit, groups)``, ``FineGrayFit`` -> ``FineGrayAudit``, a
+    ``DecomposableFit`` -> ``DecomposableAudit``); a seam object is used itself. A fit
+    that did not converge gets a :class:`~coxinfluence.ConvergenceWarning`, or, with
+    ``refuse=True`` (exact refits), a :class:`~coxinfluence.NotConvergedError`.
 
     Parameters
     ----------
@@ -451,7 +437,8 @@ def family_seam(fit, groups, what, method=None, refuse=False):
     what : str
         The caller's name, for messages.
     method : str, optional
-        The Cox algorithm's name, checked (one of "auto", "series", "direct").
+        The closed forms' algorithm, checked (one of "auto", "series", "direct"; the Cox
+        family's, the others have one).
     refuse : bool, default False
         Raise instead of warning when the fit did not converge.
 
@@ -494,6 +481,8 @@ def family_seam(fit, groups, what, method=None, refuse=False):
         raise TypeError(f"{what}: expected a fit that keeps its training data ({kept}) or "
                         f"an audit seam; got {type(fit).__name__}. A {without} model keeps "
                         "no training data: use ci.influence(model, data, method=...)")
+    if family is not None and family.low_level is not None:
+        return family.low_level(fit, groups, what, method=method, refuse=refuse)
     model, _ = audit_model(fit, None, groups=groups)
     if not model.converged:
         msg = (f"{what}: the {model.model_name} fit did not converge: influence is measured "
@@ -513,8 +502,82 @@ def _n_units(model):
 def _wrap(model, values):
     """Per-unit values (U, d) of a seam laid out as for a ``CoxFit``: an ndarray for rows
     given as arrays, else a DataFrame indexed by the unit labels (the caller's index for
-    rows) with the parameters' names as columns."""
+    rows) with the parameters' names as columns; the seam's
+    :class:`~coxinfluence.data.units.Units` lay them out where it has them."""
     values = np.asarray(values, dtype=np.float64)
+    if model.units is not None:
+        return model.units.wrap(values, list(model.columns))
     if model.units_are_rows and getattr(model.fit, "index", None) is None:
         return values
     return pd.DataFrame(values, index=model.unit_labels, columns=list(model.columns))
+
+
+class LeaveOneOutWarning(UserWarning):
+    """Some leave-one-out refits are undefined (unidentifiable model or divergence).
+
+    Issued once per call by :func:`coxinfluence.exact_loo` and
+    :func:`coxinfluence.newton_loo` (and the audit), naming the rows or units whose result
+    is NaN: their removal leaves a coefficient unidentifiable (for example the only
+    patient with a given level of a dummy covariate: the column is then constant), makes
+    the fit diverge (separation), or their refit failed to converge. Only the affected
+    coefficients are NaN; the others are refitted without the unidentifiable columns when
+    possible.
+
+    See Also
+    --------
+    coxinfluence.exact_loo : exact refits, NaN where undefined.
+    coxinfluence.newton_loo : one-step Newton estimates, NaN where undefined.
+
+    Examples
+    --------
+    Row 0 is the only one with ``x1 = 1``: without it ``x1`` is constant.
+
+    >>> import warnings
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([rng.normal(size=30), np.r_[1.0, np.zeros(29)]])
+    >>> fit = ci.fit_cox(X, rng.exponential(size=30), np.ones(30))
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     loo = ci.exact_loo(fit)
+    >>> caught[0].category is ci.LeaveOneOutWarning
+    True
+    >>> print(caught[0].message)
+    exact leave-one-out: undefined: the removal leaves the model unidentifiable or without
+    a maximum for 1 row(s) (rows 0); their affected coefficients are NaN
+    >>> print(np.round(loo[0], 4))
+    [0.2128    nan]
+    """
+
+
+def warn_undefined(units, codes, what, failed=()):
+    """One :class:`LeaveOneOutWarning` naming the units ``codes`` whose result is NaN
+    (``failed``: those among them whose refit did not converge, named apart)."""
+    if codes.size == 0:
+        return
+    kind = "row" if units.is_rows else "unit"
+    failed = np.intersect1d(codes, failed)
+    undefined = np.setdiff1d(codes, failed)
+    parts = []
+    for which, text in ((undefined, "undefined: the removal leaves the model unidentifiable "
+                         "or without a maximum"), (failed, "failed to converge")):
+        if which.size:
+            labels = units.describe(which)
+            shown = ", ".join(str(v) for v in labels[:20]) + (", ..." if len(labels) > 20
+                                                              else "")
+            parts.append(f"{text} for {len(labels)} {kind}(s) ({kind}s {shown})")
+    warnings.warn(f"{what}: " + "; ".join(parts) + "; their affected coefficients are NaN",
+                  LeaveOneOutWarning, stacklevel=3)
+
+
+class SeamUnits:
+    """What :func:`warn_undefined` reads of a seam's units (any model behind the seam,
+    :mod:`coxinfluence.influence_functions.seam`): their labels and whether they are
+    rows."""
+
+    def __init__(self, model):
+        self.labels = model.unit_labels
+        self.is_rows = bool(model.units_are_rows)
+
+    def describe(self, codes):
+        """The labels of the units at positions ``codes``."""
+        return list(self.labels[np.asarray(codes, dtype=int)])

@@ -6,6 +6,7 @@ derivatives, refits, a ridge penalty's part) with what the audit adds, each comp
 once: Reid's IF and the units' score sums (LMAX), the flags (``undefined`` by
 :func:`~coxinfluence.influence_functions.stability.undefined_units`, ``unstable``
 screened by the information split's traces), the robust covariance, the report's words.
+:func:`low_level_seam` is the one the low-level functions (``ci.vif``, ...) build.
 """
 from __future__ import annotations
 
@@ -15,18 +16,21 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.units import resolve_units
+from coxinfluence.influence_functions.any_fit import SeamUnits, warn_undefined
 from coxinfluence.influence_functions.engine import Engine
 from coxinfluence.influence_functions.engine_cox import CoxEngine
-from coxinfluence.influence_functions.refits import SeamUnits, warn_undefined
 from coxinfluence.influence_functions.reid import unit_score_residuals
 from coxinfluence.influence_functions.seam import ReportHeader
 from coxinfluence.influence_functions.stability import undefined_units
+from coxinfluence.influence_functions.vif import InUnitOrder
 from coxinfluence.models.cox import check_fit
 
 
 class CoxAudit(CoxEngine):
     """A fitted :class:`~coxinfluence.CoxFit` with its units of deletion (``groups``: one
-    label per row; default the fit's subjects, else rows), as the audit sees it."""
+    label per row; default the fit's subjects, else rows), as the audit sees it;
+    ``algorithm`` the closed forms' (:class:`~coxinfluence.influence_functions.engine_cox.
+    CoxEngine`)."""
 
     #: the targets (``Target.name``) this model's changes can be taken of
     target_names = ("coef", "hazard_ratio", "linear_predictor", "relative_risk",
@@ -34,24 +38,17 @@ class CoxAudit(CoxEngine):
 
     model_name = "Cox proportional hazards"
 
-    def __init__(self, fit, groups=None):
-        self.fit = fit
+    def __init__(self, fit, groups=None, algorithm="auto"):
+        super().__init__(fit, resolve_units(fit, groups), algorithm)
         self.groups = groups
-        self.units = resolve_units(fit, groups)
-        if fit.penalty is not None and not self.units.is_rows:
-            raise NotImplementedError("subjects or clusters of a penalised (ridge) model are "
-                                      "not supported: the penalty's change per unit is not "
-                                      "implemented")
 
     # ------------------------------------------------------ shared, computed once
     @cached_property
     def reid(self):
         """(U, d) Reid's ``IF_n(g)`` of every unit (paper scale): the score sums on the
-        paper's scale (:func:`~coxinfluence.influence_functions.reid.reid_influence`; a
-        penalised fit's information included)."""
-        check_fit(self.fit, "reid_influence")
-        return np.asarray(self.fit.paper_scale(-self.score_sums, self.units, overwrite=True),
-                          dtype=np.float64)
+        paper's scale (:mod:`~coxinfluence.influence_functions.reid`; a penalised fit's
+        information included)."""
+        return self.fit.paper_scale(-self.score_sums, InUnitOrder(self.units), overwrite=True)
 
     @cached_property
     def score_sums(self):
@@ -62,12 +59,14 @@ class CoxAudit(CoxEngine):
 
     # ------------------------------------------------------------ the estimates
     def change(self, method):
-        fit, n = self.fit, self.units.n_units
-        # the public functions' warning for a fit without maximum, under their names
-        check_fit(fit, {"vif": "vif", "reid": "reid_influence", "newton": "newton_loo"}
-                  .get(method, method))
+        """The engine's changes, after the public functions' warning for a fit without
+        maximum, under their names (Reid's: :attr:`score_sums`'); "newton" of an
+        unpenalised fit by :meth:`newton_change`, NaN where undefined, with one
+        :class:`~coxinfluence.LeaveOneOutWarning` naming those units."""
+        fit = self.fit
         if method == "reid":
-            return -self.reid / n
+            return -self.reid / self.units.n_units
+        check_fit(fit, {"vif": "vif", "newton": "newton_loo"}.get(method, method))
         if method == "newton" and fit.penalty is not None:
             out = Engine.change(self, "newton")
             bad = np.flatnonzero(~np.isfinite(out).all(axis=1))
@@ -131,3 +130,13 @@ class CoxAudit(CoxEngine):
         if robust:
             return self.fit.summary(robust=True, groups=self.groups)
         return self.fit.summary()
+
+
+def low_level_seam(fit, groups, what, *, method=None, refuse=False):
+    """The Cox family's seam for the low-level functions (``Family.low_level``): a
+    :class:`CoxAudit` of ``fit`` with the closed forms' algorithm ``method``; ``refuse``
+    (exact refits): a :class:`~coxinfluence.NotConvergedError` under the caller's name
+    ``what`` when the fit did not converge (the approximations warn from
+    :meth:`CoxAudit.change`, naming the diverging covariates)."""
+    check_fit(fit, what if refuse else None, refuse=refuse)
+    return CoxAudit(fit, groups, "auto" if method is None else method)

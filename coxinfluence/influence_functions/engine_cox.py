@@ -11,9 +11,10 @@ the third derivative, and :class:`CoxKernel`, the refits' batched gradients
 objective. A ridge-penalised fit (``fit.penalty``, units its rows) adds the penalty
 ``0.5 sum_j s_{-g,j} theta_j^2`` of each deleted problem
 (:mod:`coxinfluence.models.penalized_cox`) to all of them.
-:func:`~coxinfluence.influence_functions.refits.exact_refits` refits with it;
 :class:`~coxinfluence.influence_functions.cox_audit.CoxAudit` is it with the audit's
-closed forms (VIF series, Reid's IF, screened flags).
+closed forms (VIF series, Reid's IF, screened flags); ``ci.vif``, ``ci.newton_loo`` and
+``ci.exact_loo`` reach it through the seam as every family's fits do
+(:mod:`~coxinfluence.influence_functions.any_fit`).
 """
 from __future__ import annotations
 
@@ -107,10 +108,12 @@ def _refit_reduced(data, coef, keep, tol, max_iter):
 class CoxEngine(FitSeam, Engine):
     """A :class:`~coxinfluence.CoxFit` and its units (a
     :class:`coxinfluence.data.units.Units`) as the engine refits them (module
-    docstring)."""
+    docstring). ``algorithm``: the closed forms' algorithm, "auto", "series" or "direct"
+    (:func:`~coxinfluence.influence_functions.vif.gradient_differences`,
+    :func:`~coxinfluence.influence_functions.deleted_hessians.deleted_hessians`)."""
 
-    def __init__(self, fit, units):
-        self.fit, self.units = fit, units
+    def __init__(self, fit, units, algorithm="auto"):
+        self.fit, self.units, self.algorithm = fit, units, algorithm
 
     @property
     def unit_labels(self):
@@ -132,10 +135,15 @@ class CoxEngine(FitSeam, Engine):
 
     @cached_property
     def ridge(self):
-        """(U, d) the ridge strengths ``s_{-g}`` of the problems without each unit (a
-        penalised fit's units are its rows; :mod:`coxinfluence.models.penalized_cox`), or
-        None without a penalty."""
+        """(U, d) the ridge strengths ``s_{-g}`` of the problems without each unit
+        (:mod:`coxinfluence.models.penalized_cox`), or None without a penalty. Every
+        quantity of a deletion but Reid's IF needs them: ``NotImplementedError`` for
+        subjects and clusters (known for rows only)."""
         penalty = self.fit.penalty
+        if penalty is not None and not self.units.is_rows:
+            raise NotImplementedError("subjects or clusters of a penalised (ridge) model are "
+                                      "not supported: the penalty's change per unit is not "
+                                      "implemented")
         return None if penalty is None else np.asarray(penalty.strength_loo, dtype=np.float64)
 
     @property
@@ -148,8 +156,8 @@ class CoxEngine(FitSeam, Engine):
     def vif(self):
         """(U, d) ``VIF_n(g)`` of every unit (paper scale), the loss's part of
         :attr:`gradient_differences` scaled."""
-        return np.asarray(_vif.vif_of_units(self.fit, units=self.units,
-                                            delta=self._loss_differences), dtype=np.float64)
+        return _vif.vif_of_units(self.fit, units=self.units, delta=self._loss_differences,
+                                 wrap=False)
 
     @cached_property
     def third(self):
@@ -197,7 +205,7 @@ class CoxEngine(FitSeam, Engine):
     def _loss_differences(self):
         """(U, d) the loss's ``grad L - grad L_{-g}`` at ``theta_hat``
         (:func:`~coxinfluence.influence_functions.vif.gradient_differences`)."""
-        return _vif.gradient_differences(self.fit, self.units)
+        return _vif.gradient_differences(self.fit, self.units, self.algorithm)
 
     @cached_property
     def gradient_differences(self):
@@ -227,18 +235,19 @@ class CoxEngine(FitSeam, Engine):
             H[:, idx, idx] += self.ridge[codes] - held
         return H
 
-    def newton_change(self, method="auto"):
+    def newton_change(self, method=None):
         """The one-step Newton changes ``-H_{-g}^{-1} grad L_{-g}(theta_hat)`` of every
         unit: the engine's ``change("newton")`` with the exact closed-form deleted
         Hessians whatever split the flags made, and the closed-form deleted gradients
-        (:func:`~coxinfluence.influence_functions.vif.gradient_differences`; unpenalised
-        fits).
+        (:func:`~coxinfluence.influence_functions.vif.gradient_differences` by
+        ``algorithm``; unpenalised fits).
 
         Parameters
         ----------
-        method : {"auto", "series", "direct"}, default "auto"
+        method : {"auto", "series", "direct"}, optional
             The algorithm of the deleted Hessians
-            (:func:`~coxinfluence.influence_functions.deleted_hessians.deleted_hessians`).
+            (:func:`~coxinfluence.influence_functions.deleted_hessians.deleted_hessians`;
+            default ``algorithm``).
 
         Returns
         -------
@@ -260,16 +269,26 @@ class CoxEngine(FitSeam, Engine):
         (True, True)
         """
         fit, units = self.fit, self.units
-        H = deleted_hessians(fit, units, method=method)
+        H = deleted_hessians(fit, units, method=self.algorithm if method is None else method)
         # grad L_{-g} = grad L - (grad L - grad L_{-g}), not through the VIF's scaling
         step, ok = solve_batch(H, fit.gradient - self.gradient_differences)
         ok &= ~units.breaks_rank
         step[~ok] = np.nan
         return -step, ok
 
+    def refit(self, codes=None, *, tol=None, max_iter=None, **options):
+        """:meth:`Engine.refit <coxinfluence.influence_functions.engine.Engine.refit>`
+        with ``tol`` per unit case weight
+        (:func:`~coxinfluence.likelihood.objective.gradient_tolerance`) and ``max_iter``
+        kept for the refits without the lost columns too (:meth:`refit_reduced`)."""
+        if tol is not None:
+            self.refit_tolerance = gradient_tolerance(self.fit.data, tol)
+        if max_iter is not None:
+            self.max_iter = max_iter
+        return super().refit(codes, **options)
+
     def deletion_kernel(self):
-        """The Cox refit kernel (:class:`~coxinfluence.influence_functions.refits.
-        CoxKernel`)."""
+        """The Cox refit kernel (:class:`CoxKernel`)."""
         return CoxKernel(self.fit.risk_sets, self.units.of_row, self.fit.coef, self.ridge)
 
     def no_maximum(self):

@@ -12,10 +12,10 @@ an autodiff model) is used as it is.
 
 The low-level functions (``ci.vif``, ``ci.reid_influence``, ``ci.newton_loo``,
 ``ci.exact_loo``: :mod:`coxinfluence.influence_functions.any_fit`) dispatch the same way
-(:func:`family_of`): a family whose fits keep their training data is built with
-``data=None``; a family may supply its own implementations of those functions
-(``functions``: Cox's batched closed forms with their options), and one whose models keep
-no training data (``needs_data``: lifelines, statsmodels, scikit-survival) is refused there.
+(:func:`family_of`) and compute through the seam: a family whose fits keep their training
+data is built with ``data=None`` (or by its ``low_level``, which passes the closed forms'
+algorithm and names the caller in its messages: Cox); one whose models keep no training
+data (``needs_data``: lifelines, statsmodels, scikit-survival) is refused there.
 
 Options a family needs beyond the generic ones (scikit-survival's training ``y=`` and
 ``alpha=``) are keyword arguments of ``ci.influence`` passed through to the family's
@@ -25,8 +25,8 @@ with the list of those that apply.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
-from typing import Callable, Mapping, Optional
+from dataclasses import dataclass
+from typing import Callable, Optional
 
 import pandas as pd
 
@@ -110,11 +110,16 @@ class Family:
         ``ci.influence(model, data)`` only; the low-level functions (``ci.vif``,
         ``ci.reid_influence``, ``ci.newton_loo``, ``ci.exact_loo``) refuse them. Otherwise
         those functions build the seam with ``data=None``.
-    functions : mapping, optional
-        The family's own implementations of the low-level functions by name (``"vif"``,
-        ``"reid_influence"``, ``"newton_loo"``, ``"exact_loo"``), called with the
-        caller's arguments instead of the seam's generic path (Cox's batched closed
-        forms and their options).
+    low_level : callable, optional
+        ``low_level(fit, groups, what, *, method=None, refuse=False) -> seam``: the seam of
+        one of its fits for the low-level functions, where the family builds it itself:
+        with the closed forms' algorithm ``method``, its own check that the fit converged
+        under the caller's name ``what`` (raising with ``refuse``, exact refits). Default:
+        ``build(fit, None, groups=groups)``'s seam, checked generically.
+    refit_options : tuple of str, default ()
+        The options of ``ci.exact_loo`` its seam's ``refit`` takes beyond ``progress=``
+        and ``executor=`` (Cox: ``("batch_size", "tol", "max_iter", "n_chunks")``); any
+        other is refused.
 
     See Also
     --------
@@ -153,7 +158,8 @@ class Family:
     options: tuple = ()
     description: str = ""
     needs_data: bool = False
-    functions: Mapping = field(default_factory=dict)
+    low_level: Optional[Callable] = None
+    refit_options: tuple = ()
 
 
 _FAMILIES: list = []

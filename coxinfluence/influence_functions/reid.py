@@ -20,7 +20,7 @@ R's ``resid(fit, "dfbeta") = w_i U_i' H^{-1} = IF_n(i) / n``.
 from __future__ import annotations
 
 from coxinfluence.data.cox_data import wrap_rows
-from coxinfluence.data.units import resolve_units
+from coxinfluence.influence_functions.any_fit import reid_influence  # noqa: F401 (asymptotics)
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
 from coxinfluence.models.cox import check_fit
 
@@ -80,20 +80,13 @@ def score_residuals(fit):
     fit.data)
 
 
-def reid_influence(fit, groups=None):
-    """``ci.reid_influence``'s Cox path (parameters, returns and layout there:
-    :func:`coxinfluence.influence_functions.any_fit.reid_influence`): ``IF_n(g) = (H/n)^{-1}
-    sum_{i in g} w_i U_i`` (module docstring), ``n`` the number of units; ``IF_n / n`` is
-    R's ``resid(fit, "dfbeta")`` (``collapse=id`` for units). O(n d^2 + d^3) after sorting."""
-    fit = check_fit(fit, "reid_influence")
-    units = resolve_units(fit, groups)
-    # the gradient of the loss moves by -sum_{i in g} w_i U_i without the unit
-    return fit.paper_scale(-unit_score_residuals(fit, units), units, overwrite=True)
-
-
 def unit_score_residuals(fit, units):
     """(U, d) ``sum_{i in g} w_i U_i``, each unit's weighted score residuals (R's
     ``resid(fit, "score")`` times the weights, summed with ``collapse``): the unit's
-    contribution to the score, ``I IF_n(g) / n`` (LMAX's ``U``)."""
+    contribution to the score, ``I IF_n(g) / n`` (LMAX's ``U``). Reid's ``IF_n(g) =
+    (H/n)^{-1}`` times them, ``n`` the number of units (``ci.reid_influence``, through
+    :class:`~coxinfluence.influence_functions.cox_audit.CoxAudit`): without the unit the
+    loss's gradient moves by ``-sum_{i in g} w_i U_i``; ``IF_n / n`` is R's ``resid(fit,
+    "dfbeta")`` (``collapse=id`` for units)."""
     scores = fit.data.weights[:, None] * score_residuals_sorted(fit.risk_sets, fit.coef)
     return units.collapse(scores)

@@ -37,11 +37,11 @@ from __future__ import annotations
 import numpy as np
 
 from coxinfluence.data.units import resolve_units
+from coxinfluence.influence_functions.any_fit import vif  # noqa: F401 (for asymptotics)
 from coxinfluence.influence_functions.deleted_hessians import _METHODS, by_deletion
 from coxinfluence.influence_functions.vif_entry import part1_entry
 from coxinfluence.influence_functions.vif_series import part1_series
 from coxinfluence.likelihood.efron import efron_fraction_sum
-from coxinfluence.models.cox import check_fit
 from coxinfluence.numerics.threads import for_row_blocks
 
 
@@ -162,30 +162,28 @@ def _vif_delta_series(data, state):
     return _own_group_change_fast(data, state, out=delta)
 
 
-def vif(fit, *, method="auto", groups=None):
-    """``ci.vif``'s Cox path (parameters, returns and layout there:
-    :func:`coxinfluence.influence_functions.any_fit.vif`): the closed-form VIF of every unit
-    of an unpenalised ``CoxFit``, ``method`` as :func:`gradient_differences`'s."""
-    fit = check_fit(fit, "vif")
-    refuse_penalty(fit, "vif")
-    return vif_of_units(fit, method, groups)
+class InUnitOrder:
+    """Units as ``CoxFit.paper_scale`` reads them, for its (U, d) array as it is: in unit
+    order (the caller's row order for rows), no DataFrame."""
+
+    def __init__(self, units):
+        self.n_units = units.n_units
+
+    @staticmethod
+    def wrap(values):
+        return values
 
 
-def refuse_penalty(fit, name):
-    if fit.penalty is not None:
-        raise ValueError(f"{name}: this fit is ridge-penalised (a lifelines penalizer); its "
-                         "leave-one-out changes include the penalty's own change: use "
-                         "ci.influence(model, data, method=...)")
-
-
-def vif_of_units(fit, method="auto", groups=None, units=None, delta=None):
-    """:func:`vif` for any fit; for a penalised fit, the partial-likelihood part only
+def vif_of_units(fit, method="auto", groups=None, units=None, delta=None, wrap=True):
+    """The VIF of every unit of any ``CoxFit`` (``ci.vif``'s closed form, scaled by
+    ``fit.paper_scale``); for a penalised fit, the partial-likelihood part only
     (the penalty's part is added by :mod:`coxinfluence.models.penalized_cox`). ``units``:
     already resolved units (:class:`coxinfluence.data.units.Units`) instead of ``groups``;
-    ``delta``: their :func:`gradient_differences` when the caller has them (not changed)."""
+    ``delta``: their :func:`gradient_differences` when the caller has them (not changed);
+    ``wrap=False``: the (U, d) array in unit order (:class:`InUnitOrder`)."""
     units = resolve_units(fit, groups) if units is None else units
     delta = gradient_differences(fit, units, method) if delta is None else delta.copy()
-    return fit.paper_scale(delta, units, overwrite=True)
+    return fit.paper_scale(delta, units if wrap else InUnitOrder(units), overwrite=True)
 
 
 def gradient_differences(fit, units, method="auto"):

@@ -23,11 +23,8 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.inputs import InputError
-from coxinfluence.influence_functions import refits as _refits
-from coxinfluence.influence_functions import reid as _reid
-from coxinfluence.influence_functions import vif as _vif
 from coxinfluence.influence_functions.aft_audit import AFTAudit
-from coxinfluence.influence_functions.cox_audit import CoxAudit
+from coxinfluence.influence_functions.cox_audit import CoxAudit, low_level_seam
 from coxinfluence.influence_functions.decomposable_audit import DecomposableAudit, DecomposableFit
 from coxinfluence.influence_functions.registry import (  # noqa: F401 (re-exported)
     Family,
@@ -320,13 +317,9 @@ def _build_decomposable(fit, data, *, groups=None, robust=None):
     return DecomposableAudit(fit, resolved.groups), resolved
 
 
-#: the Cox family's own low-level functions: its batched closed forms with their options
-#: (``method=``, ``batch_size=``, ...; ci.vif etc., :mod:`..influence_functions.any_fit`)
-_COX_FUNCTIONS = {"vif": _vif.vif, "reid_influence": _reid.reid_influence,
-                  "newton_loo": _refits.newton_loo, "exact_loo": _refits.exact_loo}
-
 register_family(Family("cox", lambda m: isinstance(m, CoxFit), _build,
-                       description="a CoxFit (ci.fit_cox)", functions=_COX_FUNCTIONS))
+                       description="a CoxFit (ci.fit_cox)", low_level=low_level_seam,
+                       refit_options=("batch_size", "tol", "max_iter", "n_chunks")))
 register_family(Family("aft", lambda m: isinstance(m, AFTFit), _build,
                        description="an AFTFit (ci.fit_aft)"))
 register_family(Family("decomposable", lambda m: isinstance(m, DecomposableFit),
