@@ -43,12 +43,16 @@ class CoxAudit(CoxEngine):
         self.groups = groups
 
     # ------------------------------------------------------ shared, computed once
+    def reid_change(self):
+        """(U, d) Reid's change ``-IF_n(g)/U = -H^{-1}`` :attr:`score_sums`
+        (:mod:`~coxinfluence.influence_functions.reid`; a penalised fit's information
+        included)."""
+        return self._reid_change.copy()
+
     @cached_property
-    def reid(self):
-        """(U, d) Reid's ``IF_n(g)`` of every unit (paper scale): the score sums on the
-        paper's scale (:mod:`~coxinfluence.influence_functions.reid`; a penalised fit's
-        information included)."""
-        return self.fit.paper_scale(-self.score_sums, InUnitOrder(self.units), overwrite=True)
+    def _reid_change(self):
+        # fit.paper_scale with n = 1: -H^{-1} delta, the change itself
+        return self.fit.paper_scale(self.score_sums.copy(), InUnitOrder(1), overwrite=True)
 
     @cached_property
     def score_sums(self):
@@ -65,7 +69,7 @@ class CoxAudit(CoxEngine):
         :class:`~coxinfluence.LeaveOneOutWarning` naming those units."""
         fit = self.fit
         if method == "reid":
-            return -self.reid / self.units.n_units
+            return self.reid_change()
         check_fit(fit, {"vif": "vif", "newton": "newton_loo"}.get(method, method))
         if method == "newton" and fit.penalty is not None:
             out = Engine.change(self, "newton")

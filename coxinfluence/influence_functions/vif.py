@@ -163,11 +163,11 @@ def _vif_delta_series(data, state):
 
 
 class InUnitOrder:
-    """Units as ``CoxFit.paper_scale`` reads them, for its (U, d) array as it is: in unit
-    order (the caller's row order for rows), no DataFrame."""
+    """``n_units`` units as ``CoxFit.paper_scale`` reads them, for its (U, d) array as it
+    is: in unit order (the caller's row order for rows), no DataFrame."""
 
-    def __init__(self, units):
-        self.n_units = units.n_units
+    def __init__(self, n_units):
+        self.n_units = n_units
 
     @staticmethod
     def wrap(values):
@@ -183,7 +183,8 @@ def vif_of_units(fit, method="auto", groups=None, units=None, delta=None, wrap=T
     ``wrap=False``: the (U, d) array in unit order (:class:`InUnitOrder`)."""
     units = resolve_units(fit, groups) if units is None else units
     delta = gradient_differences(fit, units, method) if delta is None else delta.copy()
-    return fit.paper_scale(delta, units if wrap else InUnitOrder(units), overwrite=True)
+    return fit.paper_scale(delta, units if wrap else InUnitOrder(units.n_units),
+                           overwrite=True)
 
 
 def gradient_differences(fit, units, method="auto"):
