@@ -33,8 +33,13 @@ from coxinfluence.families.deprecated_targets import (
     SurvivalQuantile,
 )
 from coxinfluence.families.fine_gray_targets import CumulativeIncidence
-from coxinfluence.influence_functions.any_fit import exact_loo, newton_loo, reid_influence, vif
-from coxinfluence.influence_functions.refits import LeaveOneOutWarning
+from coxinfluence.influence_functions.any_fit import (
+    LeaveOneOutWarning,
+    exact_loo,
+    newton_loo,
+    reid_influence,
+    vif,
+)
 from coxinfluence.influence_functions.reid import score_residuals
 from coxinfluence.models.aft import AFTFit, fit_aft
 from coxinfluence.models.cox import (

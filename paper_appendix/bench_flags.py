@@ -63,7 +63,7 @@ from coxinfluence.audit.verification import MIN_REFITS, refit_cap, verify  # noq
 from coxinfluence.data.units import resolve_units  # noqa: E402
 from coxinfluence.influence_functions import stability as flags  # noqa: E402
 from coxinfluence.influence_functions.cox_audit import CoxAudit  # noqa: E402
-from coxinfluence.influence_functions.refits import Refits  # noqa: E402
+from coxinfluence.influence_functions.engine_refits import Refits  # noqa: E402
 from coxinfluence.influence_functions.seam import AuditModel  # noqa: E402
 
 DATA = OUT / "flags_data"

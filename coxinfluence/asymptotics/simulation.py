@@ -20,9 +20,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from coxinfluence.influence_functions.refits import exact_loo
-from coxinfluence.influence_functions.reid import reid_influence
-from coxinfluence.influence_functions.vif import vif
+from coxinfluence.influence_functions.any_fit import exact_loo, reid_influence, vif
 from coxinfluence.models.cox import fit_cox
 from coxinfluence.numerics.executors import on_workers
 

@@ -11,7 +11,7 @@ import pandas as pd
 
 from coxinfluence.audit.targets import Target
 from coxinfluence.audit.verification import Verification
-from coxinfluence.influence_functions.refits import Refits
+from coxinfluence.influence_functions.engine_refits import Refits
 from coxinfluence.influence_functions.registry import Resolved
 from coxinfluence.models.base import standard_errors
 from coxinfluence.numerics.rows import matmul_reduce_rows, matmul_rows

@@ -55,7 +55,7 @@ from coxinfluence.audit.targets import (
     target_exact,
 )
 from coxinfluence.audit.verification import verify, verify_target
-from coxinfluence.influence_functions.refits import SeamUnits, warn_undefined
+from coxinfluence.influence_functions.any_fit import SeamUnits, warn_undefined
 from coxinfluence.influence_functions.registry import audit_model as seam_of
 from coxinfluence.models.base import register_audit
 

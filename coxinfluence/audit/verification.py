@@ -2,7 +2,8 @@
 
 An audit is read from the top, and the most influential units are where the first-order
 VIF is weakest (GBSG2's top patient: likelihood displacement 2.02 by VIF, 5.61 by refit).
-So ``auto`` refits, exactly (:func:`coxinfluence.influence_functions.refits.exact_refits`):
+So ``auto`` refits, exactly (the engine's refit loop,
+:func:`coxinfluence.influence_functions.engine_refits.refit_units`):
 
 (a) the units with the largest VIF likelihood displacement ``LD_g = D_g' I D_g``, then
     more (doubling) until the top ``top`` (10) by exact displacement cannot change. The
@@ -51,7 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from coxinfluence.influence_functions.refits import Refits
+from coxinfluence.influence_functions.engine_refits import Refits
 
 SAFETY = 1.5
 """Safety factor of the stopping rule: an upper bound on ``LD_exact / LD_vif`` for units
@@ -145,7 +146,7 @@ def verify(model, ld_approx, must_refit, *, refit=None, top=TOP, min_refits=MIN_
 
     ``ld_approx`` (U,): VIF likelihood displacements; ``must_refit`` (U,) bool: flagged
     units, refitted first (by decreasing ``ld_approx``, within the cap). ``refit(codes)``
-    returns a :class:`~coxinfluence.influence_functions.refits.Refits` (default: the
+    returns a :class:`~coxinfluence.influence_functions.engine_refits.Refits` (default: the
     model's refits, ``model.refit``); the displacement of a refit is
     ``2 [J(theta_{-g}) - J(theta_hat)]`` (``model.objective``). ``model``: the seam
     (:mod:`coxinfluence.influence_functions.seam`).
@@ -205,7 +206,7 @@ def verify_target(model, ver, score_approx, exact_change, magnitude, *, refit,
 
     ``score_approx`` (U,): the VIF ``T_g`` (non-finite: refitted first);
     ``exact_change(refits)`` -> (k, m) the exact target changes of the units a
-    :class:`~coxinfluence.influence_functions.refits.Refits` holds (NaN where undefined);
+    :class:`~coxinfluence.influence_functions.engine_refits.Refits` holds (NaN where undefined);
     ``magnitude(changes (k, m))`` -> (k,) their ``T_g``; ``refit(codes)`` as in
     :func:`verify`. At most ``max_refits`` (default :func:`refit_cap`) refits more."""
     U = ver.ld_exact.shape[0]

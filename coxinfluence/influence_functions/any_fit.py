@@ -145,8 +145,8 @@ def reid_influence(fit, groups=None):
     approximates ``n (theta_hat - theta_hat_{-g})``.
 
     - For a ``CoxFit``, ``IF_n / n`` is R's ``resid(fit, "dfbeta")`` (``collapse=id`` for
-      subjects and clusters); see
-      :func:`coxinfluence.influence_functions.reid.reid_influence`.
+      subjects and clusters); the score residuals are
+      :func:`coxinfluence.influence_functions.reid.score_residuals`.
     - For an ``AFTFit`` it is the VIF (a decomposable loss) and ``w_i`` times R's
       ``residuals(survreg, "dfbeta")`` (which is per unit of case weight).
     - For a ``FineGrayFit`` it is crr's influence function, censoring term included

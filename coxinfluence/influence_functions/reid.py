@@ -20,7 +20,6 @@ R's ``resid(fit, "dfbeta") = w_i U_i' H^{-1} = IF_n(i) / n``.
 from __future__ import annotations
 
 from coxinfluence.data.cox_data import wrap_rows
-from coxinfluence.influence_functions.any_fit import reid_influence  # noqa: F401 (asymptotics)
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
 from coxinfluence.models.cox import check_fit
 

@@ -37,7 +37,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from coxinfluence.influence_functions.refits import Refits
+from coxinfluence.influence_functions.engine_refits import Refits
 from coxinfluence.influence_functions.seam import FitSeam
 
 __all__ = ["Reparametrised", "ReparametrisedFit", "TargetIn", "signed_permutation",

@@ -71,7 +71,7 @@ class AuditModel:
 
     def refit(self, codes=None, *, progress=None, executor=None):
         """Exact refits without each unit ``codes`` (positions in ``unit_labels``; None:
-        every unit): a :class:`coxinfluence.influence_functions.refits.Refits`."""
+        every unit): a :class:`coxinfluence.influence_functions.engine_refits.Refits`."""
         raise NotImplementedError
 
     def unstable(self, delta_vif) -> np.ndarray:

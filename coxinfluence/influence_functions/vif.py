@@ -37,7 +37,6 @@ from __future__ import annotations
 import numpy as np
 
 from coxinfluence.data.units import resolve_units
-from coxinfluence.influence_functions.any_fit import vif  # noqa: F401 (for asymptotics)
 from coxinfluence.influence_functions.deleted_hessians import _METHODS, by_deletion
 from coxinfluence.influence_functions.vif_entry import part1_entry
 from coxinfluence.influence_functions.vif_series import part1_series
