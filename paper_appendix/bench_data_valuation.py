@@ -181,9 +181,10 @@ def agreement_rows(fit, test_t, first, exact, loo):
                     f"{ex[top]:+.2e}; the next largest {np.sort(np.abs(ex))[-2]:.2e}) moves "
                     f"the coefficients {norm['exact']:.2f} SE when deleted (norm in "
                     f"standard errors; the VIF says {norm['vif']:.2f}, one-step Newton "
-                    f"{norm['newton']:.2f}); the audit flags it "
-                    f"{'unstable' if audit.flags['unstable'].iloc[top] else 'not'}"
-                    f"{'' if flagged[top] else ' (not flagged)'}.\n")
+                    f"{norm['newton']:.2f}); "
+                    + ("the audit flags it unstable" if audit.flags["unstable"].iloc[top]
+                       else "the audit flags it" if flagged[top]
+                       else "the audit does not flag it") + ".\n")
     return rows, note
 
 
