@@ -47,6 +47,7 @@ tied pairs that contain ``k``; ``var = sum_k dfbeta_k^2 / 4``.
 from __future__ import annotations
 
 import numpy as np
+from scipy.stats import rankdata
 
 from coxinfluence.data.inputs import InputError
 
@@ -357,25 +358,6 @@ def _pair_counts(out, s, kind, block):
     return ic
 
 
-def _tie_ranks(s):
-    """(lo, hi), each (U, n): per row, how many scores are below each score (lo) and at or
-    below it (hi)."""
-    U, n = s.shape
-    order = np.argsort(s, axis=1, kind="stable")
-    srt = np.take_along_axis(s, order, axis=1)
-    pos = np.broadcast_to(np.arange(n), (U, n))
-    new = np.ones((U, n), dtype=bool)
-    new[:, 1:] = srt[:, 1:] != srt[:, :-1]
-    start = np.maximum.accumulate(np.where(new, pos, 0), axis=1)
-    last = np.ones((U, n), dtype=bool)
-    last[:, :-1] = new[:, 1:]
-    end = np.minimum.accumulate(np.where(last, pos, n - 1)[:, ::-1], axis=1)[:, ::-1] + 1
-    lo, hi = np.empty((U, n), dtype=np.intp), np.empty((U, n), dtype=np.intp)
-    np.put_along_axis(lo, order, start, axis=1)
-    np.put_along_axis(hi, order, end, axis=1)
-    return lo, hi
-
-
 def concordant_weight(scores, time, event, omega):
     """Each row's weighted concordant pairs, ``sum_i omega_i sum_{j in C_i} (1[s_i > s_j]
     + 1/2 1[s_i = s_j])`` over the events ``i`` and their comparable patients ``C_i``
@@ -413,7 +395,9 @@ def concordant_weight(scores, time, event, omega):
     """
     s = np.atleast_2d(np.asarray(scores, dtype=np.float64))
     U, n = s.shape
-    lo, hi = _tie_ranks(s)
+    # per row, how many scores lie below each score (lo) and at or below it (hi)
+    lo = rankdata(s, method="min", axis=1).astype(np.intp) - 1
+    hi = rankdata(s, method="max", axis=1).astype(np.intp)
     # Fenwick tree over ranks, stored rank-major and flat (entry rank * U + row); rank
     # n + 1 is a sink for the updates past the end, rank 0 stays 0
     tree = np.zeros((n + 2) * U)
