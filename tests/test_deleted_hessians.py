@@ -197,6 +197,20 @@ def test_rossi_real_data():
 
 # --------------------------------------------------------------- one-step Newton
 
+def newton_definition(fit):
+    """One-step Newton by its definition: each unit's deleted gradient and Hessian at
+    ``theta_hat`` from the kernels on the data without the unit's rows. Returns the units,
+    their codes, the deleted gradients, ``theta_hat - H_{-g}^{-1} g_{-g}`` and the scale
+    the tolerance is relative to."""
+    units = resolve_units(fit)
+    codes = np.arange(units.n_units)
+    theta = np.repeat(fit.coef[None, :], codes.size, axis=0)
+    g_ref = fit.risk_sets.loss_grad_hess(theta, units.deletion(codes), hess=False)[1]
+    H_ref = by_deletion(fit, units, codes)
+    definition = fit.coef - np.linalg.solve(H_ref, g_ref[:, :, None])[:, :, 0]
+    return units, codes, g_ref, definition, 1 + np.abs(definition).max()
+
+
 @pytest.mark.parametrize("case", [
     dict(ties="efron", strata=2, weights=True, n_times=25),
     dict(ties="breslow", strata=None, weights=False, n_times=25),
@@ -212,13 +226,7 @@ def test_newton_step_equals_newton_loo(case):
     X = pd.DataFrame(X, columns=["a", "b", "c"], index=np.arange(500)[::-1] * 3)
     fit = ci.fit_cox(X, t, e, weights=w, strata=s, ties=ties)
     ref = np.asarray(ci.newton_loo(fit))
-    units = resolve_units(fit)
-    codes = np.arange(units.n_units)
-    theta = np.repeat(fit.coef[None, :], codes.size, axis=0)
-    g_ref = fit.risk_sets.loss_grad_hess(theta, units.deletion(codes), hess=False)[1]
-    H_ref = by_deletion(fit, units, codes)
-    definition = fit.coef - np.linalg.solve(H_ref, g_ref[:, :, None])[:, :, 0]
-    scale = 1 + np.abs(definition).max()
+    units, codes, g_ref, definition, scale = newton_definition(fit)
     assert np.abs(ref - definition).max() <= TOL * scale
     rows = [0, 17, 499]
     literal = newton_rows(fit.coef, X.to_numpy(), t, e, rows, w=w, s=s, ties=ties)
@@ -240,13 +248,7 @@ def test_newton_step_for_subjects_equals_newton_loo():
     each subject's rows."""
     df = subjects(5, n_subj=60)
     fit = fit_of(df)
-    units = resolve_units(fit)
-    codes = np.arange(units.n_units)
-    theta = np.repeat(fit.coef[None, :], codes.size, axis=0)
-    g_ref = fit.risk_sets.loss_grad_hess(theta, units.deletion(codes), hess=False)[1]
-    H_ref = by_deletion(fit, units, codes)
-    definition = fit.coef - np.linalg.solve(H_ref, g_ref[:, :, None])[:, :, 0]
-    scale = 1 + np.abs(definition).max()
+    units, _, _, definition, scale = newton_definition(fit)
     ref = ci.newton_loo(fit)
     assert np.abs(ref.to_numpy() - definition).max() <= TOL * scale
     change, ok = CoxEngine(fit, units).newton_change()
