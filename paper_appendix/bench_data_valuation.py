@@ -146,12 +146,13 @@ write(median(secs), "{tmp / 's.txt'}")
         return float((tmp / "s.txt").read_text())
 
 
-def agreement_rows(fit, test_t, first, exact, loo):
+def agreement_rows(fit, test_t, first, exact, loo, dtheta, se):
     """Rows of the agreement table: per metric, the first-order estimate (VIF + chain
     rule / surrogate), the one-step Newton change through the same map, and what the
     audit shows (``ci.influence(..., method="auto")``: first order, its flagged and top
     units refitted), each against the exact change; and the first order without the
-    units the audit flags. Also a note on the unit of largest exact change."""
+    units the audit flags. Also a note on the unit of largest exact change (``dtheta``:
+    the VIF's coefficient changes, ``se``: the coefficients' standard errors)."""
     d_newton = np.asarray(ci.newton_loo(fit)) - fit.coef
     rows, note = [], ""
     for m, tg in test_t.items():
@@ -172,10 +173,9 @@ def agreement_rows(fit, test_t, first, exact, loo):
                          f"{np.corrcoef(est[keep], ex[keep])[0, 1]:.4f}",
                          f"{spearmanr(est[keep], ex[keep]).correlation:.4f}"])
         if m == "IBS":
-            se = np.sqrt(np.diag(np.linalg.inv(np.asarray(fit.information))))
             top = int(np.argmax(np.abs(ex)))
             norm = {k: float(np.linalg.norm(d[top] / se)) for k, d in
-                    (("exact", loo - fit.coef), ("vif", -np.asarray(ci.vif(fit)) / fit.n),
+                    (("exact", loo - fit.coef), ("vif", dtheta),
                      ("newton", d_newton))}
             note = (f"The training patient of largest exact IBS change (row {top}: "
                     f"{ex[top]:+.2e}; the next largest {np.sort(np.abs(ex))[-2]:.2e}) moves "
@@ -270,9 +270,9 @@ def run(name, parts, covs):
             exact[key, m] = target_exact(fit, loo, tg)[:, 0]
             t_exact[key, m] = time.perf_counter() - t0
 
-    agreement, flag_note = agreement_rows(fit, test_t, first, exact, loo)
     base = test_metrics(fit, test_t)
     se = np.sqrt(np.diag(np.linalg.inv(np.asarray(fit.information))))
+    agreement, flag_note = agreement_rows(fit, test_t, first, exact, loo, dtheta, se)
     vif_norm = np.linalg.norm(dtheta / se, axis=1)
     rng = np.random.default_rng(1)
     rows = []
