@@ -190,14 +190,51 @@ def test_aft_groups_are_clusters(fits, data):
 
 
 def test_a_fit_without_maximum(data):
-    """An AFT fit that did not converge: the approximations warn (ci.ConvergenceWarning),
-    the exact refits refuse (ci.NotConvergedError), as for a CoxFit."""
+    """An AFT fit that did not converge: the low-level functions refuse
+    (ci.NotConvergedError), as for a CoxFit (issue 44: one rule for every family)."""
     X, time, _, _ = data
     x = X.assign(sex=(X["dose"] > 0).astype(float))
     event = (x["sex"] == 0).astype(float).to_numpy()        # no event at sex = 1
     with pytest.warns(ci.ConvergenceWarning):
         fit = ci.fit_aft(x, time, event)
-    with pytest.warns(ci.ConvergenceWarning, match="vif: the .* did not converge"):
+    with pytest.raises(ci.NotConvergedError, match="vif: the .* did not converge"):
         ci.vif(fit)
     with pytest.raises(ci.NotConvergedError, match="exact_loo"):
         ci.exact_loo(fit)
+
+
+def _without_maximum(case, data):
+    """A fit of each family that did not converge."""
+    X, time, event, status = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ci.ConvergenceWarning)
+        if case == "cox":
+            return ci.fit_cox(X, time, event, max_iter=1)
+        if case == "aft":                  # no event at sex = 1: a monotone likelihood
+            x = X.assign(sex=(X["dose"] > 0).astype(float))
+            return ci.fit_aft(x, time, (x["sex"] == 0).astype(float).to_numpy())
+        return ci.fit_fine_gray(X, time, status, max_iter=1)
+
+
+@pytest.mark.parametrize("case", ["cox", "aft", "fine_gray"])
+@pytest.mark.parametrize("f", [ci.vif, ci.reid_influence, ci.newton_loo, ci.exact_loo])
+def test_one_rule_for_fits_without_maximum(data, case, f):
+    """Issue 44 item 2: every low-level function refuses a fit that did not converge with
+    ci.NotConvergedError for every family (a Fine-Gray fit's ci.vif gave a raw
+    LinAlgError)."""
+    fit = _without_maximum(case, data)
+    assert not fit.converged
+    with pytest.raises(ci.NotConvergedError, match=f"{f.__name__}: .*did not converge"):
+        f(fit)
+
+
+@pytest.mark.parametrize("case", ["cox", "aft", "fine_gray"])
+def test_influence_flags_every_unit_of_a_fit_without_maximum(data, case):
+    """... and ``ci.influence`` keeps its result, every unit flagged, with one warning."""
+    fit = _without_maximum(case, data)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = ci.influence(fit)
+    conv = [w for w in caught if issubclass(w.category, ci.ConvergenceWarning)]
+    assert len(conv) == 1 and "did not converge" in str(conv[0].message)
+    assert not res.fit_ok and res.flagged.all()

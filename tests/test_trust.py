@@ -26,16 +26,33 @@ def test_diverging_coefficient_is_named():
     assert ci.fit_cox(X[:, :2], t, e).diverging_columns() == []
 
 
-@pytest.mark.parametrize("f", [ci.vif, ci.reid_influence, ci.newton_loo])
-def test_approximations_warn_with_the_name(f):
+@pytest.mark.parametrize("f", [ci.vif, ci.reid_influence, ci.newton_loo, ci.exact_loo])
+def test_low_level_functions_refuse_with_the_name(f):
+    """Issue 44 item 2: one rule, the one NotConvergedError's docstring states: the
+    low-level functions refuse a fit without a maximum, naming the covariate."""
     X, t, e = separated()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = ci.fit_cox(X, t, e)
-    with pytest.warns(ci.ConvergenceWarning, match=r"\['x2'\] are not identified: they diverge"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ci.LeaveOneOutWarning)
-            f(fit)
+    with pytest.raises(ci.NotConvergedError,
+                       match=r"\['x2'\] are not identified: they diverge"):
+        f(fit)
+
+
+def test_influence_keeps_its_result_every_unit_flagged():
+    """Issue 44 item 2: ``ci.influence`` keeps its result, every unit flagged, with one
+    ConvergenceWarning naming the diverging covariate."""
+    X, t, e = separated()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = ci.fit_cox(X, t, e)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = ci.influence(fit)
+    conv = [w for w in caught if issubclass(w.category, ci.ConvergenceWarning)]
+    assert len(conv) == 1 and "['x2'] diverge" in str(conv[0].message)
+    assert not any(issubclass(w.category, RuntimeWarning) for w in caught)
+    assert not res.fit_ok and res.flags["unstable"].all()
 
 
 def test_exact_refits_refuse_with_a_clear_error():
@@ -74,8 +91,9 @@ def _designs_without_a_maximum():
 @pytest.mark.parametrize("name, X, t, e", list(_designs_without_a_maximum()))
 def test_no_raw_linalg_error(name, X, t, e):
     """Issue 16 item 3d: designs whose fit has no maximum get, from every public influence
-    function, a clear error or a warning naming the covariates (with a result flagged
-    by ``fit_ok``), never a raw LinAlgError; exact refits always refuse."""
+    function, a clear error (the low-level functions always; issue 44) or a warning
+    naming the covariates (``ci.influence``, with a result flagged by ``fit_ok``), never a
+    raw LinAlgError."""
     with pytest.warns(ci.ConvergenceWarning):
         fit = ci.fit_cox(X, t, e)
     for f in (ci.vif, ci.reid_influence, ci.newton_loo, ci.exact_loo, ci.influence):
@@ -86,8 +104,8 @@ def test_no_raw_linalg_error(name, X, t, e):
             except ci.NotConvergedError as exc:
                 assert "not identified" in str(exc) or "stopped" in str(exc)
                 continue
-        assert f is not ci.exact_loo
-        assert any("not identified" in str(w.message) for w in caught), f.__name__
+        assert f is ci.influence
+        assert any("did not converge" in str(w.message) for w in caught), f.__name__
         if f is ci.influence:
             assert not out.fit_ok
 

@@ -14,14 +14,16 @@ replicates. ``VIF_n`` and ``IF_n`` are on the paper's scale, approximating
 from __future__ import annotations
 
 import numbers
+import warnings
 from concurrent.futures import Executor, as_completed
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from coxinfluence.influence_functions.any_fit import exact_loo, reid_influence, vif
-from coxinfluence.models.cox import fit_cox
+from coxinfluence.influence_functions.any_fit import exact_loo
+from coxinfluence.influence_functions.cox_audit import CoxAudit
+from coxinfluence.models.cox import ConvergenceWarning, fit_cox
 from coxinfluence.numerics.executors import on_workers
 
 from .designs import CoxDesign, _as_design, _norms
@@ -45,8 +47,14 @@ def _one_replicate(design, n, rep, seed_seq, include_loo, population):
     if isinstance(design, FineGrayDesign):
         return {"n": n, "rep": rep, **fine_gray_gap_row(design, X, time, event, include_loo)}
     fit = fit_cox(X, time, event)
-    IF = np.asarray(reid_influence(fit), dtype=np.float64)
-    VIF = np.asarray(vif(fit), dtype=np.float64)
+    # the seam, not ci.vif / ci.reid_influence (which refuse a fit that did not converge):
+    # a replicate without a maximum (rare, at small n) stays in the table, marked by its
+    # ``converged`` column, as the Fine-Gray row does
+    model = CoxAudit(fit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        IF = -n * model.change("reid")
+        VIF = -n * model.change("vif")
     diff = VIF - IF
     gap = _norms(diff)
     imax = int(np.argmax(gap))
@@ -70,7 +78,7 @@ def _one_replicate(design, n, rep, seed_seq, include_loo, population):
         row["lead_mean"] = float(lead_norm.mean())
         row["lead_max"] = float(lead_norm.max())
         row["lead_at_argmax"] = float(lead_norm[imax])
-    if include_loo:
+    if include_loo and fit.converged:
         loo = np.asarray(exact_loo(fit), dtype=np.float64)
         target = n * (np.asarray(fit.coef, dtype=np.float64)[None, :] - loo)
         g_v, g_i = _norms(VIF - target), _norms(IF - target)

@@ -58,6 +58,7 @@ from coxinfluence.audit.verification import verify, verify_target
 from coxinfluence.influence_functions.any_fit import SeamUnits, warn_undefined
 from coxinfluence.influence_functions.registry import audit_model as seam_of
 from coxinfluence.models.base import register_audit
+from coxinfluence.models.cox import ConvergenceWarning
 
 __all__ = ["influence", "InfluenceResult", "METHODS", "FLAGS", "TopNotVerifiedWarning",
            "TargetBeyondFollowUpWarning"]
@@ -396,9 +397,32 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
     notes = tuple(target.followup_notes(audit_model.fit))
     for note in notes:
         warnings.warn(note, TargetBeyondFollowUpWarning, stacklevel=2)
-    return compute(audit_model, resolved, method, target, progress=progress,
-                   executor=executor, include_data_effect=include_data_effect,
-                   target_notes=notes)
+    if audit_model.converged or method == "exact":     # exact refits refuse (the seam's)
+        return compute(audit_model, resolved, method, target, progress=progress,
+                       executor=executor, include_data_effect=include_data_effect,
+                       target_notes=notes)
+    # One rule for every family (the low-level functions raise NotConvergedError): the
+    # result is kept, every unit flagged, with one warning; its numbers are not meaningful,
+    # so numpy's own warnings about them add nothing
+    warnings.warn(not_converged_message(audit_model, resolved), ConvergenceWarning,
+                  stacklevel=2)
+    with np.errstate(all="ignore"):
+        return compute(audit_model, resolved, method, target, progress=progress,
+                       executor=executor, include_data_effect=include_data_effect,
+                       target_notes=notes)
+
+
+def not_converged_message(model, resolved):
+    """The audit's one warning for a fit that did not converge (any family's seam)."""
+    header = model.report_header()
+    which = (f": the parameters {list(header.diverging)} diverge (monotone likelihood, e.g. "
+             "a covariate that separates the events, or collinear covariates)"
+             if header.diverging else "")
+    return (f"influence: the {header.name} fit did not converge{which}. Influence is "
+            "measured against a maximum that does not exist: every "
+            f"{unit_name_of(model, resolved)[:-1]} is flagged 'unstable' and no number "
+            "can be trusted; a ridge penalty or removing the covariate gives a model with "
+            "a maximum")
 
 
 register_audit(influence)      # fit.influence(...) is ci.influence(fit, ...) (models/base.py)

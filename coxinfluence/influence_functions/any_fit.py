@@ -82,12 +82,8 @@ def vif(fit, *, method="auto", groups=None):
         ``groups`` does not have one label per row, or is given for a fit whose units are
         fixed (Fine-Gray, a seam object).
     coxinfluence.NotConvergedError
-        The fit did not converge and its information cannot be inverted.
-
-    Warns
-    -----
-    coxinfluence.ConvergenceWarning
-        The fit did not converge: the values returned are not meaningful.
+        The fit did not converge (every family: there is no maximum to measure the
+        change against; ``ci.influence`` keeps its result, every unit flagged).
 
     See Also
     --------
@@ -133,7 +129,7 @@ def vif(fit, *, method="auto", groups=None):
     >>> ci.vif(fit, groups=rossi["prio"]).shape
     (17, 7)
     """
-    model = family_seam(fit, groups, "vif", method=method)
+    model = family_seam(fit, groups, "vif", method=method, refuse=True)
     return _wrap(model, -_n_units(model) * model.change("vif"))
 
 
@@ -175,12 +171,8 @@ def reid_influence(fit, groups=None):
         ``groups`` does not have one label per row, or is given for a fit whose units are
         fixed (Fine-Gray, a seam object).
     coxinfluence.NotConvergedError
-        The fit did not converge and its information cannot be inverted.
-
-    Warns
-    -----
-    coxinfluence.ConvergenceWarning
-        The fit did not converge: the values returned are not meaningful.
+        The fit did not converge (every family: there is no maximum to measure the
+        change against; ``ci.influence`` keeps its result, every unit flagged).
 
     See Also
     --------
@@ -218,7 +210,7 @@ def reid_influence(fit, groups=None):
     >>> bool(np.allclose(ci.reid_influence(aft), ci.vif(aft)))
     True
     """
-    model = family_seam(fit, groups, "reid_influence")
+    model = family_seam(fit, groups, "reid_influence", refuse=True)
     return _wrap(model, -_n_units(model) * model.change("reid"))
 
 
@@ -263,14 +255,13 @@ def newton_loo(fit, *, groups=None, method="auto"):
         ``groups`` does not have one label per row, or is given for a fit whose units are
         fixed (Fine-Gray, a seam object).
     coxinfluence.NotConvergedError
-        The fit did not converge and its information cannot be inverted.
+        The fit did not converge (every family: there is no maximum to measure the
+        change against; ``ci.influence`` keeps its result, every unit flagged).
 
     Warns
     -----
     coxinfluence.LeaveOneOutWarning
         One warning naming the units whose estimate is NaN.
-    coxinfluence.ConvergenceWarning
-        The fit did not converge: the values returned are not meaningful.
 
     See Also
     --------
@@ -296,7 +287,7 @@ def newton_loo(fit, *, groups=None, method="auto"):
     >>> bool(np.allclose(change, ci.influence(fit, method="newton").theta_change))
     True
     """
-    model = family_seam(fit, groups, "newton_loo", method=method)
+    model = family_seam(fit, groups, "newton_loo", method=method, refuse=True)
     with warnings.catch_warnings():     # a seam's own warning (Cox's): this one instead
         warnings.simplefilter("ignore", LeaveOneOutWarning)
         change = model.change("newton")

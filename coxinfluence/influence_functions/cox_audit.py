@@ -63,8 +63,9 @@ class CoxAudit(CoxEngine):
 
     # ------------------------------------------------------------ the estimates
     def change(self, method):
-        """The engine's changes, after the public functions' warning for a fit without
-        maximum, under their names (Reid's: :attr:`score_sums`'); "newton" of an
+        """The engine's changes, after the check that a fit without maximum has an
+        invertible information (else NotConvergedError under the public functions' names;
+        Reid's: :attr:`score_sums`'); "newton" of an
         unpenalised fit by :meth:`newton_change`, NaN where undefined, with one
         :class:`~coxinfluence.LeaveOneOutWarning` naming those units."""
         fit = self.fit

@@ -1006,10 +1006,11 @@ class NotConvergedError(ValueError):
 def check_fit(fit, what=None, *, refuse=False) -> CoxFit:
     """``fit`` itself when it is a :class:`CoxFit`, else a ``TypeError`` naming its type.
 
-    When the fit did not converge, ``what`` (the caller's name) gets a
-    :class:`ConvergenceWarning` naming the diverging coefficients, or, with
-    ``refuse=True`` or when the information cannot be inverted, a
-    :class:`NotConvergedError` (never a raw ``LinAlgError``)."""
+    When the fit did not converge, ``what`` (the caller's name) gets, with
+    ``refuse=True`` (the low-level functions) or when the information cannot be inverted,
+    a :class:`NotConvergedError` naming the diverging coefficients (never a raw
+    ``LinAlgError``); otherwise nothing here: ``ci.influence`` warns once, for every
+    family (:func:`coxinfluence.audit.run.not_converged_message`)."""
     if not isinstance(fit, CoxFit):
         raise TypeError(f"expected a CoxFit from coxinfluence.fit_cox; got {type(fit).__name__}")
     if what is not None and not fit.converged:
@@ -1024,8 +1025,6 @@ def check_fit(fit, what=None, *, refuse=False) -> CoxFit:
             # nothing can be computed from a singular information: a clear error, never
             # a raw LinAlgError
             raise NotConvergedError(msg)
-        warnings.warn(msg + "; the values returned are not meaningful", ConvergenceWarning,
-                      stacklevel=3)
     return fit
 
 
