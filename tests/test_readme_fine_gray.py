@@ -77,9 +77,9 @@ def test_top_five_and_correlation_are_the_literal_refits(run, literal):
     assert printed[2] == f"[{corr:.5f}]" == "[0.99998]"
     assert "correlate 0.99998 with the exact ones" in flat(section)
     auto = ci.influence(ns["fit"], target=ns["cif"])
-    assert int(auto.verified.sum()) == 46 and "46 here" in flat(section)
-    # 27 by likelihood displacement, 19 more for the top 10 by F_1(1 | x)'s change
-    assert auto.verification.target.n_refits == 19
+    # every subject refitted with a target at this size (issue 44): the top is exact
+    assert int(auto.verified.sum()) == 300 and "all 300 here" in flat(section)
+    assert auto.verification.target.how == "every unit"
     assert list(auto.top(5, by="target").index) == top
 
 

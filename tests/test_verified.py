@@ -252,9 +252,10 @@ def test_a_fit_that_did_not_converge_is_flagged_not_refitted():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = ci.fit_cox(np.column_stack([x, g]), t, np.ones(n))
-    with pytest.warns(ci.ConvergenceWarning, match=r"\['x2'\] are not identified"):
+    with pytest.warns(ci.ConvergenceWarning, match=r"\['x2'\] diverge"):
         res = ci.influence(fit)
     assert not res.fit_ok and res.refits is None and not res.verified.any()
+    assert res.flags["unstable"].all()
 
 
 def test_lmax_is_the_top_eigenvector_of_the_curvature_matrix():

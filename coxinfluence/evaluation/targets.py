@@ -493,6 +493,8 @@ class _Surrogate:
 
     first_order = ("smooth surrogate: each 1[s_i > s_j] replaced by sigmoid((s_i - s_j) "
                    "/ h), h = bandwidth * sd(s), when differentiating; values exact")
+    #: a step function of the coefficients: ``auto`` claims no first-order bound
+    smooth = False
 
     @staticmethod
     def _pair_gradient(si, sj, wi, wj, h):
