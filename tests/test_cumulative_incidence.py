@@ -223,9 +223,11 @@ def test_inputs_are_checked_and_not_modified():
     target.data_effect(fit)
     assert np.array_equal(X_new, keep_x) and np.array_equal(times, keep_t)
     assert target.value(fit, fit.coef[None, :]).dtype == np.float64
-    for bad in ([0.0, 1.0], [-1.0], [np.nan], [], [[1.0, 2.0]]):
-        with pytest.raises(ValueError, match="times must be finite positive"):
+    for bad in ([-1.0, 1.0], [-1.0], [np.nan], [], [[1.0, 2.0]]):
+        with pytest.raises(ValueError, match="times must be finite non-negative"):
             ci.CumulativeIncidence(X_new, bad)
+    # t = 0 is a time (predict.crr's jump at 0 where the cause fails at 0; here none: 0)
+    assert (ci.CumulativeIncidence(X_new, [0.0]).value(fit, fit.coef[None, :]) == 0).all()
     with pytest.raises(ValueError, match="must have 3 covariates"):
         ci.CumulativeIncidence(X_new[:, :2], times).value(fit, fit.coef[None, :])
     frame = pd.DataFrame(X_new, columns=["x1", "x2", "x9"])

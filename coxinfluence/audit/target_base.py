@@ -4,138 +4,25 @@ families' implementations of the quantities of ``ci.targets`` (:func:`register_t
 :func:`implementation_of`, the strings a user may ask by, :func:`target_named`) and the
 :class:`Dispatched` quantities that resolve to them; how a user asks for each target
 (:func:`describe_targets`); the notes on target times past the follow-up
-(:func:`followup_notes`, :class:`TargetBeyondFollowUpWarning`). It names no model family:
+(:func:`followup_notes`, :class:`TargetBeyondFollowUpWarning`, defined in
+:mod:`coxinfluence.data.followup`). It names no model family:
 the families register their implementations (:mod:`coxinfluence.families`)."""
 from __future__ import annotations
 
 import functools
 from operator import methodcaller
 
-import numpy as np
-
-from coxinfluence.data.inputs import show_labels
+# the warning and the sentences of times past the follow-up: the data layer holds them (the
+# predictions warn too); re-exported here for the targets
+from coxinfluence.data.followup import (
+    TargetBeyondFollowUpWarning,
+    followup_notes,
+    last_by_stratum,
+)
 
 __all__ = ["Target", "Dispatched", "register_target", "implementation_of", "target_named",
            "describe_targets", "followup_notes", "last_by_stratum",
            "TargetBeyondFollowUpWarning"]
-
-
-class TargetBeyondFollowUpWarning(UserWarning):
-    """A target time is past the last event time of the data.
-
-    Issued by :func:`coxinfluence.influence`, one warning per stratum, when a target of
-    new patients (``ci.targets.Survival``, ``ci.targets.CumulativeIncidence``) is read at
-    a time past the last event time of the data (of the patient's stratum): the value
-    there is not estimated from events. For Cox and Fine-Gray models it is the last
-    plateau carried forward (the baseline hazard has no more jumps); for a parametric
-    model, its extrapolation beyond the data. The same text is kept on the result,
-    ``InfluenceResult.target_notes``, one sentence per stratum.
-
-    See Also
-    --------
-    coxinfluence.InfluenceResult.target_notes : The warnings' sentences, kept.
-    coxinfluence.targets.Target.followup_notes : Where each target writes them.
-
-    Examples
-    --------
-    Rossi's follow-up ends at week 52; week 60 is past it:
-
-    >>> import warnings
-    >>> from lifelines.datasets import load_rossi
-    >>> rossi = load_rossi()
-    >>> X = rossi[["fin", "age", "prio"]]
-    >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
-    >>> target = ci.targets.Survival(X.iloc[:1], times=[30, 60])
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     res = ci.influence(fit, target=target, method="vif")
-    >>> [w.category is ci.TargetBeyondFollowUpWarning for w in caught]
-    [True]
-    >>> print(res.target_notes[0])
-    S(t|x) at time 60: past the last event time of the data, 52; the baseline does not
-    change after it, so the value there is the last plateau carried forward, not an
-    estimate from events
-    """
-
-
-def followup_notes(times, last, codes, patients, *, quantity, events="event",
-                   stratum_labels=None, consequence=None):
-    """One note per stratum whose new patients have target times past its last event time.
-
-    The sentences of :class:`TargetBeyondFollowUpWarning`
-    (:mod:`coxinfluence.audit.targets`).
-
-    Parameters
-    ----------
-    times : array_like, shape (T,)
-        The target's times.
-    last : numpy.ndarray, shape (S,)
-        The last event time of each stratum code (``-inf``: none).
-    codes : array_like of int, shape (P,)
-        Each new patient's stratum code.
-    patients : sequence
-        The new patients' labels.
-    quantity : str
-        What is read at the times (e.g. ``"S(t|x)"``).
-    events : str, default "event"
-        What the events are called (e.g. ``"cause-1 failure"``).
-    stratum_labels : list, optional
-        The strata's labels in code order when the model is stratified (None: one
-        stratum).
-    consequence : str, optional
-        What the value beyond is (default: the last plateau carried forward).
-
-    Returns
-    -------
-    tuple of str
-        One sentence per stratum with times past its last event time; empty if none.
-    """
-    if consequence is None:
-        consequence = ("the baseline does not change after it, so the value there is the "
-                       "last plateau carried forward, not an estimate from events")
-    times = np.asarray(times, dtype=np.float64)
-    codes = np.asarray(codes, dtype=np.intp)
-    notes = []
-    for s in dict.fromkeys(codes.tolist()):
-        late = times[times > last[s]]
-        if late.size == 0:
-            continue
-        when = ", ".join(f"{t:g}" for t in late)
-        where = "the data"
-        if stratum_labels is not None:
-            who = [str(patients[k]) for k in np.flatnonzero(codes == s)]
-            where = (f"stratum {show_labels([stratum_labels[s]])} (patients "
-                     f"{show_labels(who)})")
-        if np.isfinite(last[s]):
-            past = f"past the last {events} time of {where}, {last[s]:g}"
-        else:
-            past = f"past the follow-up of {where}, which has no {events}"
-        notes.append(f"{quantity} at time{'s' if late.size > 1 else ''} {when}: {past}; "
-                     f"{consequence}")
-    return tuple(notes)
-
-
-def last_by_stratum(times, strata, n_strata):
-    """The largest of ``times`` in each stratum code.
-
-    Parameters
-    ----------
-    times : array_like, shape (k,)
-        Times.
-    strata : array_like of int, shape (k,)
-        The stratum code of each time.
-    n_strata : int
-        The number of strata, S.
-
-    Returns
-    -------
-    numpy.ndarray, shape (S,)
-        The largest time of each stratum (``-inf`` where none).
-    """
-    out = np.full(int(n_strata), -np.inf)
-    if np.size(times):
-        np.maximum.at(out, np.asarray(strata, dtype=np.intp), np.asarray(times, dtype=float))
-    return out
 
 
 class Target:

@@ -6,6 +6,7 @@ import pandas as pd
 
 from coxinfluence.audit.target_base import implementation_of
 from coxinfluence.audit.targets import Survival
+from coxinfluence.data.followup import warn_beyond_follow_up
 from coxinfluence.data.inputs import InputError
 from coxinfluence.evaluation import scores
 from coxinfluence.evaluation.targets import Concordance
@@ -81,7 +82,8 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
         1 for an event, 0 for a censoring; for a Fine-Gray model the cause (0 censored,
         1, 2, ...).
     times : float or array_like
-        The times of the Brier score and the AUC, inside the test set's follow-up.
+        The times of the Brier score and the AUC, inside the test set's follow-up (and,
+        to score estimates rather than extrapolations, the training data's).
     data : DataFrame, optional
         The training data, for a library model that does not keep it (lifelines), as
         ``ci.influence`` takes it.
@@ -106,6 +108,15 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
         ones; outcomes that do not match the test rows.
     TypeError
         A model no family accepts.
+
+    Warns
+    -----
+    coxinfluence.TargetBeyondFollowUpWarning
+        A time past the training follow-up the model rests on (the last event time of
+        the training data, of a test patient's stratum; Fine-Gray: the cause's last
+        failure time): the scores there are returned, but they score the last plateau
+        (Cox, Fine-Gray) or the parametric model's extrapolation (AFT), not an estimate
+        from events. The same rule as the predictions and the targets.
 
     See Also
     --------
@@ -154,6 +165,9 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
                              f"{type(fit).__name__} has none")
     pred.transform = transform
     values = np.asarray(pred.value(fit, coef), dtype=np.float64).reshape(out.n, t.size)
+    notes = [f"ci.evaluate: the Brier score and the AUC at these times (and the IBS) are "
+             f"computed from predictions past the training data's follow-up: {note}"
+             for note in pred.followup_notes(fit)]
     S = 1.0 - values if incidence else values
     rows = []
     brier_ic = []
@@ -178,4 +192,5 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
     z = normal_quantile(alpha)
     table["lower"] = np.clip(table.estimate - z * table.se, 0.0, 1.0)
     table["upper"] = np.clip(table.estimate + z * table.se, 0.0, 1.0)
+    warn_beyond_follow_up(notes)
     return table

@@ -41,20 +41,17 @@ import numpy as np
 
 from coxinfluence.audit.target_base import (
     Target,
-    followup_notes,
-    last_by_stratum,
     register_target,
 )
 from coxinfluence.data.new_patients import probabilities
 from coxinfluence.families.new_patients import covariate_view, new_patients, positive_times
-from coxinfluence.likelihood.aft import EXACT, INTERVAL, LEFT
 from coxinfluence.models.aft import AFTFit
 from coxinfluence.models.predictions import (
     aft_design,
     aft_quantiles,
-    aft_stratum_labels,
     aft_survival,
     aft_z,
+    follow_up_notes,
     standard_quantile,
 )
 
@@ -186,7 +183,8 @@ class AFTSurvival(_AFTNewPatients):
 
         ``S(t|x)`` is extrapolated by the parametric model there (module docstring); an
         event time is an observed one, or the upper bound of a left- or
-        interval-censored one.
+        interval-censored one. The rule of the predictions
+        (:func:`coxinfluence.models.predictions.follow_up_notes`).
 
         Parameters
         ----------
@@ -198,16 +196,8 @@ class AFTSurvival(_AFTNewPatients):
         tuple of str
             One sentence per stratum with times past its last event time.
         """
-        data = fit.data
         design, codes, labels = self._design(fit)
-        log_t = np.where(data.kind == INTERVAL, data.y2, data.y)
-        event = np.isin(data.kind, (EXACT, LEFT, INTERVAL))
-        last = last_by_stratum(np.exp(log_t[event]), data.strata[event], data.n_strata)
-        strata = aft_stratum_labels(fit) if data.n_strata > 1 else None
-        return followup_notes(
-            self.times, last, codes, labels, quantity="S(t|x)", stratum_labels=strata,
-            consequence=(f"S(t|x) there is extrapolated by the parametric ({fit.dist}) "
-                         "model beyond the data, not estimated from events"))
+        return follow_up_notes(fit, self.times, codes, labels, "S(t|x)")
 
     def _z(self, fit, theta):
         design, codes, _ = self._design(fit)

@@ -56,8 +56,6 @@ import numpy as np
 
 from coxinfluence.audit.target_base import (
     Target,
-    followup_notes,
-    last_by_stratum,
     register_target,
 )
 from coxinfluence.data.new_patients import nonnegative_times, stratum_codes
@@ -69,7 +67,12 @@ from coxinfluence.likelihood.baseline_hazard import (
     hazard_increments,
 )
 from coxinfluence.models.cox import CoxFit
-from coxinfluence.models.predictions import cox_cumulative_hazard, cox_strata, linear_predictor
+from coxinfluence.models.predictions import (
+    cox_cumulative_hazard,
+    cox_strata,
+    follow_up_notes,
+    linear_predictor,
+)
 
 __all__ = ["CoxLinearPredictor", "RelativeRisk", "CoxSurvival", "baseline_cumhaz",
            "baseline_ctype"]
@@ -310,16 +313,10 @@ class CoxSurvival(_NewPatientTarget):
 
     def followup_notes(self, fit):
         """Times past the last event time of each patient's stratum (module docstring:
-        ``S(t|x)`` is the last plateau there)."""
+        ``S(t|x)`` is the last plateau there): the rule of the predictions
+        (:func:`coxinfluence.models.predictions.follow_up_notes`)."""
         X, labels = self._X(fit)
-        codes = self._codes(fit, X)
-        data = fit.data
-        ev = data.event_rows
-        last = last_by_stratum(data.time[ev], data.strata[ev], int(data.strata.max()) + 1)
-        strata = data.strata_labels
-        return followup_notes(self.times, last, codes, labels, quantity="S(t|x)",
-                              stratum_labels=(None if strata is None or len(strata) < 2
-                                              else list(strata)))
+        return follow_up_notes(fit, self.times, self._codes(fit, X), labels, "S(t|x)")
 
     def jacobian(self, fit):
         X = self._X(fit)[0]

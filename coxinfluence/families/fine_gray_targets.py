@@ -39,20 +39,18 @@ import numpy as np
 
 from coxinfluence.audit.target_base import (
     Target,
-    followup_notes,
-    last_by_stratum,
     register_target,
 )
-from coxinfluence.families.new_patients import positive_times
+from coxinfluence.data.new_patients import nonnegative_times
 from coxinfluence.likelihood.fine_gray_deletion import DeletionState, deleted_baseline_jumps
 from coxinfluence.models.fine_gray import FineGrayFit
 from coxinfluence.models.predictions import (
     cumulative_incidence,
-    fine_gray_failures,
     fine_gray_mask,
     fine_gray_new_patients,
     fine_gray_parts,
     fine_gray_strata,
+    follow_up_notes,
 )
 
 __all__ = ["CumulativeIncidence"]
@@ -85,7 +83,8 @@ class CumulativeIncidence(Target):
         The new patients, one per row: a DataFrame with the fit's covariate columns
         (labels: its index), or an array in their order.
     times : float or array_like
-        The times ``t``, finite and positive.
+        The times ``t``, finite and non-negative (at a failure time, ``t = 0`` included,
+        its jump is in, as in ``predict.crr``).
     strata : label or sequence, optional
         For a stratified fit, each patient's stratum (one label for all, or one per
         patient; labels as in the training data): its baseline is its stratum's, the sum
@@ -94,7 +93,7 @@ class CumulativeIncidence(Target):
     Raises
     ------
     ValueError
-        If ``times`` are not finite and positive.
+        If ``times`` are not finite and non-negative.
 
     See Also
     --------
@@ -139,7 +138,7 @@ class CumulativeIncidence(Target):
 
     def __init__(self, X_new, times, strata=None):
         self.X_new = X_new
-        self.times = positive_times(times)
+        self.times = nonnegative_times(times)
         self.strata = strata
 
     def _X(self, fit):
@@ -173,7 +172,8 @@ class CumulativeIncidence(Target):
     def followup_notes(self, fit):
         """Notes on times past the last failure time of the cause in a patient's stratum.
 
-        ``F(t|x)`` is the last plateau there (module docstring).
+        ``F(t|x)`` is the last plateau there (module docstring). The rule of the
+        predictions (:func:`coxinfluence.models.predictions.follow_up_notes`).
 
         Parameters
         ----------
@@ -185,14 +185,7 @@ class CumulativeIncidence(Target):
         tuple of str
             One sentence per stratum with times past the cause's last failure time there.
         """
-        t_fail, s_fail = fine_gray_failures(fit)   # the cause's failure times, strata
-        last = last_by_stratum(t_fail, s_fail, fit.data.n_strata)
-        stratified = fit.data.n_strata > 1
-        cause = fit.cause.item() if isinstance(fit.cause, np.generic) else fit.cause
-        return followup_notes(self.times, last, self._codes(fit), self._X(fit)[1],
-                              quantity="F(t|x)", events=f"cause-{cause} failure",
-                              stratum_labels=list(fit.strata_labels) if stratified
-                              else None)
+        return follow_up_notes(fit, self.times, self._codes(fit), self._X(fit)[1], "F(t|x)")
 
     def _parts(self, fit, theta, presence):
         """``lin`` (B, P), ``cum`` (B, P, T), the jumps and risk-set means

@@ -464,6 +464,12 @@ class AFTFit(FitInterface):
         pandas.DataFrame
             Rows the patients (``X_new``'s index), columns the times.
 
+        Warns
+        -----
+        coxinfluence.TargetBeyondFollowUpWarning
+            A time past the last event time of the data (of the patient's stratum): the
+            value there is the parametric model's extrapolation.
+
         Examples
         --------
         >>> from lifelines.datasets import load_rossi

@@ -642,6 +642,12 @@ class CoxFit(FitInterface):
         pandas.DataFrame
             Rows the patients (``X_new``'s index), columns the times.
 
+        Warns
+        -----
+        coxinfluence.TargetBeyondFollowUpWarning
+            A time past the last event time of the data (of the patient's stratum): the
+            value there is the last plateau carried forward.
+
         Examples
         --------
         >>> from lifelines.datasets import load_rossi
@@ -677,6 +683,12 @@ class CoxFit(FitInterface):
         -------
         pandas.DataFrame
             Rows the patients, columns the times.
+
+        Warns
+        -----
+        coxinfluence.TargetBeyondFollowUpWarning
+            A time past the last event time of the data (of the patient's stratum), as
+            :meth:`predict_survival`.
 
         Examples
         --------

@@ -425,7 +425,7 @@ class FineGrayFit(FitInterface):
             The new patients' covariates (a DataFrame's columns matched by name, extra
             columns ignored).
         times : float or array_like
-            Times (> 0).
+            Times (>= 0; at a failure time, ``t = 0`` included, its jump is in).
         strata : optional
             Each patient's stratum in a stratified fit (one label for all, or one per
             patient).
@@ -434,6 +434,12 @@ class FineGrayFit(FitInterface):
         -------
         pandas.DataFrame
             Rows the patients, columns the times.
+
+        Warns
+        -----
+        coxinfluence.TargetBeyondFollowUpWarning
+            A time past the cause's last failure time (of the patient's stratum): the
+            value there is the last plateau carried forward.
 
         Examples
         --------

@@ -50,8 +50,16 @@ AFT (``AFTFit``, R's ``survreg``; ``log T = x'beta + sigma W``, ``x`` with the i
 Fine-Gray (``FineGrayFit``, ``cmprsk::crr``): ``predict_cumulative_incidence`` is
 ``1 - exp(-Lambda_10(t) exp(x'beta))``, Breslow's baseline of the censoring-weighted risk
 sets (:func:`coxinfluence.likelihood.fine_gray.baseline_jumps`), = ``predict.crr(fit,
-cov1 = X_new)`` read at ``times`` (0 before the first failure of the cause);
-``predict_lp`` and ``predict_risk`` the uncentred ``x'beta`` and ``exp(x'beta)``.
+cov1 = X_new)`` read at ``times`` >= 0 (0 before the first failure of the cause; at a
+failure time, ``t = 0`` included, its jump is in); ``predict_lp`` and ``predict_risk`` the
+uncentred ``x'beta`` and ``exp(x'beta)``.
+
+Past the follow-up (one rule with the targets and ``ci.evaluate``,
+:class:`~coxinfluence.data.followup.TargetBeyondFollowUpWarning`): a time past the last
+event time of the training data in the patient's stratum (Fine-Gray: the cause's last
+failure time) is predicted, with a warning per stratum naming the times, that limit and
+what the value is (Cox, Fine-Gray: the last plateau carried forward; AFT: the parametric
+model's extrapolation); :func:`follow_up_notes` writes the sentences.
 
 Each prediction equals the value its influence target (``ci.targets``) measures at the
 fitted parameters: the targets' ``value(fit, theta)`` call the formulas below
@@ -65,6 +73,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import logit, ndtri
 
+from coxinfluence.data.followup import followup_notes, last_by_stratum, warn_beyond_follow_up
 from coxinfluence.data.new_patients import (
     new_patient_matrix,
     nonnegative_times,
@@ -73,13 +82,13 @@ from coxinfluence.data.new_patients import (
     strata_from_frame,
     stratum_codes,
 )
-from coxinfluence.likelihood.aft import DISTRIBUTIONS
+from coxinfluence.likelihood.aft import DISTRIBUTIONS, EXACT, INTERVAL, LEFT
 from coxinfluence.likelihood.baseline_hazard import cumulative_mask, hazard_increments
 from coxinfluence.likelihood.fine_gray import baseline_jumps
 
 __all__ = ["predict_lp", "predict_risk", "predict_cumulative_hazard", "predict_survival",
            "predict_quantile", "predict_cumulative_incidence",
-           "linear_predictor", "cox_cumulative_hazard", "cox_strata",
+           "linear_predictor", "follow_up_notes", "cox_cumulative_hazard", "cox_strata",
            "aft_stratum_labels", "aft_design", "aft_location_scale", "aft_z",
            "aft_survival", "standard_quantile", "aft_quantiles",
            "fine_gray_failures", "fine_gray_strata", "fine_gray_mask", "fine_gray_parts",
@@ -104,6 +113,58 @@ def linear_predictor(theta, X):
         The linear predictors.
     """
     return np.asarray(theta, dtype=np.float64) @ X.T
+
+
+def follow_up_notes(fit, times, codes, patients, quantity):
+    """The notes on ``times`` past the follow-up of each patient's stratum, for any fit.
+
+    The one rule (:class:`~coxinfluence.data.followup.TargetBeyondFollowUpWarning`),
+    read alike by the ``predict_*`` functions, the targets' ``followup_notes`` and
+    ``ci.evaluate``: the follow-up is the last event time of the training data in the
+    patient's stratum. Cox: the last event time (``S(t|x)`` is the last plateau after
+    it); Fine-Gray: the cause's last failure time (``F(t|x)`` likewise); AFT: the last
+    event time, an observed one or the upper bound of a left- or interval-censored one
+    (``S(t|x)`` is the parametric model's extrapolation after it).
+
+    Parameters
+    ----------
+    fit : CoxFit, AFTFit or FineGrayFit
+        The fit.
+    times : array_like, shape (T,)
+        The times.
+    codes : array_like of int, shape (P,)
+        Each patient's stratum code.
+    patients : sequence
+        The patients' labels.
+    quantity : str
+        What is read at the times (e.g. ``"S(t|x)"``).
+
+    Returns
+    -------
+    tuple of str
+        One sentence per stratum with times past its follow-up; empty if none.
+    """
+    family = _family(fit, "follow_up_notes", ("cox", "aft", "fine_gray"))
+    data, events, consequence = fit.data, "event", None
+    if family == "cox":
+        ev = data.event_rows
+        last = last_by_stratum(data.time[ev], data.strata[ev], int(data.strata.max()) + 1)
+        strata = data.strata_labels
+        strata = None if strata is None or len(strata) < 2 else list(strata)
+    elif family == "aft":
+        log_t = np.where(data.kind == INTERVAL, data.y2, data.y)
+        event = np.isin(data.kind, (EXACT, LEFT, INTERVAL))
+        last = last_by_stratum(np.exp(log_t[event]), data.strata[event], data.n_strata)
+        strata = aft_stratum_labels(fit) if data.n_strata > 1 else None
+        consequence = (f"{quantity} there is extrapolated by the parametric ({fit.dist}) "
+                       "model beyond the data, not estimated from events")
+    else:
+        last = last_by_stratum(*fine_gray_failures(fit), data.n_strata)
+        strata = list(fit.strata_labels) if data.n_strata > 1 else None
+        cause = fit.cause.item() if isinstance(fit.cause, np.generic) else fit.cause
+        events = f"cause-{cause} failure"
+    return followup_notes(times, last, codes, [str(p) for p in patients], quantity=quantity,
+                          events=events, stratum_labels=strata, consequence=consequence)
 
 
 # --------------------------------------------------------------------------- Cox
@@ -175,11 +236,14 @@ def _cox_parts(fit, X_new, times, strata):
     return X, index, codes, nonnegative_times(times)
 
 
-def _cox_cumulative_hazard(fit, X_new, times, strata=None, ctype=None):
+def _cox_cumulative_hazard(fit, X_new, times, strata, ctype, quantity):
+    """The predicted cumulative hazard, warned past the follow-up (``quantity`` names it)."""
     X, index, codes, t = _cox_parts(fit, X_new, times, strata)
     if ctype not in (None, 1, 2):
         raise ValueError(f"ctype must be None (the model's), 1 or 2; got {ctype!r}")
-    return cox_cumulative_hazard(fit, fit.coef, X, codes, t, ctype=ctype)[0], index, t
+    H = cox_cumulative_hazard(fit, fit.coef, X, codes, t, ctype=ctype)[0]
+    warn_beyond_follow_up(follow_up_notes(fit, t, codes, index, quantity))
+    return H, index, t
 
 
 # --------------------------------------------------------------------------- AFT
@@ -693,6 +757,12 @@ def predict_cumulative_hazard(fit, X_new, times, strata=None, ctype=None) -> pd.
         A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric
         columns, the shape, NaN), ``times``, ``strata`` or ``p``.
 
+    Warns
+    -----
+    coxinfluence.TargetBeyondFollowUpWarning
+        A time past the follow-up of a patient's stratum (:func:`follow_up_notes`), one
+        warning per stratum; the value is returned.
+
     See Also
     --------
     predict_survival : ``exp(-Lambda_0(t) exp(x'beta))``.
@@ -716,7 +786,7 @@ def predict_cumulative_hazard(fit, X_new, times, strata=None, ctype=None) -> pd.
     1     0.097  0.889
     """
     _family(fit, "predict_cumulative_hazard", ("cox",))
-    H, index, t = _cox_cumulative_hazard(fit, X_new, times, strata, ctype)
+    H, index, t = _cox_cumulative_hazard(fit, X_new, times, strata, ctype, "Lambda(t|x)")
     return _frame(H, index, t, "time")
 
 
@@ -758,6 +828,12 @@ def predict_survival(fit, X_new, times, strata=None, ctype=None) -> pd.DataFrame
         A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric
         columns, the shape, NaN), ``times``, ``strata`` or ``p``. Also a ``ctype`` for an AFT fit.
 
+    Warns
+    -----
+    coxinfluence.TargetBeyondFollowUpWarning
+        A time past the follow-up of a patient's stratum (:func:`follow_up_notes`), one
+        warning per stratum; the value is returned.
+
     See Also
     --------
     predict_cumulative_hazard : The Cox cumulative hazard.
@@ -787,14 +863,16 @@ def predict_survival(fit, X_new, times, strata=None, ctype=None) -> pd.DataFrame
     """
     family = _family(fit, "predict_survival", ("cox", "aft"))
     if family == "cox":
-        H, index, t = _cox_cumulative_hazard(fit, X_new, times, strata, ctype)
+        H, index, t = _cox_cumulative_hazard(fit, X_new, times, strata, ctype, "S(t|x)")
         return _frame(np.exp(-H), index, t, "time")
     if ctype is not None:
         raise ValueError("ctype= is the baseline hazard of a Cox model; an AFT model has "
                          "none")
     t = positive_times(times)
     design, codes, index = aft_design(fit, X_new, strata)
-    return _frame(aft_survival(fit, fit.coef, design, codes, t)[0], index, t, "time")
+    S = aft_survival(fit, fit.coef, design, codes, t)[0]
+    warn_beyond_follow_up(follow_up_notes(fit, t, codes, index, "S(t|x)"))
+    return _frame(S, index, t, "time")
 
 
 def predict_quantile(fit, X_new, p=0.5, strata=None):
@@ -863,8 +941,8 @@ def predict_cumulative_incidence(fit, X_new, times, strata=None) -> pd.DataFrame
 
     ``F(t | x) = 1 - exp(-Lambda_10(t) exp(x'beta))``, ``Lambda_10`` Breslow's baseline
     of the censoring-weighted risk sets: ``cmprsk::predict.crr(fit, cov1 = X_new)``
-    read at ``times`` (0 before the first failure of the cause). The value of
-    ``ci.targets.CumulativeIncidence``.
+    read at ``times`` (0 before the first failure of the cause; at a failure time, ``t =
+    0`` included, its jump is in). The value of ``ci.targets.CumulativeIncidence``.
 
     Parameters
     ----------
@@ -875,7 +953,7 @@ def predict_cumulative_incidence(fit, X_new, times, strata=None) -> pd.DataFrame
         matched by name (extra columns ignored); a Series for one patient (its ``name``
         the label); or an (m, d) array in the fit's column order (labels 0, 1, ...).
     times : float or array_like
-        Times (finite, > 0).
+        Times (finite, >= 0).
     strata : optional
         For a stratified fit each patient's stratum label as in the training data, one
         label for all or one per patient (a tuple for several stratum columns); Cox:
@@ -894,6 +972,12 @@ def predict_cumulative_incidence(fit, X_new, times, strata=None) -> pd.DataFrame
         A ``ValueError`` naming what is wrong with ``X_new`` (missing or non-numeric
         columns, the shape, NaN), ``times``, ``strata`` or ``p``.
 
+    Warns
+    -----
+    coxinfluence.TargetBeyondFollowUpWarning
+        A time past the follow-up of a patient's stratum (:func:`follow_up_notes`), one
+        warning per stratum; the value is returned.
+
     Examples
     --------
     >>> from coxinfluence.models import predictions
@@ -911,11 +995,12 @@ def predict_cumulative_incidence(fit, X_new, times, strata=None) -> pd.DataFrame
     1     0.266  0.527
     """
     _family(fit, "predict_cumulative_incidence", ("fine_gray",))
-    t = positive_times(times)
+    t = nonnegative_times(times)
     X, index = fine_gray_new_patients(fit, X_new)
     codes = fine_gray_strata(fit, strata, X.shape[0])
     theta = fit.coef[None, :]
     lin, cum = fine_gray_parts(fit, theta, X, fine_gray_mask(fit, codes, t),
                                np.ones((1, fit.data.n)))[:2]
-    return _frame(cumulative_incidence(lin, cum)[0].reshape(X.shape[0], t.size), index, t,
-                  "time")
+    F = cumulative_incidence(lin, cum)[0].reshape(X.shape[0], t.size)
+    warn_beyond_follow_up(follow_up_notes(fit, t, codes, index, "F(t|x)"))
+    return _frame(F, index, t, "time")
