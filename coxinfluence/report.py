@@ -239,8 +239,8 @@ def _top_tables(result, top_k):
     dfbetas = result.dfbetas.loc[idx]
     covs = result.frame.loc[idx, rest]
     return [_table(main), "<h3>Changes</h3>", _wrap(_table(changes, 3)),
-            f"<h3>dfbetas (change / {'robust ' if result.robust else ''}SE; minus R's "
-            "sign)</h3>", _wrap(_table(dfbetas, 3)),
+            "<h3>dfbetas (change / model-based SE, as R's; minus R's sign)</h3>",
+            _wrap(_table(dfbetas, 3)),
             "<h3>Their data</h3>", _wrap(_table(covs, 4))]
 
 
@@ -266,8 +266,8 @@ def _target_top_table(result, top_k):
     return [f"<h3>Top {top_k} by the change of the target "
             f"{html.escape(result.target.name)}</h3><p>Ranked by each "
             f"{html.escape(_units(result.unit_name, 1))}"
-            "'s largest standardised change over the target's columns (|change| / SE, "
-            "the largest |dfbetas|): exact where verified (&#10003;).</p>",
+            "'s largest standardised change over the target's columns (|change| / "
+            "model-based SE, the largest |dfbetas|): exact where verified (&#10003;).</p>",
             _wrap(_table(table, 4))]
 
 

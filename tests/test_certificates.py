@@ -22,7 +22,7 @@ from test_fine_gray import GOLDEN as FG_GOLDEN
 from test_fine_gray import fit_case, load
 
 import coxinfluence as ci
-from coxinfluence.audit import run, verification
+from coxinfluence.audit import run
 
 
 def _split(X, time, event, train, test, times):

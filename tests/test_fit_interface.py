@@ -16,8 +16,9 @@ converged to rounding level; crr polished by Newton steps, as in
 ``tests/r/fine_gray_reference.R``); the live test reruns the script on a fresh seed.
 
 R's ``coxph`` makes the variance robust by default when case weights are not integers
-(one unit per row); the fixtures ask for ``robust = FALSE`` and, in one case, for the
-sandwich, which is our ``cov_params(robust=True)``.
+(one unit per row), and so does ``ci.fit_cox`` (``tests/test_r_defaults.py``); the
+fixtures ask for ``robust = FALSE``, our ``cov_params(robust=False)``, and, in one case,
+for the sandwich, our ``cov_params(robust=True)``.
 """
 from __future__ import annotations
 
@@ -61,9 +62,10 @@ def fit_case(row, data):
     d = data["lung"]
     weights = d["w"] if truthy(row["weights"]) else None
     strata = d[[row["strata"]]] if row["strata"] else None
-    # R's vcov: the sandwich per cluster, or per row (coxph with robust = TRUE)
+    # R's vcov: the sandwich per cluster, or per row (coxph with robust = TRUE); else the
+    # model-based one R was asked for (robust = FALSE)
     robust = ({"robust": True, "groups": d[row["cluster"]] if row["cluster"] else None}
-              if truthy(row["robust"]) else {})
+              if truthy(row["robust"]) else {"robust": False})
     if row["model"] == "cox":
         entry = d["entry"] if truthy(row["entry"]) else None
         fit = ci.fit_cox(d[covs], d["time"], d["status"], entry=entry, weights=weights,
@@ -103,7 +105,8 @@ def check_case(case, cases, ref, data):
     V = fit.cov_params(**robust)
     agree(np.sqrt(np.diag(V)), r_values(ref, case, "se"), "se")
     table = fit.summary(**robust)
-    se_col = "robust se" if robust else ("Std. Error" if row["model"] == "aft" else "se(coef)")
+    se_col = ("robust se" if robust.get("robust") else
+              "Std. Error" if row["model"] == "aft" else "se(coef)")
     agree(table[se_col], r_values(ref, case, "se"), "summary se")
     # confint (R's: the coefficients; survreg's without Log(scale))
     for suffix, alpha, level in (("", 0.05, "95%"), ("90", 0.10, "90%")):

@@ -2,7 +2,8 @@
 (golden fixtures of tests/r/counting_process_reference.R): a CoxTimeVaryingFitter on the
 Stanford heart transplants (R's ``heart``), CoxPHFitter with entry_col and PHReg with
 entry (lung on the age scale: left truncation), CoxPHFitter with cluster_col (units are
-the clusters; dfbetas divide by R's robust SE)."""
+the clusters; dfbetas divide by R's naive SE, as R's ``residuals(fit, "dfbetas")``, and
+``dfbetas_robust`` by R's robust SE)."""
 import warnings
 
 import numpy as np
@@ -69,8 +70,14 @@ def test_cluster_col_makes_clusters_the_units_and_the_model_robust():
     res = ci.influence(cph, frame, method="reid")
     np.testing.assert_array_equal(res.loo_change.index, d.clusters)
     assert rel_err(-res.loo_change.to_numpy(), reference("rightcens", "dfbeta_cluster")) < 1e-8
-    robust_se = np.sqrt(np.diag(reference("rightcens", "robust_var_cluster")))
-    np.testing.assert_allclose(res.dfbetas.to_numpy(), res.loo_change.to_numpy() / robust_se,
+    # dfbetas: over R's naive SE (fit$naive.var, the inverse information), as R's
+    # residuals(fit, "dfbetas"); dfbetas_robust over R's robust SE
+    naive_se = np.sqrt(np.diag(np.linalg.inv(reference("rightcens", "information"))))
+    np.testing.assert_allclose(res.dfbetas.to_numpy(), res.loo_change.to_numpy() / naive_se,
                                rtol=1e-8)
+    robust_se = np.sqrt(np.diag(reference("rightcens", "robust_var_cluster")))
+    np.testing.assert_allclose(res.dfbetas_robust.to_numpy(),
+                               res.loo_change.to_numpy() / robust_se, rtol=1e-8)
+    assert res.robust
     by_row = ci.influence(cph, frame, method="reid", groups=np.arange(len(frame)))
     assert by_row.loo_change.shape[0] == len(frame)

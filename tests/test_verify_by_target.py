@@ -4,9 +4,10 @@ the top 10 by likelihood displacement it refits the top 10 by the target's own c
 over the target's columns) until that top cannot change, by the displacement's stopping
 rule on the target's scale with one-step Newton estimates rescored
 (:func:`coxinfluence.audit.verification.verify_target`), or refits every unit at small
-sizes (tests/test_certificates.py); ``top(k, by="target")`` ranks by it. Checked against exact refits of every unit
-(``method="exact"``) on bundled data: Fine-Gray (R's pbc and mgus2, the crr fixtures),
-Cox (lifelines' rossi and GBSG2) and AFT (rossi) fits."""
+sizes (tests/test_certificates.py); ``top(k, by="target")`` ranks by it. Checked
+against exact refits of every unit (``method="exact"``) on bundled data: Fine-Gray (R's
+pbc and mgus2, the crr fixtures), Cox (lifelines' rossi and GBSG2) and AFT (rossi)
+fits."""
 import functools
 
 import numpy as np

@@ -183,7 +183,9 @@ class InfluenceResult:
 
     @property
     def robust(self) -> bool:
-        """Whether dfbetas and the report use the robust (sandwich) SE."""
+        """Whether the SE the model reports, :attr:`target_se` and the report's table, is
+        the robust (sandwich) one. dfbetas divide by the model-based SE whatever it is
+        (:attr:`dfbetas`; :attr:`dfbetas_robust` by the robust one)."""
         return self._resolved is not None and self._resolved.robust
 
     # ------------------------------------------------------------------- trust
@@ -219,31 +221,86 @@ class InfluenceResult:
         return self.flags.any(axis=1).rename("flagged")
 
     # ---------------------------------------------------------------- derived tables
-    @property
-    def target_se(self) -> pd.Series:
-        """Delta-method standard error ``sqrt(diag(J V J'))`` of each target column.
-
-        ``V`` is the covariance the user sees: model-based ``I^{-1}``, or the robust
-        (grouped sandwich) :meth:`CoxFit.robust_covariance` when the model reports robust
-        standard errors (lifelines ``robust=True`` or ``cluster_col``), as R does; for
-        ``S(t|x)`` plus the baseline hazard's own variance, as R's ``survfit``
-        (:meth:`coxinfluence.targets.Target.baseline_variance`).
-        """
+    def _se(self, robust) -> pd.Series:
+        """``sqrt(diag(J V J'))`` (+ the baseline's variance) with ``V`` the model-based
+        (``robust=False``) or the robust covariance of the audit's units."""
         J = self.target.jacobian(self.fit)
-        V = self.model.covariance(self.robust)
+        V = self.model.covariance(robust)
         var = np.einsum("ij,jk,ik->i", J, V, J)
         baseline = self.target.baseline_variance(self.fit)
         se = standard_errors(var if baseline is None else var + baseline)
         return pd.Series(se, index=self.loo_change.columns, name="se")
 
     @property
-    def dfbetas(self) -> pd.DataFrame:
-        """Standardised changes ``loo_change / se`` (:attr:`target_se`).
+    def target_se(self) -> pd.Series:
+        """Delta-method standard error ``sqrt(diag(J V J'))`` of each target column.
 
-        Sign: ours is ``g_{-i} - g``; R's ``resid(fit, "dfbetas")`` is ``theta_hat -
-        theta_hat_{-i}``, so for coefficients with method "reid" this is minus R's.
+        ``V`` is the covariance the model reports (:attr:`robust`): model-based
+        ``I^{-1}``, or the robust (grouped sandwich) :meth:`CoxFit.robust_covariance`
+        when the model reports robust standard errors (lifelines ``robust=True`` or
+        ``cluster_col``, ``influence(robust=True)``, a ``CoxFit`` with non-integer case
+        weights, as R's ``coxph``); for ``S(t|x)`` plus the baseline hazard's own variance,
+        as R's ``survfit`` (:meth:`coxinfluence.targets.Target.baseline_variance`).
+        :attr:`dfbetas` divide by :attr:`dfbetas_se` instead.
         """
-        return self.loo_change / self.target_se
+        return self._se(self.robust)
+
+    @property
+    def dfbetas_se(self) -> pd.Series:
+        """The standard error :attr:`dfbetas` divide by: the model-based one.
+
+        ``sqrt(diag(J I^{-1} J'))`` (plus the baseline's variance for ``S(t|x)``), ``I``
+        the information, whether or not the model reports robust standard errors: R's
+        ``residuals(fit, "dfbetas")`` divides by ``sqrt(diag(fit$naive.var))`` (coxph and
+        survreg alike). Equal to :attr:`target_se` when :attr:`robust` is False.
+        """
+        return self._se(False)
+
+    @property
+    def dfbetas(self) -> pd.DataFrame:
+        """Standardised changes ``loo_change / se``, ``se`` the model-based SE, as R's.
+
+        ``se`` is :attr:`dfbetas_se`, the model-based standard error, also for a robust
+        or clustered model (R's ``residuals(fit, type = "dfbetas")`` divides by
+        ``sqrt(diag(fit$naive.var))``); :attr:`dfbetas_robust` divides by the robust one.
+        Sign: ours is ``g_{-i} - g``; R's ``resid(fit, "dfbetas")`` is ``theta_hat -
+        theta_hat_{-i}``, so for coefficients with method "reid" this is minus R's
+        (``collapse = cluster`` for clusters).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> res = ci.influence(fit, method="reid", groups=rossi.index % 40, robust=True)
+        >>> bool(np.allclose(res.dfbetas, res.loo_change / fit.naive_se))
+        True
+        """
+        return self.loo_change / self.dfbetas_se
+
+    @property
+    def dfbetas_robust(self) -> pd.DataFrame:
+        """Changes scaled by the robust SE: ``loo_change / sqrt(diag(J D'D J'))``.
+
+        ``D'D`` is the grouped sandwich of the audit's units (R's ``coxph(..., cluster =
+        )$var``, :meth:`CoxFit.robust_covariance`): the dfbeta over the robust standard
+        error, which R does not report; :attr:`dfbetas` (the model-based SE) is R's.
+        A model without a robust covariance (the elastic net) raises ``ValueError``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> groups = rossi.index % 40
+        >>> res = ci.influence(fit, method="reid", groups=groups, robust=True)
+        >>> robust_se = np.sqrt(np.diag(fit.robust_covariance(groups)))
+        >>> bool(np.allclose(res.dfbetas_robust, res.loo_change / robust_se))
+        True
+        """
+        return self.loo_change / self._se(True)
 
     @property
     def ld_approx(self) -> pd.Series:
@@ -307,7 +364,7 @@ class InfluenceResult:
     def target_influence(self) -> pd.Series:
         """The magnitude of each unit's change of the target.
 
-        ``max_j |loo_change_j| / target_se_j`` over the target's columns (the largest
+        ``max_j |loo_change_j| / dfbetas_se_j`` over the target's columns (the largest
         ``|dfbetas|``; columns whose SE is zero or not finite left out, all columns
         unscaled if every one is): what ``top(by="target")`` ranks by, and whose top 10
         ``method="auto"`` verifies for every target but the coefficients
@@ -315,7 +372,7 @@ class InfluenceResult:
         ``|loo_change|``. NaN where the change is.
         """
         return pd.Series(target_magnitude(self.loo_change.to_numpy(),
-                                          self.target_se.to_numpy()),
+                                          self.dfbetas_se.to_numpy()),
                          index=self.loo_change.index, name="target_influence")
 
     def summary_frame(self) -> pd.DataFrame:

@@ -18,8 +18,9 @@ with one of the methods (docs/conventions.md)
     "exact"  Delta_i = theta_hat_{-i} - theta_hat            refit without row i
 
 Beside the changes: standardised changes (dfbetas), ``Delta_i / se`` with
-``se = sqrt(diag(J I^{-1} J'))`` (for coefficients with ``method="reid"``: minus R's
-``resid(fit, "dfbetas")``, since R reports ``theta_hat - theta_hat_{-i}``), and the
+``se = sqrt(diag(J I^{-1} J'))``, the model-based SE also for a robust model, as R's
+(for coefficients with ``method="reid"``: minus R's ``resid(fit, "dfbetas")``, since R
+reports ``theta_hat - theta_hat_{-i}``), and the
 likelihood displacement
 
     LD_i = 2 [logL(theta_hat) - logL(theta_hat_{-i})]   (exact: full-data logL at the refit)
@@ -147,7 +148,7 @@ def _compute_auto(model, resolved, target, frame, *, progress, executor,
     dtheta = approx.theta_change.to_numpy().copy()
     change = approx.loo_change.to_numpy().copy()
     if ranks_by_target(target):
-        se = approx.target_se.to_numpy()
+        se = approx.dfbetas_se.to_numpy()      # target_influence's scale
 
         def exact_change(refits):
             loo = np.full_like(dtheta, np.nan)
@@ -289,9 +290,13 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
         ``cluster_col``), else the rows. Results are then indexed by the sorted unit
         labels, and ``top(k)`` shows each unit's rows, follow-up span and events.
     robust : bool, optional
-        Divide dfbetas by the robust (grouped sandwich) SE (True) or the model-based SE
+        Whether the SE the result reports (``target_se``, the report's coefficient table)
+        is the robust (grouped sandwich) SE of the units (True) or the model-based one
         (False); default: as the model reports its SE (lifelines ``robust=True`` or
-        ``cluster_col``: robust; a ``CoxFit``: model-based).
+        ``cluster_col``: robust; a ``CoxFit``: its ``robust_default``, robust for
+        non-integer case weights, as R's ``coxph``). dfbetas divide by the model-based SE
+        whatever it is, as R's ``residuals(fit, "dfbetas")`` (``dfbetas_robust``: by the
+        robust SE).
     **options
         Options of the model's family (:mod:`coxinfluence.influence_functions.registry`);
         for a fitted scikit-survival ``CoxPHSurvivalAnalysis`` or
@@ -343,7 +348,9 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
 
     A target ``g`` changes by ``J_g Delta_g`` (plus the data effect of a baseline
     estimated from the data). Standardised changes (dfbetas) are ``Delta_g / se`` with
-    ``se = sqrt(diag(J I^{-1} J'))`` (for coefficients with ``method="reid"``: minus R's
+    ``se = sqrt(diag(J I^{-1} J'))``, the model-based SE whatever ``robust`` (R's
+    ``fit$naive.var``; ``dfbetas_robust`` divides by the robust SE) (for coefficients
+    with ``method="reid"``: minus R's
     ``resid(fit, "dfbetas")``, since R reports ``theta_hat - theta_hat_{-g}``). The
     likelihood displacement is ``LD_g = 2 [logL(theta_hat) - logL(theta_hat_{-g})]``
     (exact: the full-data log likelihood at the refit), ``LD_g ~ Delta_g' I Delta_g`` for

@@ -130,11 +130,13 @@ class CoxAudit(CoxEngine):
                             diverging=diverging)
 
     def summary_table(self, robust):
-        """``fit.summary()``: coef, exp(coef), se(coef), z, p; with ``robust`` the grouped
-        sandwich SE of this audit's units (R's ``robust se``)."""
+        """``fit.summary(robust=False)``: coef, exp(coef), se(coef), z, p; with ``robust``
+        also the grouped sandwich SE of this audit's units (R's ``robust se``), on which
+        z, p and the limits are based. ``robust`` is the audit's (a bool: the model's
+        choice or the caller's), never the fit's default."""
         if robust:
             return self.fit.summary(robust=True, groups=self.groups)
-        return self.fit.summary()
+        return self.fit.summary(robust=False)
 
 
 def low_level_seam(fit, groups, what, *, method=None, refuse=False):

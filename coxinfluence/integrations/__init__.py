@@ -254,7 +254,8 @@ def resolve(model, data=None) -> Resolved:
         frame = _frame_from_fit(model)
         if data is not None:
             frame = attach_columns(frame, data, model.n)
-        return Resolved(model, frame, "coxinfluence")
+        # the SE the fit reports: R's robust variance for non-integer case weights
+        return Resolved(model, frame, "coxinfluence", robust=model.robust_default)
     if isinstance(model, AFTFit):                   # R's survreg model (ci.fit_aft)
         frame = model.training_frame()
         if data is not None:

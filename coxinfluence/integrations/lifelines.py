@@ -32,7 +32,10 @@ Units: ``entry_col`` (delayed entry) becomes ``start=``; a ``cluster_col`` makes
 clusters the units of deletion and the model robust (lifelines then reports sandwich
 standard errors); a ``CoxTimeVaryingFitter``'s ``id_col`` names the subjects (its rows are
 ``(start_col, stop_col]`` intervals). ``groups=`` in :func:`coxinfluence.audit.run`
-overrides the units.
+overrides the units. The audit reports the variance lifelines reports (robust with
+``robust=True`` or ``cluster_col``, else model-based, also for non-integer weights); the
+``CoxFit`` built (``res.fit``) follows R's defaults on its own (``fit.summary()``: robust
+for non-integer weights, :attr:`coxinfluence.CoxFit.robust_default`).
 """
 from __future__ import annotations
 

@@ -9,17 +9,19 @@ units and events, the first columns of its coefficient table and the name of its
 results objects and R's ``confint``/``AIC`` as the anchors):
 
 - ``params``: the coefficients as a Series named by the parameters;
-- ``cov_params(robust=False, groups=None)``: the covariance as a DataFrame with named rows
+- ``cov_params(robust=None, groups=None)``: the covariance as a DataFrame with named rows
   and columns, the model-based one or, with ``robust=True``, the grouped sandwich
-  ``robust_covariance(groups)``;
-- ``conf_int(alpha=0.05, robust=False, groups=None)``: Wald limits ``params -/+
+  ``robust_covariance(groups)``; ``robust=None`` (the default) is the fit's
+  ``robust_default``, R's default (``coxph``: the sandwich when the case weights are not
+  integers; the other fits: model-based), and ``variance`` says which one that is;
+- ``conf_int(alpha=0.05, robust=None, groups=None)``: Wald limits ``params -/+
   z_{1-alpha/2} se`` (R's ``confint``, which uses ``qnorm(1 - alpha/2)``), a DataFrame with
   columns ``lower`` and ``upper``;
-- ``summary(robust=False, groups=None, alpha=0.05)``: the family's coefficient table
+- ``summary(robust=None, groups=None, alpha=0.05)``: the family's coefficient table
   (its own first columns, then ``z`` and ``p``), then the limits ``lower 95%`` and ``upper
   95%`` of the coefficients and of their exponentials ``exp(coef)`` (``exp(coef) lower
   95%``, ...: hazard ratios, time ratios; R's ``summary.coxph`` prints them as ``lower
-  .95`` and ``upper .95``);
+  .95`` and ``upper .95``); ``summary().attrs["variance"]`` names the variance it shows;
 - ``nobs`` (rows), ``n_units`` (the units of deletion: the subjects of ``id=``, else the
   rows), ``n_events``;
 - ``aic``: ``-2 loglik + 2 k``, ``k`` the number of estimated parameters, as R's ``AIC``
@@ -156,8 +158,10 @@ class FitInterface:
     -----
     A subclass supplies ``coef``, ``columns``, ``var``, ``se``,
     ``robust_covariance(groups)``, ``loglik``, ``n`` (rows), ``n_units``, ``n_events``,
-    ``_summary_head`` and ``_html_head``; and may set ``_ratio_name`` and override
-    ``_aic_parameters``.
+    ``_summary_head`` and ``_html_head``; and may set ``_ratio_name`` and
+    ``_model_variance``, and override ``_aic_parameters``, ``robust_default`` and
+    ``_robust_reason``. ``se`` is the standard error of the default variance
+    (:meth:`cov_params` with ``robust=None``).
     """
 
     #: the model family, "cox", "aft" or "fine_gray": which predictions of
@@ -167,6 +171,63 @@ class FitInterface:
     _params_index_name = "covariate"
     #: the name of ``exp(coef)`` in the summary (None: no ratio columns)
     _ratio_name = "exp(coef)"
+    #: the words for ``var`` in :attr:`variance` and ``summary().attrs["variance"]``
+    _model_variance = "model-based (inverse information)"
+
+    # --------------------------------------------------------------- variance
+    @property
+    def robust_default(self) -> bool:
+        """Whether the summaries show the robust variance when ``robust`` is not given.
+
+        What ``cov_params()``, ``conf_int()``, ``summary()`` and ``se`` report with
+        ``robust=None``: R's default. False here (the model-based variance ``var``);
+        :attr:`CoxFit.robust_default <coxinfluence.CoxFit.robust_default>` is True for
+        non-integer case weights, as R's ``coxph``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> ci.fit_aft(X, rossi["week"], rossi["arrest"], "weibull").robust_default
+        False
+        """
+        return False
+
+    def _robust(self, robust):
+        """``robust`` as a bool: the fit's :attr:`robust_default` when None."""
+        return self.robust_default if robust is None else bool(robust)
+
+    def _robust_reason(self):
+        """Why :attr:`robust_default` is True (the words of :attr:`variance`)."""
+        return "the fit's default"
+
+    def _variance_words(self, robust):
+        """Which variance a call with ``robust`` (True, False or None) reports."""
+        if not self._robust(robust):
+            return self._model_variance
+        reason = self._robust_reason() if robust is None else "robust=True"
+        return f"robust (sandwich D'D; {reason})"
+
+    @property
+    def variance(self) -> str:
+        """Which variance ``se``, ``cov_params()``, ``conf_int()`` and ``summary()`` show.
+
+        Words, also in ``summary().attrs["variance"]`` (for the call's own ``robust``):
+        ``"model-based (inverse information)"``, or ``"robust (sandwich D'D; ...)"`` with
+        the reason (:attr:`robust_default`). The other one stays available by name:
+        ``cov_params(robust=False)`` / ``cov_params(robust=True)``, and so for
+        ``conf_int`` and ``summary``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> ci.fit_cox(X, rossi["week"], rossi["arrest"]).variance
+        'model-based (inverse information)'
+        """
+        return self._variance_words(None)
 
     # ------------------------------------------------------------- parameters
     @property
@@ -201,15 +262,17 @@ class FitInterface:
         return pd.Index(list(self.columns), name=self._params_index_name,
                         tupleize_cols=False)
 
-    def cov_params(self, robust=False, groups=None) -> pd.DataFrame:
+    def cov_params(self, robust=None, groups=None) -> pd.DataFrame:
         """The covariance of the coefficients, rows and columns named by the parameters.
 
         Parameters
         ----------
-        robust : bool, default False
+        robust : bool, optional
             False: the model-based covariance ``var`` (the inverse information; for a
             Fine-Gray fit crr's sandwich). True: the grouped sandwich
             ``robust_covariance(groups)`` (R's ``coxph(..., cluster = id)$var``).
+            Default (None): the fit's :attr:`robust_default`, R's (``vcov(fit)``): the
+            sandwich for a Cox fit with non-integer case weights, else ``var``.
         groups : array_like, optional
             One cluster label per row (caller's order), read only with ``robust=True``;
             default the fit's subjects (``id=``), else the rows.
@@ -235,19 +298,20 @@ class FitInterface:
         fin        0.03663 -0.00026
         age       -0.00026  0.00048
         """
-        V = self.robust_covariance(groups) if robust else self.var
+        V = self.robust_covariance(groups) if self._robust(robust) else self.var
         index = self._param_index()
         return pd.DataFrame(np.array(V, dtype=np.float64), index=index,
                             columns=pd.Index(list(index), name=index.name,
                                              tupleize_cols=False))
 
-    def _se(self, robust=False, groups=None):
-        """The standard errors the table shows: ``se``, or the robust ones."""
-        if robust:
+    def _se(self, robust=None, groups=None):
+        """The standard errors the table shows: the model-based ones (``var``), or the
+        robust ones; ``robust=None``: the fit's :attr:`robust_default`."""
+        if self._robust(robust):
             return standard_errors(np.diag(self.robust_covariance(groups)))
-        return np.asarray(self.se, dtype=np.float64)
+        return standard_errors(np.diag(self.var))
 
-    def conf_int(self, alpha=0.05, robust=False, groups=None) -> pd.DataFrame:
+    def conf_int(self, alpha=0.05, robust=None, groups=None) -> pd.DataFrame:
         """Wald confidence limits of level ``1 - alpha`` for every parameter.
 
         ``params -/+ z_{1-alpha/2} se``, as R's ``confint`` (which uses ``qnorm(1 -
@@ -257,9 +321,10 @@ class FitInterface:
         ----------
         alpha : float, default 0.05
             One minus the confidence level (0.05: 95% limits).
-        robust : bool, default False
-            Use the robust standard errors (the diagonal of ``cov_params(robust=True,
-            groups=groups)``) instead of the model-based ones.
+        robust : bool, optional
+            True: the robust standard errors (the diagonal of ``cov_params(robust=True,
+            groups=groups)``); False: the model-based ones. Default (None): the fit's
+            :attr:`robust_default` (R's ``confint``).
         groups : array_like, optional
             Clusters of the robust standard errors, as in :meth:`cov_params`.
 
@@ -303,10 +368,11 @@ class FitInterface:
     # ---------------------------------------------------------------- summary
     def _summary_head(self, se, robust):
         """The family's first columns (a dict: coefficient, ratio, standard error, as its
-        reference program names them); ``z`` and ``p`` and the limits follow."""
+        reference program names them); ``z`` and ``p`` and the limits follow. ``robust``
+        is a bool here (resolved)."""
         raise NotImplementedError
 
-    def summary(self, robust=False, groups=None, alpha=0.05) -> pd.DataFrame:
+    def summary(self, robust=None, groups=None, alpha=0.05) -> pd.DataFrame:
         """The coefficient table, one row per parameter.
 
         The family's own columns (Cox: ``coef``, ``exp(coef)``, ``se(coef)``; AFT:
@@ -319,9 +385,11 @@ class FitInterface:
 
         Parameters
         ----------
-        robust : bool, default False
-            Use the robust standard error (column ``robust se``, R's name) and base
-            ``z``, ``p`` and the limits on it.
+        robust : bool, optional
+            True: the robust standard error (column ``robust se``, R's name; a Cox fit
+            keeps the model-based ``se(coef)`` beside it, as R's ``summary.coxph``), with
+            ``z``, ``p`` and the limits based on it; False: the model-based one. Default
+            (None): the fit's :attr:`robust_default` (R's ``summary``).
         groups : array_like, optional
             Clusters of the robust standard error, as in :meth:`cov_params`.
         alpha : float, default 0.05
@@ -331,7 +399,8 @@ class FitInterface:
         Returns
         -------
         pandas.DataFrame
-            One row per parameter, the columns above.
+            One row per parameter, the columns above; ``attrs["variance"]`` says which
+            variance it shows (:attr:`variance`'s words).
 
         See Also
         --------
@@ -359,8 +428,12 @@ class FitInterface:
               coef  robust se      p
         fin -0.379      0.196  0.052
         age -0.057      0.025  0.023
+        >>> fit.summary().attrs["variance"]
+        'model-based (inverse information)'
         """
         from scipy import stats
+        words = self._variance_words(robust)
+        robust = self._robust(robust)
         se = self._se(robust, groups)
         coef = np.asarray(self.coef, dtype=np.float64)
         z = wald_z(coef, se)
@@ -378,7 +451,9 @@ class FitInterface:
                 name = f"{self._ratio_name}{what}"
                 if what or name not in table:
                     table[name] = np.exp(values)
-        return pd.DataFrame(table, index=list(self.columns))
+        out = pd.DataFrame(table, index=list(self.columns))
+        out.attrs["variance"] = words
+        return out
 
     # ------------------------------------------------------------------ counts
     @property
@@ -470,6 +545,9 @@ class FitInterface:
         raise NotImplementedError
 
     def _repr_html_(self):
-        """Jupyter: the fit's line and its coefficient table (:meth:`summary`)."""
-        return self._html_head() + self.summary().to_html(
+        """Jupyter: the fit's line, its coefficient table (:meth:`summary`) and the
+        variance it shows (:attr:`variance`)."""
+        import html
+        return (self._html_head() + self.summary().to_html(
             float_format=lambda v: f"{v:.4g}", na_rep="NA")
+                + f"<p>variance: {html.escape(self.variance)}</p>")

@@ -291,8 +291,8 @@ class CoxFit(FitInterface):
     """A fitted Cox proportional hazards model, made by :func:`~coxinfluence.fit_cox`.
 
     The interface every fit shares (:class:`~coxinfluence.models.base.FitInterface`):
-    ``params``, ``se``, ``cov_params(robust=False)``, ``conf_int(alpha=0.05,
-    robust=False)``, ``summary(robust=False)``, ``loglik``, ``nobs``, ``n_units``,
+    ``params``, ``se``, ``cov_params(robust=None)``, ``conf_int(alpha=0.05,
+    robust=None)``, ``summary(robust=None)``, ``loglik``, ``nobs``, ``n_units``,
     ``n_events``, ``aic`` (R's ``AIC(coxph)``: ``-2 loglik + 2 d``; none for a penalised
     fit), ``influence(...)`` (``ci.influence(fit, ...)``); predictions for new patients
     (``predict_lp``, ``predict_risk``, ``predict_cumulative_hazard``,
@@ -336,6 +336,11 @@ class CoxFit(FitInterface):
         time), 2 = with Efron's tie correction; None (``fit_cox``) = R's default for the
         fit's ties (2 for Efron, 1 for Breslow). The integrations set the library's
         own: lifelines and statsmodels use 1.
+    robust : bool, optional
+        R's ``coxph(robust=)``: whether ``se``, ``cov_params()``, ``conf_int()`` and
+        ``summary()`` show the robust (sandwich) variance by default
+        (:attr:`robust_default`). None (``fit_cox``'s default): R's rule, the sandwich
+        when the case weights are not integers.
 
     See Also
     --------
@@ -346,8 +351,12 @@ class CoxFit(FitInterface):
     Notes
     -----
     The R equivalent is ``coxph(Surv(time, event) ~ ., data, ties = "efron")``: the
-    coefficients, ``loglik``, ``var`` (``fit$var``), ``robust_covariance``
-    (``coxph(..., cluster = id)$var``) and the summary's columns follow it.
+    coefficients, ``loglik``, ``var`` (the model-based ``fit$naive.var``, which is
+    ``fit$var`` unless R's fit is robust), ``robust_covariance`` (``coxph(..., cluster =
+    id)$var``) and the summary's columns follow it. As R's ``coxph``, a fit with
+    non-integer case weights reports the robust variance ``D'D`` (one unit per row, or
+    per subject with ``id=``) by default (:attr:`robust_default`, :attr:`variance`);
+    ``summary(robust=False)`` and ``cov_params(robust=False)`` give the model-based one.
 
     Examples
     --------
@@ -376,6 +385,7 @@ class CoxFit(FitInterface):
     max_iter: int = 50
     penalty: object = field(default=None, repr=False)   # has .value(thetas) and .strength
     ctype: object = None            # survival baseline: 1, 2 or None (R's default; above)
+    robust: object = None           # R's coxph(robust=): None = R's rule (above)
 
     @property
     def n(self):
@@ -560,13 +570,21 @@ class CoxFit(FitInterface):
 
     @property
     def var(self):
-        """The model-based covariance of ``coef``: the inverse information (R's ``fit$var``).
+        """The model-based covariance of ``coef``: the inverse information.
+
+        R's ``fit$naive.var`` (``fit$var`` when R's fit is not robust), whatever
+        :attr:`robust_default`: ``cov_params()`` is the covariance the summaries show.
         """
         return np.linalg.inv(self.information)
 
     @property
     def se(self):
-        """Standard errors ``sqrt(diag(var))``, an array (NaN where a variance is negative).
+        """Standard errors of the variance the summaries show, an array.
+
+        ``sqrt(diag(cov_params()))``: the model-based ``sqrt(diag(var))``, or the robust
+        ones when :attr:`robust_default` (non-integer case weights, as R's
+        ``sqrt(diag(vcov(fit)))``); NaN where a variance is negative. :attr:`naive_se`
+        is the model-based one always.
 
         Examples
         --------
@@ -576,8 +594,72 @@ class CoxFit(FitInterface):
         >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
         >>> fit.se.round(3)
         array([0.191, 0.022, 0.308, 0.212, 0.382, 0.196, 0.029])
+
+        With non-integer case weights the robust ones, as R:
+
+        >>> w = 0.5 + (np.arange(len(rossi)) % 4) / 2
+        >>> weighted = ci.fit_cox(X, rossi["week"], rossi["arrest"], weights=w)
+        >>> weighted.se.round(3)
+        array([0.212, 0.026, 0.32 , 0.248, 0.398, 0.223, 0.034])
+        >>> weighted.naive_se.round(3)
+        array([0.172, 0.021, 0.284, 0.193, 0.311, 0.18 , 0.027])
+        """
+        return self._se(None)
+
+    @property
+    def naive_se(self):
+        """Model-based standard errors ``sqrt(diag(var))``, an array (R's ``se(coef)``).
+
+        What :attr:`se` is unless the fit reports the robust variance
+        (:attr:`robust_default`); the dfbetas divide by it, as R's. NaN where a variance
+        is negative.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> bool(np.array_equal(fit.naive_se, fit.se))
+        True
         """
         return standard_errors(np.diag(self.var))
+
+    @property
+    def robust_default(self) -> bool:
+        """Whether the summaries show the robust variance by default, as R's ``coxph``.
+
+        The fit's ``robust`` when given (``fit_cox(robust=)``), else R's rule: True when
+        a case weight is not an integer (R's ``any(weights != floor(weights))``), the
+        sandwich ``D'D`` of :meth:`robust_covariance` with one unit per row (per subject
+        with ``id=``). ``se``, ``cov_params()``, ``conf_int()`` and ``summary()`` follow
+        it when their ``robust`` is not given; :attr:`variance` says which it is.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> w = 0.5 + (np.arange(len(rossi)) % 4) / 2
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"], weights=w)
+        >>> fit.robust_default, fit.variance
+        (True, "robust (sandwich D'D; non-integer case weights, as R's coxph)")
+        >>> ci.fit_cox(X, rossi["week"], rossi["arrest"], weights=2 * w).robust_default
+        False
+        """
+        if self.robust is not None:
+            return bool(self.robust)
+        return self._fractional_weights
+
+    @cached_property
+    def _fractional_weights(self):
+        w = self.data.weights
+        return bool(np.any(w != np.floor(w)))
+
+    def _robust_reason(self):
+        if self.robust is not None:
+            return "fit_cox(robust=True)"
+        return "non-integer case weights, as R's coxph"
 
     @property
     def hazard_ratios(self):
@@ -585,11 +667,14 @@ class CoxFit(FitInterface):
         return np.exp(self.coef)
 
     def _summary_head(self, se, robust):
-        """summary(): coef, exp(coef), then ``se(coef)`` or R's ``robust se``, as R's
-        ``summary.coxph`` (:meth:`FitInterface.summary`; with ``robust=True`` the SE is
-        from :meth:`robust_covariance`, ``groups`` as there)."""
-        return {"coef": self.coef, "exp(coef)": self.hazard_ratios,
-                "robust se" if robust else "se(coef)": se}
+        """summary(): coef, exp(coef), ``se(coef)`` (model-based) and, when robust, R's
+        ``robust se`` (from :meth:`robust_covariance`, ``groups`` as there), as R's
+        ``summary.coxph`` (:meth:`FitInterface.summary`)."""
+        head = {"coef": self.coef, "exp(coef)": self.hazard_ratios,
+                "se(coef)": self.naive_se if robust else se}
+        if robust:
+            head["robust se"] = se
+        return head
 
     @property
     def n_units(self) -> int:
@@ -817,7 +902,8 @@ def subsample_start(data, min_rows=None, sample=None):
 
 
 def fit_cox(X, time, event, *, start=None, entry=None, id=None, weights=None, strata=None,
-            ties="efron", tol=1e-10, max_iter=50, init=None, at_risk_at_entry=False) -> CoxFit:
+            ties="efron", tol=1e-10, max_iter=50, init=None, at_risk_at_entry=False,
+            robust=None) -> CoxFit:
     """Fit a Cox proportional hazards model by Newton-Raphson with step halving.
 
     Minimises the negative log partial likelihood (:func:`cox_loss`: R's weighted Efron
@@ -849,7 +935,9 @@ def fit_cox(X, time, event, *, start=None, entry=None, id=None, weights=None, st
         influence functions (deleted together; results per subject, indexed by the
         sorted labels). Intervals of one subject must not overlap within a stratum.
     weights : array_like, shape (n,), optional
-        Positive case weights (R's ``weights=``); default 1.
+        Positive case weights (R's ``weights=``); default 1. When one is not an integer
+        the summaries report the robust variance by default, as R's ``coxph``
+        (``robust``).
     strata : array_like or pandas.DataFrame, optional
         Stratum labels, one per row (or a DataFrame of several stratum columns); each
         stratum has its own baseline hazard and risk sets.
@@ -870,6 +958,12 @@ def fit_cox(X, time, event, *, start=None, entry=None, id=None, weights=None, st
         With ``start``, a row is also at risk at its entry time, on ``[start, time]``
         (statsmodels' ``PHReg(entry=...)``, Stata's convention; the statsmodels
         integration sets it). Default False: R's and lifelines' ``(start, time]``.
+    robust : bool, optional
+        R's ``coxph(robust=)``: whether ``se``, ``cov_params()``, ``conf_int()`` and
+        ``summary()`` report the robust (sandwich) variance ``D'D`` by default
+        (:attr:`CoxFit.robust_default`; one unit per row, or per subject with ``id=``).
+        Default None: R's rule, robust when a case weight is not an integer. Either
+        variance stays available per call (``cov_params(robust=False)``, ...).
 
     Returns
     -------
@@ -962,7 +1056,8 @@ def fit_cox(X, time, event, *, start=None, entry=None, id=None, weights=None, st
                  tol=gradient_tolerance(data, tol), max_iter=max_iter)
     fit = CoxFit(coef=res.theta[0], loglik=float(-res.loss[0]), information=res.hess[0],
                  gradient=res.grad[0], converged=bool(res.converged[0]),
-                 n_iter=int(res.n_iter[0]), data=data, ties=ties, tol=tol, max_iter=max_iter)
+                 n_iter=int(res.n_iter[0]), data=data, ties=ties, tol=tol, max_iter=max_iter,
+                 robust=None if robust is None else bool(robust))
     fit.__dict__["risk_sets"] = risk_sets     # the fit's kernels, their caches already made
     gnorm = float(np.abs(res.grad[0]).max())
     if not fit.converged:
