@@ -217,10 +217,11 @@ def _trust_section(result, header):
     return "".join(out)
 
 
-def _top_tables(result, top_k):
+def _top_tables(result, top_k, unit_data=None):
     """The top table (rank, displacements exact and VIF side by side, verified, flags,
     the unit's rows / time / event), then its changes and dfbetas, narrow enough to read
-    without scrolling."""
+    without scrolling, then their data: the frame's other columns, or ``unit_data``'s rows
+    of the top units (a subject's covariates at entry, its first row)."""
     top = result.top(top_k)
     idx = top.index
     main = pd.DataFrame({"rank": top["rank"],
@@ -237,11 +238,17 @@ def _top_tables(result, top_k):
     main = pd.concat([main, result.frame.loc[idx, info]], axis=1)
     changes = result.loo_change.loc[idx]
     dfbetas = result.dfbetas.loc[idx]
-    covs = result.frame.loc[idx, rest]
+    covs, their = result.frame.loc[idx, rest], "<h3>Their data</h3>"
+    if unit_data is not None:
+        covs = unit_data.reindex(idx)
+        span = (" from entry to exit in the table above" if {"entry", "exit"} <= set(info)
+                else "")
+        their += (f"<p>The {html.escape(result.unit_name)}' covariates at entry (their "
+                  f"first row); their follow-up{span}.</p>")
     return [_table(main), "<h3>Changes</h3>", _wrap(_table(changes, 3)),
             "<h3>dfbetas (change / model-based SE, as R's; minus R's sign)</h3>",
             _wrap(_table(dfbetas, 3)),
-            "<h3>Their data</h3>", _wrap(_table(covs, 4))]
+            their, _wrap(_table(covs, 4))]
 
 
 def _units(name, count):
@@ -438,13 +445,16 @@ def _wrap(table):
 
 
 def build_report(result, *, reid=None, exact=None, title=None, description="",
-                 top_k=10, checks=True) -> str:
+                 top_k=10, checks=True, unit_data=None) -> str:
     """The report (HTML text) for an :class:`~coxinfluence.audit.run.InfluenceResult`
     ``result`` (normally ``method="auto"``) of any model behind the seam, with optional
     Reid and exact results of the same target for the comparisons. ``title`` defaults to
     the model's ("Cox model influence audit", "Weibull AFT model influence audit",
     "Fine-Gray model influence audit"). ``checks``: the "Model checks" section (the PH
-    test, deviance residuals) where the model has them."""
+    test, deviance residuals) where the model has them. ``unit_data``: a DataFrame indexed
+    by unit label, the "Their data" table of units with several rows (the CLI gives each
+    subject's covariates at entry, its first row); default: the result's frame's columns
+    (the training rows' for rows; none for subjects and clusters)."""
     header = result.model.report_header()
     title = header.title if title is None else title
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
@@ -469,7 +479,7 @@ def build_report(result, *, reid=None, exact=None, title=None, description="",
                  "logL(&theta;&#770;<sub>&minus;i</sub>)]: exact (by refit) where verified "
                  "(&#10003;), else its quadratic-form estimate from "
                  f"{html.escape(approx.method.upper())}. {_target_wording(result)}</p>")
-    parts.extend(_top_tables(result, top_k))
+    parts.extend(_top_tables(result, top_k, unit_data))
     parts.extend(_target_top_table(result, top_k))
     parts.append("<h2>Index plots</h2>" + _index_caption(result)
                  + _img(figure_to_data_uri(result.plot_index()), "index plots"))

@@ -28,6 +28,8 @@ from pathlib import Path
 from coxinfluence.cli.audit_inputs import (
     AuditData,
     columns_text,
+    csv_rows,
+    entry_rows,
     read_audit_csv,
     read_newdata,
     read_test,
@@ -130,7 +132,13 @@ def _fit(family, args, data):
     with warnings.catch_warnings(record=True) as caught:
         # every family's convergence warning is a ci.ConvergenceWarning
         warnings.simplefilter("always", ci.ConvergenceWarning)
-        fit = family.fit(data, args)
+        try:
+            fit = family.fit(data, args)
+        except ci.InputError as exc:
+            if args.data is None:
+                raise
+            # the library names rows by index labels: here the CSV file's rows or ids
+            raise ValueError(csv_rows(str(exc), data, args.data)) from None
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
     return fit
@@ -196,7 +204,7 @@ def _audit_run(args: argparse.Namespace) -> int:
     columns = columns_text(data)
     write_report(out, res, reid=reid_res, exact=exact_res,
                  description=f"{description} {columns}", top_k=args.top,
-                 checks=args.checks)
+                 checks=args.checks, unit_data=entry_rows(data))
     print_summary(res, reid_res, exact_res, res.target, columns=columns)
     print(f"wrote {out}")
     return 0
@@ -213,7 +221,10 @@ def _read(args, family):
     data = read_audit_csv(args, outcome=family.outcome,
                           subjects=bool(args.id) and family.subjects(args),
                           stratum_covariates=family.stratum_covariates,
-                          columns=family.columns, covariate_columns=family.covariate_columns)
+                          columns=family.columns, covariate_columns=family.covariate_columns,
+                          outcome_labels=family.encode_outcome is not None)
+    if family.encode_outcome is not None:
+        data = family.encode_outcome(data, args)      # labels -> codes (Fine-Gray's causes)
     return data, f"Data: {args.data.name}."
 
 

@@ -27,7 +27,7 @@ from coxinfluence.cli.family_registry import (
 
 __all__ = ["AuditData", "TestSet", "read_audit_csv", "read_csv", "read_newdata",
            "read_test", "audit_target", "TargetPlan", "target_plan", "rows_text",
-           "columns_text", "identifier_reason"]
+           "columns_text", "identifier_reason", "csv_rows", "entry_rows"]
 
 
 @dataclass
@@ -41,7 +41,9 @@ class AuditData:
     e.g. Fine-Gray's ``cengroup``), those given; the others the column of their option, or
     None; ``roles``: (role, column) for each column given a role other than covariate
     ("time", the outcome's option, "start", "strata", "weights", "id", "cluster", the
-    family's own), as :func:`columns_text` lists them."""
+    family's own), as :func:`columns_text` lists them; ``outcome_codes``: an outcome
+    column of labels coded by the family (label -> code), else None. ``frame`` keeps the
+    outcome column as the file has it."""
 
     frame: pd.DataFrame
     X: pd.DataFrame
@@ -54,6 +56,9 @@ class AuditData:
     clusters: pd.Series | None = None
     family_columns: dict = field(default_factory=dict)
     roles: list = field(default_factory=list)
+    #: an outcome column of labels: label -> the code the fit reads (the family's
+    #: ``encode_outcome``: Fine-Gray's status labels); None for a numeric column
+    outcome_codes: dict | None = None
 
 
 def columns_text(data: AuditData) -> str:
@@ -66,6 +71,9 @@ def columns_text(data: AuditData) -> str:
         roles.setdefault(role, []).append(str(col))
     if roles:
         text += " Roles: " + ", ".join(f"{r} = {', '.join(c)}" for r, c in roles.items()) + "."
+    if data.outcome_codes:
+        text += (" Labels of the outcome column as the model's codes: "
+                 + ", ".join(f"{k} = {v}" for k, v in data.outcome_codes.items()) + ".")
     return text
 
 
@@ -75,12 +83,112 @@ def rows_text(labels):
     return shown + (", ..." if len(labels) > 10 else "")
 
 
+def entry_rows(data: AuditData) -> pd.DataFrame | None:
+    """Each subject's covariates at entry, for the report's "Their data" table.
+
+    With subjects (rows sharing an ``--id``, :func:`read_audit_csv`'s ``subjects``) and no
+    ``--cluster``: the subject's first row (the earliest ``--start``, else the first in the
+    file), its covariates, strata and weights (the columns without an outcome, id or
+    cluster role), indexed by the id, sorted as the audit's units.
+
+    Parameters
+    ----------
+    data : AuditData
+        The data file's columns.
+
+    Returns
+    -------
+    DataFrame or None
+        One row per subject; None when the units are rows or clusters.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"id": [7, 7, 3], "start": [2.0, 0.0, 0.0],
+    ...                       "stop": [5.0, 2.0, 4.0], "event": [1, 0, 0],
+    ...                       "x": [1.0, 0.0, 9.0]})
+    >>> data = AuditData(frame, frame[["x"]], frame["stop"], frame["event"],
+    ...                  start=frame["start"], ids=frame["id"],
+    ...                  roles=[("time", "stop"), ("event", "event"), ("start", "start"),
+    ...                         ("id", "id")])
+    >>> entry_rows(data)
+          x
+    id
+    3   9.0
+    7   0.0
+    """
+    if data.ids is None or data.clusters is not None:
+        return None
+    covariates = set(data.X.columns)
+    role_columns = {col for role, col in data.roles
+                    if role not in ("strata", "weights") and col not in covariates}
+    keep = [c for c in data.frame.columns if c not in role_columns]
+    order = (np.arange(len(data.frame)) if data.start is None
+             else np.argsort(data.start.to_numpy(), kind="stable"))
+    rows = data.frame.iloc[order]
+    ids = data.ids.iloc[order].to_numpy()
+    first = ~pd.Series(ids).duplicated().to_numpy()
+    out = rows.loc[first, keep].set_axis(pd.Index(ids[first], name=data.ids.name))
+    return out.sort_index()
+
+
+def _refuse_one_two_coding(values: pd.Series, column, prefix):
+    """An event column (``--event``: 1 = event, 0 = censored) holding exactly the values
+    1 and 2 is R's ``Surv`` coding (1 = censored, 2 = event): a one-line error naming the
+    column (``prefix`` names the file when it is not the data file)."""
+    v = pd.unique(values.dropna())
+    if len(v) == 2 and set(v.tolist()) == {1, 2}:
+        raise ValueError(f"{prefix}the event column {column!r} is coded 1/2 (as R's Surv: "
+                         "1 = censored, 2 = event?); recode as 0/1 (1 = event, 0 = "
+                         "censored)")
+
+
+def csv_rows(message: str, data: AuditData, path) -> str:
+    """A library error ``message`` with the rows it names said as rows of the CSV file.
+
+    The library names rows by their index labels ("3 row(s) (index label(s) 4, 8, 9)"):
+    the command line's labels are the data row numbers (counted from 1, the first row
+    below the header) or the ``--id`` column's values (:func:`read_audit_csv`), so they
+    become "data row(s) 4, 8, 9 of data.csv (...)" or "id 'p3', 'p7'".
+
+    Parameters
+    ----------
+    message : str
+        The library's message.
+    data : AuditData
+        The data the message is about (its frame's index says what labels the rows).
+    path : pathlib.Path
+        The data file.
+
+    Returns
+    -------
+    str
+        The message with each "(index label(s) ...)" replaced.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> frame = pd.DataFrame({"x": [1.0, 2.0]}, index=pd.RangeIndex(1, 3, name="row"))
+    >>> data = AuditData(frame, frame, frame["x"], frame["x"])
+    >>> csv_rows("negative in 1 row(s) (index label(s) 2)", data, Path("d.csv"))
+    'negative in 1 row(s) (data row(s) 2 of d.csv, counted from 1: the first row below the header)'
+    """
+    name = data.frame.index.name
+
+    def rows(m):
+        if name == "row":
+            return (f"(data row(s) {m.group(1)} of {path.name}, counted from 1: the first row "
+                    "below the header)")
+        return f"({name} {m.group(1)})"
+
+    return re.sub(r"\(index label\(s\) ([^()]*)\)", rows, message)
+
+
 def _optional(value):
     return [value] if value else []
 
 
 def read_audit_csv(args, *, outcome="event", subjects=False, stratum_covariates=False,
-                   columns=(), covariate_columns=()) -> AuditData:
+                   columns=(), covariate_columns=(), outcome_labels=False) -> AuditData:
     """The data file ``args.data`` read with the columns the options name. ``outcome``:
     the option naming the outcome column (a family's ``outcome``: "event", Fine-Gray's
     "status"); ``subjects``: rows sharing an ``--id`` are one patient's (Cox intervals), so
@@ -89,7 +197,8 @@ def read_audit_csv(args, *, outcome="event", subjects=False, stratum_covariates=
     scales; a Cox or Fine-Gray model's are baseline hazards, in which a covariate constant
     within each stratum has no coefficient); ``columns``: the options naming the family's
     own role columns (Fine-Gray's "cengroup"), ``covariate_columns`` those that may also be
-    covariates."""
+    covariates; ``outcome_labels``: whether the outcome column may hold labels (the
+    family codes them: its ``encode_outcome``)."""
     path = args.data
     df = read_csv(path, "data file", "")
     options = vars(args)
@@ -128,14 +237,18 @@ def read_audit_csv(args, *, outcome="event", subjects=False, stratum_covariates=
         if identifiers:
             raise ValueError(identifiers)
     df = _labelled(df, args.id, subjects)
-    numeric = [args.time, out_col] + covs + _optional(args.weights) + _optional(args.start)
+    numeric = ([args.time] + ([] if outcome_labels else [out_col]) + covs
+               + _optional(args.weights) + _optional(args.start))
     bad = non_numeric(df, numeric)
     if bad:
         identifiers = _identifiers_text(df, [c for c in bad if c in covs], args.id) \
             if inferred else None
         raise ValueError(f"non-numeric column(s) {bad}: encode categories as 0/1 columns first"
                          + (f"; {identifiers}" if identifiers else ""))
-    cols = list(dict.fromkeys(numeric + (args.strata or []) + _optional(args.cluster)
+    if outcome == "event":
+        _refuse_one_two_coding(df[out_col], out_col, "")
+    cols = list(dict.fromkeys([args.time, out_col] + numeric + (args.strata or [])
+                              + _optional(args.cluster)
                               + list(own.values()) + (_optional(args.id) if subjects else [])))
     _refuse_missing_values(df, cols, args.id if args.id and not subjects else None)
 
@@ -351,13 +464,16 @@ def read_test(path, data: AuditData, outcome) -> TestSet:
     if missing:
         raise ValueError(f"--test {path} lacks column(s) {missing}; it needs the training "
                          f"file's covariate, time and {outcome} columns {need}")
-    bad = non_numeric(df, covs + [time_col, out_col])
+    codes = data.outcome_codes
+    bad = non_numeric(df, covs + [time_col] + ([] if codes else [out_col]))
     if bad:
         raise ValueError(f"--test {path}: non-numeric column(s) {bad}")
     na = df[need].isna().any(axis=1)
     if na.any():
         raise ValueError(f"--test {path}: missing values in data row(s) "
                          f"{rows_text([int(k) + 1 for k in df.index[na]])}")
+    if outcome == "event":
+        _refuse_one_two_coding(df[out_col], out_col, f"--test {path}: ")
     id_col = roles.get("id")
     if id_col is not None and id_col in df.columns and df[id_col].is_unique:
         df = df.set_index(id_col)
@@ -366,7 +482,17 @@ def read_test(path, data: AuditData, outcome) -> TestSet:
     X = df[covs].astype(float)
     if strata:
         X = pd.concat([X, df[strata]], axis=1)
-    return TestSet(X, df[time_col].astype(float), df[out_col])
+    outcome_values = df[out_col]
+    if codes:
+        # the data file's labels, coded as the model reads them
+        labels = outcome_values.astype(str)
+        unknown = sorted(set(labels) - set(codes))
+        if unknown:
+            raise ValueError(f"--test {path}: the {outcome} column {out_col!r} holds labels "
+                             f"the data file's has not: {unknown}; its labels are "
+                             f"{list(codes)}")
+        outcome_values = labels.map(codes).astype(int)
+    return TestSet(X, df[time_col].astype(float), outcome_values)
 
 
 @dataclass(frozen=True)

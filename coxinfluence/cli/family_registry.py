@@ -196,6 +196,11 @@ class CliFamily:
     add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
     #: ``metric_options(args)``: keyword arguments of the test metrics (Fine-Gray's cause)
     metric_options: Callable[[argparse.Namespace], dict] = lambda args: {}
+    #: ``encode_outcome(data, args)``: the data with the outcome column as the fit reads it
+    #: (the options naming its values, as Fine-Gray's ``--cause``, made codes too); its
+    #: presence lets the outcome column hold labels (Fine-Gray: status labels -> 0, 1, 2,
+    #: ...). None: the outcome column is numeric and read as it is
+    encode_outcome: Callable[[Any, argparse.Namespace], Any] | None = None
 
     def describe(self, args):
         """The model in words for a refusal ("a weibull AFT model").
@@ -495,11 +500,17 @@ def _fit_aft(data, args):
 def _fine_gray_arguments(p):
     fg = p.add_argument_group("competing risks (Fine-Gray, as R's cmprsk::crr)")
     fg.add_argument("--status", default=None,
-                    help="status column: 0 = censored, 1, 2, ... the cause of failure "
-                         "(with --cause, instead of --event)")
-    fg.add_argument("--cause", type=int, default=None,
-                    help="the cause K modelled (crr's failcode): fits the Fine-Gray "
-                         "subdistribution hazard model; the other causes compete")
+                    help="status column: 0 = censored, 1, 2, ... the cause of failure, or "
+                         "labels (censored, death, ...; see --cencode) (with --cause, instead "
+                         "of --event)")
+    fg.add_argument("--cause", default=None,
+                    help="the cause K modelled (crr's failcode), a code of the status column "
+                         "or one of its labels: fits the Fine-Gray subdistribution hazard "
+                         "model; the other causes compete")
+    fg.add_argument("--cencode", default=None,
+                    help="a status column of labels: the label of the censored rows (crr's "
+                         "cencode; default 'censored' or '0' where the column has it); the "
+                         "other labels are the causes, coded 1, 2, ... in sorted order")
     fg.add_argument("--cengroup", default=None,
                     help="censoring-group column: a censoring Kaplan-Meier per group (crr's "
                          "cengroup)")
@@ -526,6 +537,73 @@ def _no_fine_gray_concordance(r):
     raise ValueError("--target c (the concordance of a survival prediction) is not defined "
                      "for a Fine-Gray model; its test metrics are brier, ibs and auc of the "
                      "cause's cumulative incidence")
+
+
+def _fine_gray_outcome(data, args):
+    """The status column and ``--cause`` as :func:`coxinfluence.fit_fine_gray` reads them.
+
+    A numeric column is read as it is (0 = censored, 1, 2, ... the causes) and ``--cause``
+    must be one of its codes. A column of labels (R's ``transplant$event``: censored, ltx,
+    death, withdraw) is coded: the censored rows' label (``--cencode``, default
+    "censored" or "0" where the column has it) 0, the other labels 1, 2, ... in sorted
+    order; ``--cause`` must be one of them, and ``args.cause`` becomes its code
+    (``args.cause_label`` keeps the label). A label not in the column is a one-line error
+    naming the labels present.
+
+    Parameters
+    ----------
+    data : AuditData
+        The data file's columns (:mod:`coxinfluence.cli.audit_inputs`).
+    args : argparse.Namespace
+        The parsed options.
+
+    Returns
+    -------
+    AuditData
+        ``data``, its ``outcome`` the codes and ``outcome_codes`` the labels' codes (None
+        for a numeric column).
+
+    Raises
+    ------
+    ValueError
+        If ``--cause`` or ``--cencode`` is not a value of the column.
+    """
+    import dataclasses
+
+    status, column = data.outcome, dict(data.roles)["status"]
+    args.cause_label = args.cause
+    if pd.api.types.is_numeric_dtype(status) or pd.api.types.is_bool_dtype(status):
+        causes = sorted(label_text(v) for v in pd.unique(status) if v > 0)
+        if args.cencode not in (None, "0"):
+            raise ValueError(f"--cencode {args.cencode} applies to a status column of labels; "
+                             f"{column!r} holds numbers (0 = censored, causes {causes})")
+        try:
+            cause = float(args.cause)
+        except ValueError:
+            raise ValueError(f"--cause {args.cause} is not a code of the status column "
+                             f"{column!r}: its causes are {', '.join(causes)} (0 = "
+                             "censored)") from None
+        args.cause = int(cause) if cause.is_integer() else cause
+        return data
+    labels = sorted(str(v) for v in pd.unique(status))
+    present = ", ".join(repr(v) for v in labels)
+    cencode = args.cencode
+    if cencode is None:
+        cencode = next((v for v in ("censored", "0") if v in labels), None)
+        if cencode is None:
+            raise ValueError(f"the status column {column!r} holds the labels {present}: "
+                             "name the censored rows' label with --cencode LABEL")
+    elif cencode not in labels:
+        raise ValueError(f"--cencode {cencode} is not a label of the status column "
+                         f"{column!r}: its labels are {present}")
+    if str(args.cause) not in labels or str(args.cause) == cencode:
+        raise ValueError(f"--cause {args.cause} is not a cause in the status column "
+                         f"{column!r}: its labels are {present} ({cencode!r} = censored)")
+    codes = {cencode: 0}
+    codes.update((v, k) for k, v in enumerate((v for v in labels if v != cencode), 1))
+    args.cause = codes[str(args.cause)]
+    return dataclasses.replace(data, outcome=status.astype(str).map(codes).astype(int),
+                               outcome_codes=codes)
 
 
 def _fit_fine_gray(data, args):
@@ -559,6 +637,6 @@ register_cli_family(CliFamily(
              "subjects": "--subjects (one row per subject)",
              "cluster": "--cluster (the subjects are the units: crr's sandwich SE)"},
     check=_check_fine_gray, add_arguments=_fine_gray_arguments,
-    metric_options=lambda args: {"cause": args.cause},
+    metric_options=lambda args: {"cause": args.cause}, encode_outcome=_fine_gray_outcome,
     targets={"c": TargetKind(_no_fine_gray_concordance, values="optional", needs_test=True,
                              words=("harrell", "uno"))}))

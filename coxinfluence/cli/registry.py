@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -80,14 +81,40 @@ def show_progress(flag: bool | None) -> bool:
 
 
 def main(argv: list[str] | None = None, *, registry: dict[str, Subcommand] | None = None) -> int:
-    """Entry point; returns the exit code."""
+    """Entry point; returns the exit code. While the subcommand runs, a warning prints as
+    one line, ``warning: <message>`` (:func:`_warning_line`)."""
     parser = build_parser(registry)
     args = parser.parse_args(argv)
     if vars(args).get("_run") is None:
         parser.print_help(sys.stderr)
         return 2
+    previous = warnings.formatwarning
+    warnings.formatwarning = _warning_line      # "warning: <message>", no source line
     try:
         return int(args._run(args))
     except ValueError as exc:
         print(f"coxinfluence {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    finally:
+        warnings.formatwarning = previous
+
+
+def _warning_line(message, category, filename, lineno, line=None) -> str:
+    """A warning as the command line prints it while :func:`main` runs.
+
+    :func:`main`'s ``warnings.formatwarning``: Python's ``file:line: Category:`` prefix
+    and the source line are left out, the message is one line.
+
+    Parameters
+    ----------
+    message : Warning or str
+        The warning.
+    category, filename, lineno, line : object
+        What ``warnings.formatwarning`` is given (not shown).
+
+    Returns
+    -------
+    str
+        ``"warning: <message>\\n"``.
+    """
+    return "warning: " + " ".join(str(message).split()) + "\n"

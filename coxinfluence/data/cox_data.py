@@ -31,6 +31,7 @@ from coxinfluence.data.inputs import (
     as_float_matrix,
     as_vector,
     bad_rows,
+    check_event_indicator,
     check_finite,
     check_positive_weights,
     encode_labels,
@@ -565,10 +566,7 @@ def make_cox_data(X, time, event, *, start=None, id=None, weights=None, strata=N
                 f"in {bad_rows(bad, index)}")
     elif (t < 0).any():
         raise CoxInputError(f"time must be non-negative; negative in {bad_rows(t < 0, index)}")
-    not_binary = (e != 0) & (e != 1)
-    if not_binary.any():
-        raise CoxInputError(f"event must be 0/1 (1 = event, 0 = censored); other values in "
-                            f"{bad_rows(not_binary, index)}")
+    check_event_indicator(e, index)
     check_positive_weights(w, index, "rows")
     if e.sum() == 0:
         raise CoxInputError("no events: every row is censored, the partial likelihood is empty")

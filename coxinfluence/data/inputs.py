@@ -150,6 +150,37 @@ def bad_rows(mask, index=None):
     return f"{rows.size} row(s) (position(s) {show_labels(rows)}, counted from 0)"
 
 
+def check_event_indicator(e, index=None, censored="censored"):
+    """Events must be 0/1 (1 = event, 0 = ``censored``).
+
+    An event column coded 1/2, R's ``Surv`` convention (1 = censored, 2 = event), is named
+    as such; other values are named by their rows (:func:`bad_rows`).
+
+    Parameters
+    ----------
+    e : numpy.ndarray
+        The event indicator, one value per row.
+    index : pandas.Index, optional
+        The caller's row labels (rows are named by position without it).
+    censored : str, default "censored"
+        The message's word for 0.
+
+    Raises
+    ------
+    CoxInputError
+        If a value is neither 0 nor 1.
+    """
+    bad = (e != 0) & (e != 1)
+    if not bad.any():
+        return
+    values = np.unique(e)
+    if values.size == 2 and values[0] == 1 and values[1] == 2:
+        raise CoxInputError("the event column is coded 1/2 (as R's Surv: 1 = censored, "
+                            "2 = event?); recode as 0/1 (event - 1)")
+    raise CoxInputError(f"event must be 0/1 (1 = event, 0 = {censored}); other values in "
+                        f"{bad_rows(bad, index)}")
+
+
 def check_finite(arr, name, index=None):
     if arr.ndim == 2 and all_finite(arr):
         return

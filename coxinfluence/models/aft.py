@@ -25,6 +25,7 @@ from coxinfluence.data.inputs import (
     as_float_matrix,
     as_vector,
     bad_rows,
+    check_event_indicator,
     check_finite,
     check_positive_weights,
     encode_labels,
@@ -596,10 +597,7 @@ def _outcome(time, event, upper, n, index):
         e = as_vector(event, n, "event")
         check_finite(t, "time", index)
         check_finite(e, "event", index)
-        bad = (e != 0) & (e != 1)
-        if bad.any():
-            raise CoxInputError("event must be 0/1 (1 = event, 0 = right-censored); other "
-                                f"values in {bad_rows(bad, index)}")
+        check_event_indicator(e, index, censored="right-censored")
         if (t <= 0).any():
             raise CoxInputError("time must be positive (the AFT model is for log time); not "
                                 f"in {bad_rows(t <= 0, index)}")
