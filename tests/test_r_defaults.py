@@ -14,7 +14,7 @@
 The oracle is R: golden fixtures from ``tests/r/r_defaults_reference.R``
 (``tests/fixtures/r_defaults``; R 4.2.2, survival 3.5.3) on R's ``lung`` with seeded
 case weights (0.5 to 3, and integers 1 to 3). Measured agreement: 2e-13 relative or
-better for coefficients, SEs, z, p and limits, 1e-14 absolute for dfbeta and dfbetas;
+better for coefficients, SEs, z, p and limits, 2e-14 absolute for dfbeta and dfbetas;
 before this change the SE of age with non-integer weights was 0.00688 (R: 0.01013) and
 the dfbetas of the clustered fit were up to 0.129 from R's (they divided by the robust
 SE). The live test reruns the script on a fresh seed.
@@ -36,7 +36,7 @@ HERE = Path(__file__).parent
 SCRIPT = HERE / "r" / "r_defaults_reference.R"
 GOLDEN = HERE / "fixtures" / "r_defaults"
 RTOL = 1e-9         # measured: 2e-13 or better (both fits converged to rounding level)
-ATOL_RESIDUALS = 1e-10    # dfbeta, dfbetas: measured 1e-14
+ATOL_RESIDUALS = 1e-10    # dfbeta, dfbetas: measured 2e-14
 
 
 def load(folder):
