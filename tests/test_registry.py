@@ -141,7 +141,8 @@ def test_low_level_functions_dispatch_through_the_registry(cox_data):
     register_family(_toy_family(low_level=low_level))
     cox = np.asarray(ci.vif(toy.inner, method="direct"))
     np.testing.assert_array_equal(np.asarray(ci.vif(toy, method="direct")), cox)
-    assert seen == [("vif", {"method": "direct", "refuse": False})]
+    # the low-level functions refuse a fit without a maximum (issue 44): refuse=True
+    assert seen == [("vif", {"method": "direct", "refuse": True})]
     # a family whose models keep no training data
     register_family(_toy_family(needs_data=True))
     with pytest.raises(TypeError, match=r"keeps no training data: use "
