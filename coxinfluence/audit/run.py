@@ -55,8 +55,17 @@ from coxinfluence.audit.targets import (
     target_change,
     target_exact,
 )
-from coxinfluence.audit.verification import verify, verify_target
-from coxinfluence.influence_functions.any_fit import SeamUnits, warn_undefined
+from coxinfluence.audit.verification import (
+    EXHAUSTIVE,
+    EXHAUSTIVE_STEP,
+    verify,
+    verify_target,
+)
+from coxinfluence.influence_functions.any_fit import (
+    LeaveOneOutWarning,
+    SeamUnits,
+    warn_undefined,
+)
 from coxinfluence.influence_functions.registry import audit_model as seam_of
 from coxinfluence.models.base import register_audit
 from coxinfluence.models.cox import ConvergenceWarning
@@ -155,8 +164,14 @@ def _compute_auto(model, resolved, target, frame, *, progress, executor,
             loo[refits.codes] = refits.theta
             return target_exact(model.fit, loo, target, units)[refits.codes]
 
-        ver = verify_target(model, ver, target_magnitude(change, se), exact_change,
-                            lambda values: target_magnitude(values, se), refit=refit)
+        exhaustive = len(model.unit_labels) <= (EXHAUSTIVE if target.smooth
+                                                else EXHAUSTIVE_STEP)
+        if not exhaustive:
+            # the rule's estimate, shown where no refit replaces it
+            change = newton_rescored(model, target)
+        ver = verify_target(model, ver, rankings(change, se), exact_change,
+                            lambda values: rankings(values, se), refit=refit,
+                            exhaustive=exhaustive, bounded=target.smooth)
         if not ver.target.rule_met:
             warnings.warn(f"method='auto': {ver.target.describe(unit_name)}",
                           TopNotVerifiedWarning, stacklevel=4)
@@ -177,6 +192,31 @@ def _compute_auto(model, resolved, target, frame, *, progress, executor,
                    refits=refits, verification=ver,
                    approx=approx, include_data_effect=include_data_effect,
                    target_notes=target_notes)
+
+
+def newton_rescored(model, target):
+    """(U, m) each unit's target change estimated by rescoring the target exactly at its
+    one-step Newton coefficients ``theta_hat - H_{-g}^{-1} grad L_{-g}`` (on the data
+    without the unit: ``Target.refit_values``); NaN where the step is undefined (those
+    units are flagged and refitted first)."""
+    with warnings.catch_warnings():
+        # the undefined units are flagged (and refitted first): no second warning
+        warnings.simplefilter("ignore", LeaveOneOutWarning)
+        theta = model.coef[None, :] + model.change("newton")
+    return target_exact(model.fit, theta, target, model.units)
+
+
+def rankings(change, se):
+    """(U, K) the values a reader ranks a target's changes (U, m) by: each column's
+    ``|change_j| / se_j`` (``|change_j|`` where ``se_j`` is zero or not finite) and, for
+    several columns, the largest standardised change (``target_influence``)."""
+    change = np.abs(np.asarray(change, dtype=np.float64))
+    se = np.asarray(se, dtype=np.float64)
+    scale = np.where(np.isfinite(se) & (se > 0), se, 1.0)
+    cols = change / scale
+    if change.shape[1] == 1:
+        return cols
+    return np.column_stack([cols, target_magnitude(change, se)])
 
 
 def ranks_by_target(target):

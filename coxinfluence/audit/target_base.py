@@ -64,6 +64,10 @@ class Target:
         How a user asks for this target, as :func:`describe_targets` lists it (e.g.
         ``"'hr'"``, ``"ci.targets.RelativeRisk(X_new)"``); None: as its quantity's
         dispatched target (``ci.targets.Survival(X_new, times)`` for ``"survival"``).
+    smooth : bool
+        Whether the target is a smooth function of the coefficients (True); False for a
+        step function (a test set's AUC or C-index), for which ``method="auto"`` claims
+        no first-order bound (:mod:`coxinfluence.audit.verification`).
 
     See Also
     --------
@@ -105,6 +109,11 @@ class Target:
     #: (the test-set metrics of :mod:`coxinfluence.evaluation.targets`), so that
     #: ``influence()`` takes it whatever the model's ``target_names``
     generic = False
+    #: whether the target is a smooth function of the coefficients; False for a step
+    #: function (a test set's AUC or C-index), for which ``method="auto"`` claims no
+    #: first-order bound and refits every unit up to a larger size
+    #: (:mod:`coxinfluence.audit.verification`)
+    smooth = True
     #: the class of the fits this implementation evaluates on (:meth:`evaluates`), e.g.
     #: ``CoxFit``; None: none known (a family may override :meth:`evaluates` instead)
     fit_type = None
