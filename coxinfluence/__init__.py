@@ -23,6 +23,7 @@ from coxinfluence.audit.target_base import TargetBeyondFollowUpWarning
 from coxinfluence.data.cox_data import CoxData
 from coxinfluence.data.inputs import CoxInputError, InputError
 from coxinfluence.diagnostics import ph_test, residuals
+from coxinfluence.evaluation.compare import compare
 from coxinfluence.evaluation.evaluate import evaluate
 
 # the old names of targets (ci.targets has every target now): deprecated aliases
@@ -72,5 +73,5 @@ __all__ = [
     "influence", "InfluenceResult", "targets", "datasets", "metrics",
     "CumulativeIncidence", "AFTSurvival", "SurvivalQuantile",
     "RiskScore", "LifelinesSurvival", "TargetBeyondFollowUpWarning",
-    "evaluate",
+    "evaluate", "compare",
 ]

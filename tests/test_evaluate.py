@@ -92,7 +92,9 @@ def _check_cox(directory, case):
     table = ci.evaluate(fit, X_test, test.time, test.event, times)
     assert table.columns.tolist() == ["metric", "time", "estimate", "se", "lower", "upper"]
     assert table.metric.tolist() == (["brier"] * len(times) + ["auc"] * len(times)
-                                     + ["ibs", "c_harrell", "c_uno"])
+                                     + ["ibs"] + ["ipa"] * len(times)
+                                     + ["c_harrell", "c_uno"])
+    table = table[table.metric != "ipa"]        # Score's IPA: tests/test_compare.py
     est, se = r_table(ref)
     np.testing.assert_allclose(table.estimate, est, rtol=0, atol=1e-8)
     np.testing.assert_allclose(table.se, se, rtol=0, atol=1e-6)
@@ -112,7 +114,7 @@ def test_evaluate_aft_equals_r(case):
     train, test, covs, times, ref = load(FIX, case)
     aft = ci.fit_aft(train[covs], train.time, train.event)
     table = ci.evaluate(aft, test[covs], test.time, test.event, times)
-    table = table[table.metric != "ibs"]
+    table = table[~table.metric.isin(["ibs", "ipa"])]
     est, se = r_table(ref, "aft_")
     np.testing.assert_allclose(table.estimate, est, rtol=0, atol=1e-8)
     np.testing.assert_allclose(table.se, se, rtol=0, atol=1e-6)
@@ -286,7 +288,8 @@ def test_fine_gray_competing_risks_equal_score():
                                                              "auc_se")], rtol=0, atol=1e-12)
     fit = ci.fit_fine_gray(train[["x1", "x2"]], train.time, train.status)
     table = ci.evaluate(fit, test[["x1", "x2"]], test.time, test.status, times)
-    assert table.metric.tolist() == ["brier"] * 4 + ["auc"] * 4 + ["ibs"]
+    assert table.metric.tolist() == ["brier"] * 4 + ["auc"] * 4 + ["ibs"] + ["ipa"] * 4
+    table = table[table.metric != "ipa"]
     est = np.concatenate([get(ref, q) for q in ("brier", "auc", "ibs")])
     se = np.concatenate([get(ref, q + "_se") for q in ("brier", "auc", "ibs")])
     np.testing.assert_allclose(table.estimate, est, rtol=0, atol=1e-8)

@@ -1,6 +1,8 @@
 """``ci.evaluate``: a fitted model's performance on a test set, with standard errors."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
@@ -52,6 +54,13 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
     - ``ibs``: the integrated Brier score over ``times`` (Score's ``summary = "ibs"``
       at the last time: left rectangles from 0, divided by the last time; give a fine
       grid), its standard error from the Brier scores' influence functions;
+    - ``ipa`` at each time: the index of prediction accuracy, ``1 - B(t) / B_0(t)`` with
+      ``B_0`` the Brier score of Score's null model (the Kaplan-Meier of the test set,
+      the same risk for every patient; for competing risks the Aalen-Johansen of the
+      cause): Score's ``IPA`` (``summary = "ipa"``). Its ``se``, ``lower`` and ``upper``
+      are NaN: Score reports no standard error of the IPA, so there is no reference to
+      match (:func:`coxinfluence.compare` gives the difference ``B(t) - B_0(t)`` with
+      its standard error, Score's Brier contrast with the null model);
     - ``c_harrell`` and ``c_uno``: ``survival::concordance(fit, newdata = test, timewt =
       "n")`` and ``timewt = "n/G2"`` (risk score: the linear predictor, or for a model
       without one the median survival time, reversed; within strata for a stratified
@@ -98,7 +107,7 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
     pandas.DataFrame
         Columns ``metric``, ``time`` (NaN for the concordances), ``estimate``, ``se``,
         ``lower``, ``upper``; rows ``brier`` at each time, ``auc`` at each time, ``ibs``
-        (at the last time), ``c_harrell``, ``c_uno``.
+        (at the last time), ``ipa`` at each time (no SE), ``c_harrell``, ``c_uno``.
 
     Raises
     ------
@@ -120,6 +129,7 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
 
     See Also
     --------
+    coxinfluence.compare : Models compared on one test set (differences with SEs).
     coxinfluence.evaluation.targets.BrierScore : The Brier score as a target of the audit.
     coxinfluence.evaluation.targets.Concordance : The C-index as a target of the audit.
 
@@ -135,20 +145,114 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
     >>> table = ci.evaluate(fit, X[test], gbsg.time[test], gbsg.cens[test],
     ...                     times=[365, 730, 1095])
     >>> table.round(4)
-          metric    time  estimate      se   lower   upper
-    0      brier   365.0    0.0743  0.0146  0.0458  0.1029
-    1      brier   730.0    0.1729  0.0148  0.1439  0.2019
-    2      brier  1095.0    0.2054  0.0127  0.1805  0.2303
-    3        auc   365.0    0.8029  0.0464  0.7119  0.8938
-    4        auc   730.0    0.7473  0.0375  0.6737  0.8208
-    5        auc  1095.0    0.7068  0.0395  0.6294  0.7843
-    6        ibs  1095.0    0.0824  0.0082  0.0664  0.0984
-    7  c_harrell     NaN    0.6849  0.0256  0.6348  0.7351
-    8      c_uno     NaN    0.6737  0.0266  0.6217  0.7258
+           metric    time  estimate      se   lower   upper
+    0       brier   365.0    0.0743  0.0146  0.0458  0.1029
+    1       brier   730.0    0.1729  0.0148  0.1439  0.2019
+    2       brier  1095.0    0.2054  0.0127  0.1805  0.2303
+    3         auc   365.0    0.8029  0.0464  0.7119  0.8938
+    4         auc   730.0    0.7473  0.0375  0.6737  0.8208
+    5         auc  1095.0    0.7068  0.0395  0.6294  0.7843
+    6         ibs  1095.0    0.0824  0.0082  0.0664  0.0984
+    7         ipa   365.0    0.0611     NaN     NaN     NaN
+    8         ipa   730.0    0.1343     NaN     NaN     NaN
+    9         ipa  1095.0    0.1255     NaN     NaN     NaN
+    10  c_harrell     NaN    0.6849  0.0256  0.6348  0.7351
+    11      c_uno     NaN    0.6737  0.0266  0.6217  0.7258
+    """
+    scored = score_model(model, X_test, time_test, event_test, times, data=data,
+                         **options)
+    rows = [(r.metric, r.time, r.estimate, r.se()) for r in scored.rows]
+    # IPA after the IBS: 1 - Brier / the null model's Brier; no SE (Score gives none)
+    at = len(scored.times) * 2 + 1
+    rows[at:at] = [("ipa", r.time, 1.0 - r.estimate / null.estimate, np.nan)
+                   for r, null in zip(scored.rows, scored.null_brier)]
+    table = pd.DataFrame(rows, columns=["metric", "time", "estimate", "se"])
+    z = normal_quantile(alpha)
+    table["lower"] = np.clip(table.estimate - z * table.se, 0.0, 1.0)
+    table["upper"] = np.clip(table.estimate + z * table.se, 0.0, 1.0)
+    warn_beyond_follow_up(follow_up_warnings("ci.evaluate", scored.notes))
+    return table
+
+
+def follow_up_warnings(caller, notes):
+    """The sentences of the warning that scores rest on predictions past the training
+    follow-up (:class:`~coxinfluence.TargetBeyondFollowUpWarning`).
+
+    Parameters
+    ----------
+    caller : str
+        Who computed the scores (``"ci.evaluate"``).
+    notes : list of str
+        The predictions' follow-up notes (:attr:`Scored.notes`).
+
+    Returns
+    -------
+    list of str
+        One sentence per note.
+    """
+    return [f"{caller}: the Brier score and the AUC at these times (and the IBS) are "
+            f"computed from predictions past the training data's follow-up: {note}"
+            for note in notes]
+
+
+class MetricRow(NamedTuple):
+    """One metric of one model on a test set, with its influence function."""
+
+    metric: str
+    time: float
+    estimate: float
+    influence: np.ndarray
+    """Per test patient: Score's IF (``se = sd / sqrt(n)``) or, for a concordance,
+    survival's dfbeta (``se = sqrt(sum of squares)``)."""
+
+    def se(self, influence=None):
+        """The standard error of this metric (or of ``influence`` on its scale, as the
+        difference of two models' influence functions)."""
+        ic = self.influence if influence is None else influence
+        if self.metric.startswith("c_"):
+            return float(np.sqrt((ic ** 2).sum()))
+        return float(scores.standard_error(ic))
+
+
+class Scored(NamedTuple):
+    """A model's metrics on a test set (:func:`score_model`)."""
+
+    outcomes: scores.TestOutcomes
+    times: np.ndarray
+    incidence: bool
+    rows: list
+    null_brier: list
+    notes: list
+
+
+def score_model(model, X_test, time_test, event_test, times, *, data=None, select=False,
+                **options):
+    """A model's metrics on a test set with their influence functions, as
+    :func:`evaluate` reports them (and :func:`coxinfluence.compare` contrasts them).
+
+    Parameters
+    ----------
+    model, X_test, time_test, event_test, times, data, **options
+        As :func:`evaluate` takes them.
+    select : bool, default False
+        Take the model's own columns from a ``X_test`` DataFrame with more (models
+        compared on one test set); else other columns are refused.
+
+    Returns
+    -------
+    Scored
+        The test outcomes, the times, whether the model is scored for competing risks,
+        the rows (:class:`MetricRow`: ``brier`` at each time, ``auc`` at each time,
+        ``ibs``, and for survival models ``c_harrell`` and ``c_uno``), the null model's
+        Brier score at each time (a :class:`MetricRow`) and the predictions' follow-up
+        notes (:func:`follow_up_warnings`).
     """
     seam, resolved = audit_model(model, data, **options)
     fit, transform = seam.fit, resolved.transform
-    check_columns(X_test, _training_columns(fit) if transform is None else None)
+    names = _training_columns(fit) if transform is None else None
+    if select and names is not None and isinstance(X_test, pd.DataFrame):
+        X_test = X_test[[c for c in X_test.columns if str(c) in set(names)]]
+    check_columns(X_test, names)
     # a model with a cumulative incidence and no survival (Fine-Gray): competing risks
     incidence = (implementation_of("survival", fit=fit) is None
                  and implementation_of("cumulative_incidence", fit=fit))
@@ -165,32 +269,22 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
                              f"{type(fit).__name__} has none")
     pred.transform = transform
     values = np.asarray(pred.value(fit, coef), dtype=np.float64).reshape(out.n, t.size)
-    notes = [f"ci.evaluate: the Brier score and the AUC at these times (and the IBS) are "
-             f"computed from predictions past the training data's follow-up: {note}"
-             for note in pred.followup_notes(fit)]
+    notes = list(pred.followup_notes(fit))
     S = 1.0 - values if incidence else values
-    rows = []
-    brier_ic = []
-    for k, tk in enumerate(t):
-        est, ic = scores.brier(out, S[:, k], tk)
-        brier_ic.append(ic)
-        rows.append(("brier", tk, est, scores.standard_error(ic)))
-    for k, tk in enumerate(t):
-        est, ic = scores.auc(out, 1.0 - S[:, k], tk)
-        rows.append(("auc", tk, est, scores.standard_error(ic)))
+    rows = [MetricRow("brier", tk, *scores.brier(out, S[:, k], tk))
+            for k, tk in enumerate(t)]
+    null = [MetricRow("brier", tk, *scores.brier(out, np.full(out.n, 1.0 - scores.null_risk(
+        out, tk)), tk)) for tk in t]
+    rows += [MetricRow("auc", tk, *scores.auc(out, 1.0 - S[:, k], tk))
+             for k, tk in enumerate(t)]
     w = scores.ibs_weights(t)
-    ibs = float(sum(r[2] * wk for r, wk in zip(rows, w)))
-    rows.append(("ibs", t[-1], ibs, scores.standard_error(w @ np.array(brier_ic))))
+    rows.append(MetricRow("ibs", t[-1], float(sum(r.estimate * wk for r, wk in zip(rows, w))),
+                          w @ np.array([r.influence for r in rows[:t.size]])))
     for kind in () if incidence else ("harrell", "uno"):
         target = Concordance(X_test, out.time, out.event.astype(int), kind=kind)
         target.transform = transform
         pred, sign = target._with(fit)
         s = target._scores(fit, pred.value(fit, coef), sign)[0]
         est, dfbeta = scores.concordance(out, s, kind, strata=test_strata(fit, X_test))
-        rows.append((f"c_{kind}", np.nan, est, float(np.sqrt((dfbeta ** 2).sum()))))
-    table = pd.DataFrame(rows, columns=["metric", "time", "estimate", "se"])
-    z = normal_quantile(alpha)
-    table["lower"] = np.clip(table.estimate - z * table.se, 0.0, 1.0)
-    table["upper"] = np.clip(table.estimate + z * table.se, 0.0, 1.0)
-    warn_beyond_follow_up(notes)
-    return table
+        rows.append(MetricRow(f"c_{kind}", np.nan, est, dfbeta))
+    return Scored(out, t, bool(incidence), rows, null, notes)

@@ -52,7 +52,7 @@ from scipy.stats import rankdata
 from coxinfluence.data.inputs import InputError
 
 __all__ = ["TestOutcomes", "brier", "auc", "concordance", "concordant_weight",
-           "standard_error", "ibs_weights", "pair_matrix"]
+           "standard_error", "ibs_weights", "pair_matrix", "null_risk"]
 
 
 def standard_error(ic):
@@ -229,6 +229,38 @@ class TestOutcomes:
         A = np.where(self.event, 0.0, n / self.at_risk[self.idx]) * ge[a]
         B = below[a] + H_ext[a] * ge[a]
         return (A - B) / n
+
+
+def null_risk(out, t):
+    """The risk at ``t`` of Score's "Null model", the same for every test patient.
+
+    The Kaplan-Meier estimate of the test set's event time, ``1 - S(t)``; with competing
+    risks the Aalen-Johansen cumulative incidence of ``out.cause``, ``F(t) = sum_{u <= t}
+    S(u-) d_cause(u) / Y(u)`` (``S`` the Kaplan-Meier of any event): riskRegression's
+    ``null.model = TRUE``, ``prodlim(Hist(time, status) ~ 1)`` on the test data. Score
+    scores it as given predictions (its own variability is not in the influence
+    functions).
+
+    Parameters
+    ----------
+    out : TestOutcomes
+        The test set.
+    t : float
+        The time.
+
+    Returns
+    -------
+    float
+        The null model's risk at ``t``.
+    """
+    deaths = np.bincount(out.idx, weights=out.event, minlength=out.utimes.size)
+    cases = np.bincount(out.idx, weights=out.status == out.cause,
+                        minlength=out.utimes.size)
+    S = np.cumprod(1.0 - deaths / out.at_risk)
+    before = np.concatenate([[1.0], S[:-1]])
+    F = np.cumsum(before * cases / out.at_risk)
+    m = int(out.last_index(t))
+    return float(F[m]) if m >= 0 else 0.0
 
 
 def pair_matrix(x, y):
