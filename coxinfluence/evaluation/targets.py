@@ -322,6 +322,24 @@ class BrierScore(_TimeMetric):
             out[:, k] = (a[rows] * s ** 2 + b[rows] * (1.0 - s) ** 2).sum(axis=1)
         return out / self.outcomes.n
 
+    def _partial_change(self, S, eff, rows):
+        """(U, T): the change of the test patients ``rows``' share of the Brier scores
+        when their predictions ``S`` (P, T) move by ``eff`` (U, P, T), as the expansion
+        ``a ((S + e)^2 - S^2) + b ((1 - S - e)^2 - (1 - S)^2) = 2 e (a S - b (1 - S)) +
+        (a + b) e^2`` (exact; no difference of two sums): two matrix products over the
+        (patient, time) entries (``eff`` is overwritten by its square)."""
+        U, P, T = eff.shape
+        lin, quad = np.zeros((P, T, T)), np.zeros((P, T, T))
+        for k, (_, _, a, b, _) in enumerate(self._roles):
+            a, b, s = a[rows], b[rows], S[:, k]
+            lin[:, k, k] = 2.0 * (a * s - b * (1.0 - s))
+            quad[:, k, k] = a + b
+        flat = eff.reshape(U, P * T)
+        out = flat @ lin.reshape(P * T, T)
+        np.square(flat, out=flat)
+        out += flat @ quad.reshape(P * T, T)
+        return out / self.outcomes.n
+
     def _finish(self, brier):
         return brier
 
@@ -372,11 +390,10 @@ class BrierScore(_TimeMetric):
             if eff is None:
                 return None
             at = np.asarray(pred.value(fit, at_coef), dtype=np.float64)
-            eff = np.asarray(eff, dtype=np.float64)
+            eff = np.array(eff, dtype=np.float64)             # ours: overwritten below
             at, eff = (1.0 - at, -eff) if flip else (at, eff)
             shape = (-1, rows.size, len(self.times))
-            part = (self._partial((at + eff).reshape(shape), rows)
-                    - self._partial(at.reshape(shape), rows))
+            part = self._partial_change(at.reshape(shape)[0], eff.reshape(shape), rows)
             total = part if total is None else total + part
         return self._finish(total)
 

@@ -61,6 +61,7 @@ from coxinfluence.audit.target_base import (
 from coxinfluence.data.new_patients import nonnegative_times, stratum_codes
 from coxinfluence.data.units import row_units
 from coxinfluence.families.new_patients import new_patients
+from coxinfluence.influence_functions.baseline_deletion import baseline_change_of_units
 from coxinfluence.likelihood.baseline_hazard import (
     baseline_ctype,
     cumulative_mask,
@@ -342,12 +343,33 @@ class CoxSurvival(_NewPatientTarget):
         return out
 
     def data_effect(self, fit, units=None, batch=128):
-        """``S(t|x; theta_hat, D_{-g}) - S(t|x; theta_hat, D)`` by deleting each unit
-        (rows by default)."""
+        """``S(t|x; theta_hat, D_{-g}) - S(t|x; theta_hat, D)`` of each unit (rows by
+        default): the baseline without the unit in closed form, all units in a few passes
+        (:func:`~coxinfluence.influence_functions.baseline_deletion.baseline_change_of_units`),
+        ``S (exp(-exp(theta'x) dLambda_0) - 1)``; a unit with two rows in one risk set
+        (a cluster) by deleting its rows."""
         units = row_units(fit.data) if units is None else units
-        full = self._surv(fit, fit.coef)[0]
-        thetas = np.repeat(fit.coef[None, :], units.n_units, axis=0)
-        return self._batched(fit, thetas, units, batch) - full
+        X = self._X(fit)[0]
+        codes = self._codes(fit, X)
+        delta, done = baseline_change_of_units(fit, self.times, units, self.ctype)
+        inc, shift, _ = hazard_increments(fit, fit.coef, ctype=self.ctype)
+        e = np.exp(X @ fit.coef - shift[0, 0])                              # (P,)
+        S = np.exp(-e[:, None] * (cumulative_mask(fit, self.times)[codes] @ inc[0]))
+        out = np.empty((units.n_units, X.shape[0], len(self.times)))      # (U, P, T)
+        if delta.shape[1] == 1:                 # one stratum: no gather
+            np.multiply(delta, -e[None, :, None], out=out)
+        else:
+            np.take(delta, codes, axis=1, out=out)
+            out *= -e[None, :, None]
+        np.expm1(out, out=out)
+        out *= S[None]
+        out = out.reshape(units.n_units, -1)
+        if not done.all():
+            thetas = np.where(done[:, None], np.nan, fit.coef[None, :])
+            rest = ~done
+            out[rest] = (self._batched(fit, thetas, units, batch)[rest]
+                         - self._surv(fit, fit.coef)[0])
+        return out
 
     def refit_values(self, fit, theta_loo, units=None, batch=128):
         """``S(t|x; theta_{-g}, D_{-g})``: the refitted coefficients with the baseline
