@@ -39,7 +39,7 @@ def _training_columns(fit):
 
 
 def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.05,
-             **options):
+             tau=None, **options):
     """A fitted model's performance on a test set, with influence-function standard errors.
 
     The metrics clinical prediction models are judged by, computed from the model's own
@@ -64,7 +64,9 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
     - ``c_harrell`` and ``c_uno``: ``survival::concordance(fit, newdata = test, timewt =
       "n")`` and ``timewt = "n/G2"`` (risk score: the linear predictor, or for a model
       without one the median survival time, reversed; within strata for a stratified
-      Cox model), standard error ``sqrt(var)``.
+      Cox model), standard error ``sqrt(var)``; with ``tau``, truncated there:
+      ``concordance(..., ymax = tau)``. Counted by sorting (``O(n log n)`` time,
+      ``O(n)`` memory), as survival's balanced tree.
 
     A Fine-Gray model (``FineGrayFit``) is scored for competing risks as ``Score(...,
     Hist(time, status) ~ 1, cause = fit's cause)``: the Brier score and the AUC of its
@@ -99,14 +101,19 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
     alpha : float, default 0.05
         ``lower`` and ``upper`` are the ``1 - alpha`` Wald interval, clipped to [0, 1]
         (as Score clips it).
+    tau : float, optional
+        Truncate the concordances at ``tau``: only the pairs whose event time is at most
+        ``tau`` count (survival's ``ymax``; Uno's censoring weights still from the
+        whole test set); their ``time`` is then ``tau``. The Brier score and the AUC
+        are not affected.
     **options
         A family's options (scikit-survival's ``y=``), as ``ci.influence`` takes them.
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``metric``, ``time`` (NaN for the concordances), ``estimate``, ``se``,
-        ``lower``, ``upper``; rows ``brier`` at each time, ``auc`` at each time, ``ibs``
+        Columns ``metric``, ``time`` (NaN for the concordances, or ``tau``), ``estimate``,
+        ``se``, ``lower``, ``upper``; rows ``brier`` at each time, ``auc`` at each time, ``ibs``
         (at the last time), ``ipa`` at each time (no SE), ``c_harrell``, ``c_uno``.
 
     Raises
@@ -114,7 +121,8 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
     InputError
         A time at or past the test set's last follow-up time, or before its first event;
         a test set without events; test covariates whose columns are not the training
-        ones; outcomes that do not match the test rows.
+        ones; outcomes that do not match the test rows; a ``tau`` that is not a positive
+        number, or one before every comparable pair.
     TypeError
         A model no family accepts.
 
@@ -160,7 +168,7 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
     11      c_uno     NaN    0.6737  0.0266  0.6217  0.7258
     """
     scored = score_model(model, X_test, time_test, event_test, times, data=data,
-                         **options)
+                         tau=tau, **options)
     rows = [(r.metric, r.time, r.estimate, r.se()) for r in scored.rows]
     # IPA after the IBS: 1 - Brier / the null model's Brier; no SE (Score gives none)
     at = len(scored.times) * 2 + 1
@@ -226,7 +234,7 @@ class Scored(NamedTuple):
 
 
 def score_model(model, X_test, time_test, event_test, times, *, data=None, select=False,
-                **options):
+                tau=None, **options):
     """A model's metrics on a test set with their influence functions, as
     :func:`evaluate` reports them (and :func:`coxinfluence.compare` contrasts them).
 
@@ -237,6 +245,8 @@ def score_model(model, X_test, time_test, event_test, times, *, data=None, selec
     select : bool, default False
         Take the model's own columns from a ``X_test`` DataFrame with more (models
         compared on one test set); else other columns are refused.
+    tau : float, optional
+        The concordances' truncation time, as :func:`evaluate` takes it.
 
     Returns
     -------
@@ -259,6 +269,8 @@ def score_model(model, X_test, time_test, event_test, times, *, data=None, selec
     cause = getattr(fit, "cause", 1) if incidence else None
     out = read_test_set(X_test, time_test, event_test, cause=cause)
     t = check_times(times, out)
+    if tau is not None and not (np.ndim(tau) == 0 and float(tau) > 0):
+        raise InputError(f"tau must be a positive number; got {tau!r}")
     coef = np.asarray(fit.coef, dtype=np.float64)[None, :]
     if incidence:
         pred = incidence(X_test, t)
@@ -280,11 +292,14 @@ def score_model(model, X_test, time_test, event_test, times, *, data=None, selec
     w = scores.ibs_weights(t)
     rows.append(MetricRow("ibs", t[-1], float(sum(r.estimate * wk for r, wk in zip(rows, w))),
                           w @ np.array([r.influence for r in rows[:t.size]])))
-    for kind in () if incidence else ("harrell", "uno"):
-        target = Concordance(X_test, out.time, out.event.astype(int), kind=kind)
+    if not incidence:       # both kinds in one pass over the pairs (pair_counts)
+        target = Concordance(X_test, out.time, out.event.astype(int))
         target.transform = transform
         pred, sign = target._with(fit)
         s = target._scores(fit, pred.value(fit, coef), sign)[0]
-        est, dfbeta = scores.concordance(out, s, kind, strata=test_strata(fit, X_test))
-        rows.append(MetricRow(f"c_{kind}", np.nan, est, dfbeta))
+        kinds = ("harrell", "uno")
+        for kind, (est, dfbeta) in zip(kinds, scores.concordance(
+                out, s, kinds, strata=test_strata(fit, X_test), tau=tau)):
+            rows.append(MetricRow(f"c_{kind}", np.nan if tau is None else float(tau),
+                                  est, dfbeta))
     return Scored(out, t, bool(incidence), rows, null, notes)

@@ -50,6 +50,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from coxinfluence.data.inputs import InputError
+from coxinfluence.evaluation.pair_counts import pair_counts
 
 __all__ = ["TestOutcomes", "brier", "auc", "concordance", "concordant_weight",
            "standard_error", "ibs_weights", "pair_matrix", "null_risk"]
@@ -346,12 +347,56 @@ def auc(out, risk, t):
     return est, (ic_nu - est * ic_mu) / mu
 
 
-def _uno_weights(out, kind):
-    if kind == "harrell":
-        return np.ones(out.n)
-    if kind == "uno":
-        return 1.0 / out.G_before() ** 2
-    raise InputError(f"kind must be 'harrell' or 'uno'; got {kind!r}")
+def censoring_before(time, event, weights=None):
+    """``G(T_i-)``: the (weighted) Kaplan-Meier of the censoring just before each time.
+
+    At a time with events and censorings the events come first (the censorings' risk set
+    leaves out the patients who died then), as :class:`TestOutcomes` and survival's
+    ``timewt = "n/G2"`` take it.
+
+    Parameters
+    ----------
+    time : numpy.ndarray, shape (n,)
+        Follow-up times.
+    event : numpy.ndarray of bool, shape (n,)
+        Events (True) or censorings.
+    weights : numpy.ndarray, shape (n,), optional
+        Case weights (default 1).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n,)
+        ``prod_{u < T_i} (1 - C(u) / (Y(u) - D(u)))``, with weighted counts.
+    """
+    w = np.ones(time.size) if weights is None else np.asarray(weights, dtype=np.float64)
+    ut, idx = np.unique(time, return_inverse=True)
+    tot = np.bincount(idx, weights=w, minlength=ut.size)
+    deaths = np.bincount(idx, weights=w * event, minlength=ut.size)
+    cens = tot - deaths
+    at_risk = w.sum() - np.concatenate([[0.0], np.cumsum(tot)[:-1]])
+    left = at_risk - deaths
+    hazard = np.divide(cens, left, out=np.zeros_like(left), where=left > 0)
+    G = np.concatenate([[1.0], np.cumprod(1.0 - hazard)])
+    return G[idx]
+
+
+def _event_weights(time, event, kinds, tau, weights):
+    """(K, n): each event's pair weight for each kind (survival's ``timewt``): its case
+    weight times 1 (``"harrell"``) or ``1 / G(T_i-)^2`` (``"uno"``; ``"n"`` when fewer
+    than two events, as survival), 0 past ``tau`` (``ymax``)."""
+    w = np.ones(time.size) if weights is None else weights
+    rows = []
+    for kind in kinds:
+        if kind == "harrell" or (kind == "uno" and event.sum() < 2):
+            rows.append(w.copy())
+        elif kind == "uno":
+            rows.append(w / censoring_before(time, event, weights) ** 2)
+        else:
+            raise InputError(f"kind must be 'harrell' or 'uno'; got {kind!r}")
+    a = np.stack(rows) * event
+    if tau is not None:
+        a[:, time > tau] = 0.0
+    return a
 
 
 def comparable(out, rows):
@@ -371,23 +416,6 @@ def comparable(out, rows):
     """
     ti = out.time[rows][:, None]
     return (out.time[None, :] > ti) | ((out.time[None, :] == ti) & ~out.event[None, :])
-
-
-def _pair_counts(out, s, kind, block):
-    """(3, n): the weighted concordant, discordant and tied comparable pairs containing
-    each patient of ``out`` (scores ``s``)."""
-    omega = _uno_weights(out, kind)
-    events = np.flatnonzero(out.event)
-    ic = np.zeros((3, out.n))
-    for start in range(0, events.size, block):
-        rows = events[start:start + block]
-        comp = comparable(out, rows) * omega[rows][:, None]
-        si = s[rows][:, None]
-        for k, rel in enumerate((si > s[None, :], si < s[None, :], si == s[None, :])):
-            w = comp * rel
-            ic[k] += w.sum(axis=0)
-            ic[k, rows] += w.sum(axis=1)
-    return ic
 
 
 def concordant_weight(scores, time, event, omega):
@@ -467,8 +495,11 @@ def concordant_weight(scores, time, event, omega):
     return total
 
 
-def concordance(out, score, kind="harrell", strata=None, block=256):
+def concordance(out, score, kind="harrell", strata=None, tau=None, weights=None):
     """The concordance of risk scores with the test outcomes, and its variance.
+
+    The pairs are counted by sorting (:func:`coxinfluence.evaluation.pair_counts.
+    pair_counts`: ``O(n log n)`` time, ``O(n)`` memory), as survival's balanced tree.
 
     Parameters
     ----------
@@ -476,35 +507,60 @@ def concordance(out, score, kind="harrell", strata=None, block=256):
         The test set.
     score : array_like, shape (n,)
         Risk scores: larger means an earlier event.
-    kind : {"harrell", "uno"}
-        The weight of the pairs (module docstring).
+    kind : {"harrell", "uno"} or sequence of them
+        The weight of the pairs (module docstring); several at once share the sorting.
     strata : array_like, shape (n,), optional
         Stratum codes: pairs only within a stratum, Uno's weights from each stratum's
         censoring Kaplan-Meier (R's ``concordance`` of a stratified ``coxph``).
-    block : int, default 256
-        Events per block of the pairwise comparison.
+    tau : float, optional
+        Truncation: only the pairs whose event time is at most ``tau`` (survival's
+        ``ymax``; scikit-survival's ``tau``); the censoring weights are not truncated.
+    weights : array_like, shape (n,), optional
+        Case weights: a pair weighs the product of its patients' weights (and the time
+        weight), Uno's ``G`` is the weighted Kaplan-Meier (survival's ``concordance``
+        with ``weights``).
 
     Returns
     -------
-    tuple
+    tuple or list of tuple
         ``(estimate, dfbeta)``: the concordance and survival's ``dfbeta`` of it (one per
-        patient, ``var = sum(dfbeta^2)``).
+        patient, ``var = sum(dfbeta^2)``); a list of them for a sequence of kinds.
+
+    Raises
+    ------
+    InputError
+        No comparable pair (before ``tau``), or an unknown kind.
+
+    Examples
+    --------
+    >>> from coxinfluence.evaluation.scores import TestOutcomes, concordance
+    >>> out = TestOutcomes([1.0, 2.0, 3.0, 4.0], [1, 1, 0, 1])
+    >>> est, dfbeta = concordance(out, [4.0, 3.0, 3.0, 1.0])
+    >>> round(float(est), 4), round(float(np.sqrt((dfbeta ** 2).sum())), 4)
+    (0.9, 0.102)
     """
+    kinds = (kind,) if isinstance(kind, str) else tuple(kind)
     s = np.asarray(score, dtype=np.float64)
-    if strata is None:
-        ic = _pair_counts(out, s, kind, block)
-    else:
-        strata = np.asarray(strata)
-        ic = np.zeros((3, out.n))
-        for code in np.unique(strata):
-            rows = np.flatnonzero(strata == code)
-            part = TestOutcomes(out.time[rows], out.event[rows].astype(int))
-            ic[:, rows] = _pair_counts(part, s[rows], kind, block) if part.event.any() else 0
-    counts = ic.sum(axis=1) / 2
-    npair = counts.sum()
-    if npair == 0:
-        raise InputError("the test set has no comparable pairs (an event before another "
-                         "patient's time)")
-    somer = (counts[0] - counts[1]) / npair
-    dfbeta = ((ic[0] - ic[1]) - somer * ic.sum(axis=0)) / npair
-    return (somer + 1) / 2, dfbeta / 2
+    v = None if weights is None else np.asarray(weights, dtype=np.float64)
+    groups = ([np.arange(out.n)] if strata is None
+              else [np.flatnonzero(np.asarray(strata) == c) for c in np.unique(strata)])
+    ic = np.zeros((len(kinds), 3, out.n))
+    for rows in groups:
+        time, event = out.time[rows], out.event[rows]
+        if not event.any():
+            continue
+        vr = None if v is None else v[rows]
+        a = _event_weights(time, event, kinds, tau, vr)
+        ic[:, :, rows] = pair_counts(time, event, s[rows], a, vr)
+    results = []
+    for part in ic:
+        counts = part.sum(axis=1) / 2
+        npair = counts.sum()
+        if npair == 0:
+            raise InputError("the test set has no comparable pairs (an event before "
+                             "another patient's time" + ("" if tau is None else
+                                                         f", by tau = {tau:g}") + ")")
+        somer = (counts[0] - counts[1]) / npair
+        dfbeta = ((part[0] - part[1]) - somer * part.sum(axis=0)) / npair
+        results.append(((somer + 1) / 2, dfbeta / 2))
+    return results[0] if isinstance(kind, str) else results

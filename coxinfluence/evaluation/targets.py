@@ -42,7 +42,14 @@ import pandas as pd
 from coxinfluence.audit.target_base import implementation_of
 from coxinfluence.audit.targets import LinearPredictor, Quantile, Survival, Target
 from coxinfluence.data.inputs import InputError
-from coxinfluence.evaluation.scores import TestOutcomes, concordant_weight, ibs_weights, pair_matrix
+from coxinfluence.evaluation.scores import (
+    TestOutcomes,
+    _event_weights,
+    comparable,
+    concordant_weight,
+    ibs_weights,
+    pair_matrix,
+)
 from coxinfluence.evaluation.test_set import check_times, read_test_set, test_strata
 
 __all__ = ["BrierScore", "IntegratedBrierScore", "TimeDependentAUC", "Concordance"]
@@ -54,25 +61,39 @@ def _sigmoid_slope(z):
 
 
 def _pair_weights(out, kind, strata):
-    """The events, each one's comparable pairs' weights (E, n) and each patient's weight
-    ``omega`` (n,): within strata when given, Uno's weights then from each stratum's
-    censoring Kaplan-Meier."""
-    events = np.flatnonzero(out.event)
-    ti = out.time[events][:, None]
-    comp = (out.time[None, :] > ti) | ((out.time[None, :] == ti) & ~out.event[None, :])
-    if strata is None:
-        G = out.G_before()
-    else:
-        comp &= strata[events][:, None] == strata[None, :]
-        G = np.ones(out.n)
-        for code in np.unique(strata):
-            rows = np.flatnonzero(strata == code)
-            G[rows] = TestOutcomes(out.time[rows], out.event[rows].astype(int)).G_before()
-    if not comp.any():
+    """The events, each patient's pair weight ``omega`` (n,) as the event of a pair, and
+    the weighted number of comparable pairs, in ``O(n log n)``: within strata when
+    given, Uno's weights then from each stratum's censoring Kaplan-Meier."""
+    omega = np.zeros(out.n)
+    npairs = 0.0
+    groups = ([np.arange(out.n)] if strata is None
+              else [np.flatnonzero(strata == c) for c in np.unique(strata)])
+    for rows in groups:
+        time, event = out.time[rows], out.event[rows]
+        if not event.any():
+            continue
+        omega[rows] = _event_weights(time, event, (kind,), None, None)[0]
+        # each event's comparable patients: a later time, or the same time censored
+        later = rows.size - np.searchsorted(np.sort(time), time, side="right")
+        tied = np.searchsorted(np.sort(time[~event]), time, side="right") - np.searchsorted(
+            np.sort(time[~event]), time, side="left")
+        npairs += float((omega[rows] * (later + tied))[event].sum())
+    if npairs == 0:
         raise InputError("the test set has no comparable pairs (an event before another "
                          "patient's time)")
-    omega = np.ones(out.n) if kind == "harrell" else 1.0 / G ** 2
-    return events, comp * omega[events][:, None], omega
+    return np.flatnonzero(out.event), omega, npairs
+
+
+def _comparable_blocks(out, strata, events, size=4_000_000):
+    """The events in blocks and each block's comparable pairs (block, n), blocks of at
+    most ``size`` entries: the pairs' memory stays ``O(n)``."""
+    step = max(1, size // max(out.n, 1))
+    for k in range(0, events.size, step):
+        rows = events[k:k + step]
+        comp = comparable(out, rows)
+        if strata is not None:
+            comp &= strata[rows][:, None] == strata[None, :]
+        yield rows, comp
 
 
 class _TestSetMetric(Target):
@@ -515,9 +536,17 @@ class _Surrogate:
 
     @staticmethod
     def _pair_gradient(si, sj, wi, wj, h):
-        """d/ds of ``sum_ij wi_i wj_j sigmoid((si_i - sj_j) / h)``: (for i, for j)."""
-        K = wi[:, None] * wj[None, :] * _sigmoid_slope((si[:, None] - sj[None, :]) / h) / h
-        return K.sum(axis=1), -K.sum(axis=0)
+        """d/ds of ``sum_ij wi_i wj_j sigmoid((si_i - sj_j) / h)``: (for i, for j); the
+        pairs in blocks of ``i`` (memory ``O(len(sj))`` per block)."""
+        gi, gj = np.empty(si.size), np.zeros(sj.size)
+        step = max(1, 4_000_000 // max(sj.size, 1))
+        for k in range(0, si.size, step):
+            part = slice(k, k + step)
+            K = wi[part, None] * wj[None, :] * _sigmoid_slope(
+                (si[part, None] - sj[None, :]) / h) / h
+            gi[part] = K.sum(axis=1)
+            gj -= K.sum(axis=0)
+        return gi, gj
 
 
 class TimeDependentAUC(_Surrogate, _TimeMetric):
@@ -657,7 +686,7 @@ class Concordance(_Surrogate, _TestSetMetric):
         if not self.bandwidth > 0:
             raise ValueError(f"bandwidth must be positive; got {bandwidth!r}")
         self._lp = LinearPredictor(X_test)
-        self._events, self._pairs, self._omega = _pair_weights(self.outcomes, kind, None)
+        self._events, self._omega, self._npairs = _pair_weights(self.outcomes, kind, None)
         self._strata = None
 
     def _bind(self, fit):
@@ -667,8 +696,8 @@ class Concordance(_Surrogate, _TestSetMetric):
         if self._inner is None or self._inner[0] is not fit:
             strata = test_strata(fit, self.X_test)
             if strata is not None or self._strata is not None:
-                self._events, self._pairs, self._omega = _pair_weights(self.outcomes,
-                                                                       self.kind, strata)
+                self._events, self._omega, self._npairs = _pair_weights(self.outcomes,
+                                                                        self.kind, strata)
                 self._strata = strata
             tau = float(np.median(self.outcomes.time))
             for pred, sign in ((copy.copy(self._lp), 1), (Quantile(self.X_test, 0.5), -1),
@@ -713,7 +742,7 @@ class Concordance(_Surrogate, _TestSetMetric):
                   else [np.flatnonzero(self._strata == c) for c in np.unique(self._strata)])
         conc = sum(concordant_weight(s[:, rows], out.time[rows], out.event[rows],
                                      self._omega[rows]) for rows in groups)
-        return (conc / self._pairs.sum())[:, None]
+        return (conc / self._npairs)[:, None]
 
     def _chunked(self, s):
         # each score vector's Fenwick tree holds n + 2 floats
@@ -765,11 +794,13 @@ class Concordance(_Surrogate, _TestSetMetric):
         J = np.asarray(pred.jacobian(fit), dtype=np.float64)
         Js = J if sign == 1 else -J / v[:, None] if sign == -1 else -J
         h = self.bandwidth * s.std() or 1.0
-        ev = self._events
-        K = self._pairs * _sigmoid_slope((s[ev][:, None] - s[None, :]) / h) / h
-        g = -K.sum(axis=0)
-        g[ev] += K.sum(axis=1)
-        return (g @ Js / self._pairs.sum())[None, :]
+        g = np.zeros(s.size)
+        for rows, comp in _comparable_blocks(self.outcomes, self._strata, self._events):
+            K = comp * (self._omega[rows][:, None]
+                        * _sigmoid_slope((s[rows][:, None] - s[None, :]) / h) / h)
+            g -= K.sum(axis=0)
+            g[rows] += K.sum(axis=1)
+        return (g @ Js / self._npairs)[None, :]
 
     def data_effect(self, fit, units=None):
         """The concordance's change through the score's own data effect.
