@@ -23,6 +23,7 @@ from coxinfluence.audit.target_base import TargetBeyondFollowUpWarning
 from coxinfluence.data.cox_data import CoxData
 from coxinfluence.data.inputs import CoxInputError, InputError
 from coxinfluence.diagnostics import ph_test, residuals
+from coxinfluence.evaluation.calibration import calibration
 from coxinfluence.evaluation.compare import compare
 from coxinfluence.evaluation.evaluate import evaluate
 
@@ -73,5 +74,5 @@ __all__ = [
     "influence", "InfluenceResult", "targets", "datasets", "metrics",
     "CumulativeIncidence", "AFTSurvival", "SurvivalQuantile",
     "RiskScore", "LifelinesSurvival", "TargetBeyondFollowUpWarning",
-    "evaluate", "compare",
+    "evaluate", "compare", "calibration",
 ]

@@ -444,8 +444,20 @@ def _wrap(table):
     return "<div style='overflow-x:auto'>" + table + "</div>"
 
 
+def _calibration_section(calibration):
+    """The test set's calibration (a :class:`coxinfluence.evaluation.calibration.
+    Calibration`): the risk groups' table and the plot."""
+    cal = calibration
+    return ("<h2>Calibration on the test set</h2><p>Predicted against observed risk at "
+            f"t = {cal.time:g} (riskRegression's plotCalibration: {len(cal.table)} groups "
+            "at the quantiles of the predicted risk, observed by Kaplan-Meier or "
+            "Aalen-Johansen within each; the curve by nearest neighbours, bandwidth "
+            f"{cal.bandwidth:.3g}).</p>" + _table(cal.table)
+            + _img(figure_to_data_uri(cal.plot()), "calibration plot"))
+
+
 def build_report(result, *, reid=None, exact=None, title=None, description="",
-                 top_k=10, checks=True, unit_data=None) -> str:
+                 top_k=10, checks=True, unit_data=None, calibration=None) -> str:
     """The report (HTML text) for an :class:`~coxinfluence.audit.run.InfluenceResult`
     ``result`` (normally ``method="auto"``) of any model behind the seam, with optional
     Reid and exact results of the same target for the comparisons. ``title`` defaults to
@@ -454,7 +466,8 @@ def build_report(result, *, reid=None, exact=None, title=None, description="",
     test, deviance residuals) where the model has them. ``unit_data``: a DataFrame indexed
     by unit label, the "Their data" table of units with several rows (the CLI gives each
     subject's covariates at entry, its first row); default: the result's frame's columns
-    (the training rows' for rows; none for subjects and clusters)."""
+    (the training rows' for rows; none for subjects and clusters). ``calibration``: a
+    :func:`coxinfluence.calibration` of the test set, shown with its table and plot."""
     header = result.model.report_header()
     title = header.title if title is None else title
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
@@ -485,6 +498,8 @@ def build_report(result, *, reid=None, exact=None, title=None, description="",
                  + _img(figure_to_data_uri(result.plot_index()), "index plots"))
     if checks:
         parts.append(_checks_section(result, top_k))
+    if calibration is not None:
+        parts.append(_calibration_section(calibration))
     for other, name in ((reid, "Reid's influence function"), (exact, "exact leave-one-out refits")):
         if other is None or other is approx:
             continue

@@ -204,10 +204,27 @@ def _audit_run(args: argparse.Namespace) -> int:
     columns = columns_text(data)
     write_report(out, res, reid=reid_res, exact=exact_res,
                  description=f"{description} {columns}", top_k=args.top,
-                 checks=args.checks, unit_data=entry_rows(data))
+                 checks=args.checks, unit_data=entry_rows(data),
+                 calibration=None if test is None else _test_calibration(fit, test))
     print_summary(res, reid_res, exact_res, res.target, columns=columns)
     print(f"wrote {out}")
     return 0
+
+
+def _test_calibration(fit, test):
+    """``ci.calibration`` of the ``--test`` patients at their median event time; None
+    where it is not defined there (the reason is warned)."""
+    import numpy as np
+
+    import coxinfluence as ci
+    t = float(np.median(test.time[test.outcome.to_numpy() > 0]))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ci.TargetBeyondFollowUpWarning)
+            return ci.calibration(fit, test.X, test.time, test.outcome, time=t)
+    except ci.InputError as exc:
+        warnings.warn(f"no calibration section in the report: {exc}", stacklevel=2)
+        return None
 
 
 def _read(args, family):
