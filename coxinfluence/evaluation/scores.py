@@ -284,9 +284,13 @@ def pair_matrix(x, y):
     order = np.argsort(ys, kind="stable")
     ys, w = ys[order], w[order]
     cw = np.concatenate([[0.0], np.cumsum(w)])
-    lo = np.searchsorted(ys, x, side="left")
-    hi = np.searchsorted(ys, x, side="right")
-    return cw[lo] + 0.5 * (cw[hi] - cw[lo])
+    xo = np.argsort(x)                  # sorted queries: numpy's search is faster on them
+    xs = np.asarray(x)[xo]
+    lo = np.searchsorted(ys, xs, side="left")
+    hi = np.searchsorted(ys, xs, side="right")
+    out = np.empty(xs.size)
+    out[xo] = cw[lo] + 0.5 * (cw[hi] - cw[lo])
+    return out
 
 
 def brier(out, surv, t):

@@ -74,10 +74,11 @@ def _pair_weights(out, kind, strata):
             continue
         omega[rows] = _event_weights(time, event, (kind,), None, None)[0]
         # each event's comparable patients: a later time, or the same time censored
-        later = rows.size - np.searchsorted(np.sort(time), time, side="right")
-        tied = np.searchsorted(np.sort(time[~event]), time, side="right") - np.searchsorted(
-            np.sort(time[~event]), time, side="left")
-        npairs += float((omega[rows] * (later + tied))[event].sum())
+        ut, g = np.unique(time, return_inverse=True)
+        at = np.bincount(g, minlength=ut.size)
+        later = rows.size - np.cumsum(at)
+        tied = np.bincount(g, weights=~event, minlength=ut.size)
+        npairs += float(omega[rows] @ (later + tied)[g])
     if npairs == 0:
         raise InputError("the test set has no comparable pairs (an event before another "
                          "patient's time)")
@@ -686,8 +687,8 @@ class Concordance(_Surrogate, _TestSetMetric):
         if not self.bandwidth > 0:
             raise ValueError(f"bandwidth must be positive; got {bandwidth!r}")
         self._lp = LinearPredictor(X_test)
-        self._events, self._omega, self._npairs = _pair_weights(self.outcomes, kind, None)
         self._strata = None
+        self._weights_of = None        # (strata, _pair_weights), when first needed
 
     def _bind(self, fit):
         """The score's prediction for ``fit``: its linear predictor (sign 1), else its
@@ -696,8 +697,6 @@ class Concordance(_Surrogate, _TestSetMetric):
         if self._inner is None or self._inner[0] is not fit:
             strata = test_strata(fit, self.X_test)
             if strata is not None or self._strata is not None:
-                self._events, self._omega, self._npairs = _pair_weights(self.outcomes,
-                                                                        self.kind, strata)
                 self._strata = strata
             tau = float(np.median(self.outcomes.time))
             for pred, sign in ((copy.copy(self._lp), 1), (Quantile(self.X_test, 0.5), -1),
@@ -713,6 +712,14 @@ class Concordance(_Surrogate, _TestSetMetric):
                 raise ValueError(f"the model ({type(fit).__name__}) has no linear "
                                  "predictor, median or survival prediction to rank by")
         return self._inner
+
+    def _pair_info(self):
+        """The events, their pair weights and the weighted number of pairs (within the
+        bound fit's strata), computed when first needed."""
+        if self._weights_of is None or self._weights_of[0] is not self._strata:
+            self._weights_of = (self._strata, _pair_weights(self.outcomes, self.kind,
+                                                            self._strata))
+        return self._weights_of[1]
 
     def _pred(self, fit):
         raise AssertionError("the concordance binds its score by _bind")
@@ -740,9 +747,10 @@ class Concordance(_Surrogate, _TestSetMetric):
         out = self.outcomes
         groups = ([np.arange(out.n)] if self._strata is None
                   else [np.flatnonzero(self._strata == c) for c in np.unique(self._strata)])
+        _, omega, npairs = self._pair_info()
         conc = sum(concordant_weight(s[:, rows], out.time[rows], out.event[rows],
-                                     self._omega[rows]) for rows in groups)
-        return (conc / self._npairs)[:, None]
+                                     omega[rows]) for rows in groups)
+        return (conc / npairs)[:, None]
 
     def _chunked(self, s):
         # each score vector's Fenwick tree holds n + 2 floats
@@ -795,12 +803,13 @@ class Concordance(_Surrogate, _TestSetMetric):
         Js = J if sign == 1 else -J / v[:, None] if sign == -1 else -J
         h = self.bandwidth * s.std() or 1.0
         g = np.zeros(s.size)
-        for rows, comp in _comparable_blocks(self.outcomes, self._strata, self._events):
-            K = comp * (self._omega[rows][:, None]
+        events, omega, npairs = self._pair_info()
+        for rows, comp in _comparable_blocks(self.outcomes, self._strata, events):
+            K = comp * (omega[rows][:, None]
                         * _sigmoid_slope((s[rows][:, None] - s[None, :]) / h) / h)
             g -= K.sum(axis=0)
             g[rows] += K.sum(axis=1)
-        return (g @ Js / self._npairs)[None, :]
+        return (g @ Js / npairs)[None, :]
 
     def data_effect(self, fit, units=None):
         """The concordance's change through the score's own data effect.
