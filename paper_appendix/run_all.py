@@ -89,6 +89,9 @@ STEPS = [
     ("data_valuation", "Beyond the paper: data valuation, which training patients move test "
      "IBS and C (METABRIC, SUPPORT, GBSG2; exact refits; R's refit-and-rescore)",
      "bench_data_valuation.py", [], ["--quick"], "bench_data_valuation.md"),
+    ("evaluate", "Performance: ci.evaluate (every metric with its SE) against R's Score + "
+     "concordance and scikit-survival, 10^4..10^6 test rows", "bench_evaluate.py", [],
+     ["--quick"], "bench_evaluate.md"),
     ("core", "Performance: the Cox core against R and lifelines (METABRIC, SUPPORT)",
      "bench_core.py", [], ["--repeats", "1", "--skip-newton"], "bench_core.md"),
     ("scale", "Performance: time against n, and fit + VIF at 10^7 rows",
