@@ -16,7 +16,6 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from coxinfluence.data.followup import warn_beyond_follow_up
 from coxinfluence.data.inputs import InputError
@@ -179,6 +178,8 @@ def compare(models, X_test, time_test, event_test, times, *, data=None, alpha=0.
     z = normal_quantile(alpha)
     table["lower"] = table.delta - z * table.se
     table["upper"] = table.delta + z * table.se
+    from scipy.stats import norm  # scipy.stats on use: 0.5 s to import
+
     table["p"] = 2.0 * norm.sf(np.abs(table.delta / table.se))
     warn_beyond_follow_up([w for name, s in scored.items() for w in follow_up_warnings(
         f"ci.compare (model {name!r})", s.notes)])
