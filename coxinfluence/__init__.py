@@ -18,7 +18,7 @@ R's ``resid(fit, "dfbeta") = IF_n / n``. Errors: ``InputError`` (a ``ValueError`
 every bad input, ``ConvergenceWarning`` the base of every convergence warning.
 """
 from coxinfluence.audit.result import InfluenceResult
-from coxinfluence.audit.run import influence
+from coxinfluence.audit.run import TopNotVerifiedWarning, influence
 from coxinfluence.audit.target_base import TargetBeyondFollowUpWarning
 from coxinfluence.data.cox_data import CoxData
 from coxinfluence.data.inputs import CoxInputError, InputError
@@ -74,5 +74,6 @@ __all__ = [
     "influence", "InfluenceResult", "targets", "datasets", "metrics",
     "CumulativeIncidence", "AFTSurvival", "SurvivalQuantile",
     "RiskScore", "LifelinesSurvival", "TargetBeyondFollowUpWarning",
+    "TopNotVerifiedWarning",
     "evaluate", "compare", "calibration",
 ]

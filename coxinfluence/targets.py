@@ -1,7 +1,7 @@
 """Every target of ``ci.influence``, one per quantity: ``ci.targets`` (``import
 coxinfluence.targets`` works as well). The generic definitions live in
-:mod:`coxinfluence.audit.targets` (the quantities, dispatched on the model) and the
-families' implementations in :mod:`coxinfluence.families` (``cox_targets``,
+``coxinfluence.audit.targets`` (the quantities, dispatched on the model) and the
+families' implementations in ``coxinfluence.families`` (``cox_targets``,
 ``aft_targets``, ``fine_gray_targets``, ``lifelines_targets``, ``sksurv_targets``), which
 register themselves when imported; this module imports them all and re-exports them.
 
@@ -16,12 +16,12 @@ register themselves when imported; this module imports them all and re-exports t
 - :class:`CumulativeIncidence` ``(X_new, times)``: a Fine-Gray model's cumulative incidence;
 - :class:`BrierScore`, :class:`IntegratedBrierScore`, :class:`TimeDependentAUC`,
   :class:`Concordance` ``(X_test, time_test, event_test, ...)``: a test set's performance
-  (:mod:`coxinfluence.evaluation.targets`; ``ci.evaluate`` gives the metrics with their
+  (``coxinfluence.evaluation.targets``; ``ci.evaluate`` gives the metrics with their
   standard errors), defined for every model through its own predictions.
 
-A quantity is dispatched on the model (:class:`Dispatched`): ``ci.influence`` evaluates the
+A quantity is dispatched on the model (``Dispatched``): ``ci.influence`` evaluates the
 model family's own implementation, which a family registers (:func:`register_target`).
-Each equals the model's prediction (:mod:`coxinfluence.models.predictions`) at the fitted
+Each equals the model's prediction (``coxinfluence.models.predictions``) at the fitted
 parameters.
 
 Every target is a :class:`Target`: it names its entries (``columns``), has a value at any

@@ -290,7 +290,7 @@ class GeneratorDesign:
     Parameters
     ----------
     generator : callable
-        ``generator(rng, n)``, with ``rng`` a :class:`numpy.random.Generator`, returning
+        ``generator(rng, n)``, with ``rng`` a ``numpy.random.Generator``, returning
         ``(X (n, d) or (n,), time (n,), event (n,) 0/1 or bool)``. For process-based
         executors it must be picklable (a module-level function, not a lambda).
     theta : tuple of float, optional

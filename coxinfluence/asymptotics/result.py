@@ -203,7 +203,7 @@ class GapResult:
     :class:`~coxinfluence.asymptotics.FineGrayDesign` adds ``fixed_gap_mean``/``_max``
     (``||VIF_n(i) - IF^fix_n(i)||``, the censoring weights held fixed),
     ``weight_term_mean`` (``||IF_n(i) - IF^fix_n(i)||``) and, with ``include_loo``,
-    ``fixed_loo_*`` (:func:`~coxinfluence.asymptotics.fine_gray_design.fine_gray_gap_row`).
+    ``fixed_loo_*`` (``fine_gray_gap_row``).
 
     Examples
     --------

@@ -111,7 +111,7 @@ def simulate_gap(sample_sizes: Sequence[int], n_reps: int, *, design=None, seed=
         ``generator(rng, n) -> (X, time, event)``; a
         :class:`~coxinfluence.asymptotics.FineGrayDesign` fits ``ci.fit_fine_gray`` and
         records also the gap of the weights-held-fixed IF
-        (:func:`~coxinfluence.asymptotics.fine_gray_design.fine_gray_gap_row`).
+        (``fine_gray_gap_row``).
     seed : int, numpy.random.SeedSequence or numpy.random.Generator, default 0
         A non-negative int, a ``SeedSequence``, or a ``Generator`` (one integer is drawn
         from it and used as the seed); replicate ``rep`` at size ``n`` uses

@@ -1,6 +1,6 @@
 """The result of an audit: :class:`InfluenceResult` and the quantities derived from it
 (dfbetas, likelihood displacement, LMAX, flags, the top table). Everything is read from
-the model's seam (:mod:`coxinfluence.influence_functions.seam`), never from a model family.
+the model's seam (``coxinfluence.influence_functions.seam``), never from a model family.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class InfluenceResult:
     in :attr:`verified` and an estimate of ``method`` elsewhere. The derived tables
     (:attr:`dfbetas`, :attr:`likelihood_displacement`, :attr:`lmax`, :attr:`flags`,
     :meth:`top`, :meth:`summary_frame`) are computed from it and from the model's seam
-    (:mod:`coxinfluence.influence_functions.seam`), never from a model family.
+    (``coxinfluence.influence_functions.seam``), never from a model family.
 
     Parameters
     ----------
@@ -61,9 +61,9 @@ class InfluenceResult:
     objective_at_fit : float, optional
         The objective at ``theta_hat``, from the same kernel call as ``objective_loo``.
     units : object, optional
-        The model's units of deletion (:mod:`coxinfluence.data.units`).
+        The model's units of deletion (``coxinfluence.data.units``).
     model : object, optional
-        The model behind the seam (:mod:`coxinfluence.influence_functions.seam`).
+        The model behind the seam (``coxinfluence.influence_functions.seam``).
     _rerun : callable, optional
         Internal: ``(method, progress) ->`` the same audit by another method.
     include_data_effect : bool, default True
@@ -74,7 +74,7 @@ class InfluenceResult:
         status.
     verification : Verification, optional
         ``"auto"``'s stopping rule: what it refitted and whether the top is certain
-        (:mod:`coxinfluence.audit.verification`).
+        (``coxinfluence.audit.verification``).
     approx : InfluenceResult, optional
         ``"auto"``: the VIF result the refits replace where the audit is read.
     fit_ok : bool, default True
@@ -84,7 +84,7 @@ class InfluenceResult:
         Internal: the cache of :attr:`flags`.
     target_notes : tuple of str, default ()
         The warnings ``influence()`` issued about the target
-        (:class:`~coxinfluence.audit.targets.TargetBeyondFollowUpWarning`: target times
+        (:class:`~coxinfluence.targets.TargetBeyondFollowUpWarning`: target times
         past the last event time of the data), one sentence each; empty otherwise.
 
     See Also
@@ -368,7 +368,7 @@ class InfluenceResult:
         ``|dfbetas|``; columns whose SE is zero or not finite left out, all columns
         unscaled if every one is): what ``top(by="target")`` ranks by, and whose top 10
         ``method="auto"`` verifies for every target but the coefficients
-        (:mod:`coxinfluence.audit.verification`). With one target column, the order of
+        (``coxinfluence.audit.verification``). With one target column, the order of
         ``|loo_change|``. NaN where the change is.
         """
         return pd.Series(target_magnitude(self.loo_change.to_numpy(),
@@ -603,7 +603,7 @@ class InfluenceResult:
 
         One panel per column (R's ``plot(resid(fit, "dfbeta")[, j])``); verified units
         (exact refits) in orange with a dot, first-order estimates in blue
-        (:func:`coxinfluence.plotting.index_plot`).
+        (``coxinfluence.plotting.index_plot``).
 
         Parameters
         ----------
@@ -632,7 +632,7 @@ class InfluenceResult:
         """Scatter of this method's changes against exact refits, with the correlation.
 
         One panel per column, with the identity line and the Pearson correlation
-        (:func:`coxinfluence.plotting.scatter_vs`).
+        (``coxinfluence.plotting.scatter_vs``).
 
         Parameters
         ----------

@@ -11,7 +11,7 @@ with one of the methods (docs/conventions.md)
              top ones by displacement until the top 10 cannot change, and every flagged
              unit; with a target other than the coefficients also the top ones by the
              target's change until its top 10 cannot change
-             (:mod:`coxinfluence.audit.verification`); ``verified`` says which are exact
+             (``coxinfluence.audit.verification``); ``verified`` says which are exact
     "vif"    Delta_i = -VIF_n(i) / n           closed-form VIF (deletion of row i)
     "reid"   Delta_i = -IF_n(i) / n            Reid's IF; equals -R's resid(fit, "dfbeta")
     "newton" Delta_i = -H_{-i}^{-1} grad L_{-i}(theta_hat)   one-step Newton
@@ -79,7 +79,7 @@ FLAGS = ("undefined", "unstable", "refit_failed", "unverified_top")
 
 def compute(model, resolved, method, target, *, progress=None, executor=None,
             include_data_effect=True, target_notes=()):
-    """The audit of ``model`` (a seam, :mod:`coxinfluence.influence_functions.seam`) by
+    """The audit of ``model`` (a seam, ``coxinfluence.influence_functions.seam``) by
     ``method``: an :class:`InfluenceResult`. ``resolved`` carries the training frame,
     the source library, the units' ``groups`` and whether SEs are robust;
     ``target_notes`` what ``influence()`` warned about the target (kept on the result)."""
@@ -275,19 +275,19 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
         - a parametric AFT model: an ``AFTFit`` (:func:`~coxinfluence.fit_aft`, R's
           ``survreg``) or a fitted lifelines ``WeibullAFTFitter``,
           ``LogNormalAFTFitter``, ``LogLogisticAFTFitter`` (audited by
-          :class:`coxinfluence.influence_functions.aft_audit.AFTAudit` in R's
+          ``coxinfluence.influence_functions.aft_audit.AFTAudit`` in R's
           parametrisation, results indexed like the model's ``params_``:
-          :mod:`coxinfluence.influence_functions.reparametrised`);
+          ``coxinfluence.influence_functions.reparametrised``);
         - any other lifelines parametric regression (``ancillary`` AFT fits,
           ``PiecewiseExponentialRegressionFitter``, ``GeneralizedGammaRegressionFitter``,
           ``CoxPHFitter`` with a spline or piecewise baseline, a user's
           ``ParametricRegressionFitter``: its own likelihood, audited by
-          :class:`~coxinfluence.influence_functions.decomposable_audit.DecomposableAudit`);
+          ``DecomposableAudit``);
         - a ``FineGrayFit`` (:func:`~coxinfluence.fit_fine_gray`; its units are its
           subjects);
         - a fitted scikit-survival ``CoxPHSurvivalAnalysis`` or
           ``CoxnetSurvivalAnalysis`` (with ``y=``);
-        - a model behind the seam (:mod:`coxinfluence.influence_functions.seam`, e.g. an
+        - a model behind the seam (``coxinfluence.influence_functions.seam``, e.g. an
           autodiff model), used as it is.
 
     data : DataFrame, optional
@@ -299,7 +299,7 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
         top units by likelihood displacement until the top 10 cannot change, every
         flagged unit, and, for a target other than the coefficients, the top units by
         the target's change until its top 10 cannot change either, ``top(k,
-        by="target")``; :mod:`coxinfluence.audit.verification`), ``verified`` saying which
+        by="target")``; ``coxinfluence.audit.verification``), ``verified`` saying which
         numbers are exact. Or one method throughout: ``"vif"`` (the closed-form VIF,
         deletion of the unit), ``"reid"`` (Reid's IF), ``"newton"`` (one-step Newton),
         ``"exact"`` (refit without each unit); Notes.
@@ -314,7 +314,7 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
         formula models (transformed as lifelines does).
     include_data_effect : bool, default True
         For survival and cumulative-incidence targets, add the baseline hazard's direct
-        dependence on the removed unit (:mod:`coxinfluence.audit.targets`).
+        dependence on the removed unit (:mod:`~coxinfluence.targets`).
     progress : bool, optional
         Show a progress bar of the exact refits (``method="exact"`` and ``"auto"``);
         default: when there are more than 2000 units to refit.
@@ -338,11 +338,11 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
         whatever it is, as R's ``residuals(fit, "dfbetas")`` (``dfbetas_robust``: by the
         robust SE).
     **options
-        Options of the model's family (:mod:`coxinfluence.influence_functions.registry`);
+        Options of the model's family (``coxinfluence.influence_functions.registry``);
         for a fitted scikit-survival ``CoxPHSurvivalAnalysis`` or
         ``CoxnetSurvivalAnalysis`` (then ``data`` is its training ``X``): ``y`` its
         training structured array, and for Coxnet ``alpha``, the alpha audited (one of
-        its ``alphas_``; default its only one) (:mod:`coxinfluence.integrations.sksurv`).
+        its ``alphas_``; default its only one) (``coxinfluence.integrations.sksurv``).
 
     Returns
     -------

@@ -1,6 +1,6 @@
 """Generic Versatile Influence Function (VIF) by automatic differentiation (JAX).
 
-This subpackage generalizes the closed-form Cox VIF of :mod:`coxinfluence.influence_functions.vif`
+This subpackage generalizes the closed-form Cox VIF of ``coxinfluence.influence_functions.vif``
 to any
 *non-decomposable loss* ``L(theta, b)`` (paper, Definition "Non-Decomposable Loss"),
 where ``b`` is a presence vector over the ``n`` objects (1 present, 0 removed)::

@@ -113,7 +113,7 @@ class CoxData:
     start : numpy.ndarray, shape (n,), optional
         Entry times, sorted (rows at risk on ``(start, time]``); None: from the origin.
     entry : EntryStructure, optional
-        Where delayed entry cuts the risk sets (:class:`EntryStructure`); None without
+        Where delayed entry cuts the risk sets (``EntryStructure``); None without
         ``start``.
     ids : numpy.ndarray, shape (n,), optional
         The subject (unit) code of each sorted row; None: one row, one unit.
@@ -222,7 +222,7 @@ class CoxData:
 
         A gather with ``np.take`` (several times faster than scattering rows into
         ``out[order]``), by blocks of rows on threads from 2^20 rows
-        (:mod:`coxinfluence.numerics.threads`).
+        (``coxinfluence.numerics.threads``).
 
         Parameters
         ----------
@@ -308,7 +308,7 @@ class CoxData:
         """Whether rows are at risk at their entry time too, a bool.
 
         True: on ``[start, time]``, statsmodels' and Stata's convention; False (the
-        default): on ``(start, time]``, R's and lifelines' (:class:`EntryStructure`).
+        default): on ``(start, time]``, R's and lifelines' (``EntryStructure``).
         """
         return self.entry is not None and self.entry.at_risk_at_entry
 
@@ -427,7 +427,7 @@ def build_cox_data(X, time, event, weights, strata_codes, *, order=None, ties="e
                    columns=None, index=None, presorted=False, strata_labels=None,
                    strata_names=None, start=None, at_risk_at_entry=False):
     """Sort validated arrays and precompute the tie-group and Efron-term structure
-    (and, with ``start``, the delayed-entry structure :class:`EntryStructure`, rows at
+    (and, with ``start``, the delayed-entry structure ``EntryStructure``, rows at
     risk at their entry time too with ``at_risk_at_entry``)."""
     n = X.shape[0]
     if not presorted:

@@ -184,7 +184,7 @@ class AFTSurvival(_AFTNewPatients):
         ``S(t|x)`` is extrapolated by the parametric model there (module docstring); an
         event time is an observed one, or the upper bound of a left- or
         interval-censored one. The rule of the predictions
-        (:func:`coxinfluence.models.predictions.follow_up_notes`).
+        (``coxinfluence.models.predictions.follow_up_notes``).
 
         Parameters
         ----------

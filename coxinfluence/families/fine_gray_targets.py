@@ -21,7 +21,7 @@ target in two ways:
 ``xbar_k = S1_k / S0_k`` the weighted risk-set mean. The data effect is the exact change
 of ``Lambda_10`` at ``theta_hat`` with the subject deleted and its censoring group's
 Kaplan-Meier re-estimated, not a first-order version: the deleted risk-set sums are known
-in closed form (:func:`coxinfluence.likelihood.fine_gray_deletion.deleted_baseline_jumps`,
+in closed form (``coxinfluence.likelihood.fine_gray_deletion.deleted_baseline_jumps``,
 the sums the VIF's deleted gradients use), O(K) per subject (K failure times), so the
 exact change costs no more than a linearisation would, and it is what the definition
 asks (as the Cox ``Survival`` target's data effect, by deletion at ``theta_hat``). The
@@ -31,7 +31,7 @@ deletion: the refitted ``theta_{-i}`` and the baseline without the subject.
 Past the last failure time of the cause (in the patient's stratum) ``Lambda_10`` has no
 more jumps: ``F(t|x)`` there is the last plateau carried forward, which
 :meth:`CumulativeIncidence.followup_notes` says (a
-:class:`~coxinfluence.audit.target_base.TargetBeyondFollowUpWarning` from ``influence()``).
+:class:`~coxinfluence.targets.TargetBeyondFollowUpWarning` from ``influence()``).
 """
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ class CumulativeIncidence(Target):
     the data directly, through the risk sets and the Kaplan-Meier estimate of the
     censoring distribution that weights them, so a deleted subject changes ``F`` through
     ``theta`` (the chain rule) and directly (the data effect, exact, in closed form):
-    :mod:`coxinfluence.families.fine_gray_targets` gives the formula, its derivative and
+    ``coxinfluence.families.fine_gray_targets`` gives the formula, its derivative and
     the data effect.
 
     Parameters
@@ -104,7 +104,7 @@ class CumulativeIncidence(Target):
     -----
     Fine & Gray (1999), Eq. (3); R's ``cmprsk::predict.crr``. Past the last failure time
     of the cause (in the patient's stratum) ``F(t|x)`` is the last plateau carried
-    forward (:class:`~coxinfluence.audit.target_base.TargetBeyondFollowUpWarning`).
+    forward (:class:`~coxinfluence.targets.TargetBeyondFollowUpWarning`).
 
     Examples
     --------
@@ -173,7 +173,7 @@ class CumulativeIncidence(Target):
         """Notes on times past the last failure time of the cause in a patient's stratum.
 
         ``F(t|x)`` is the last plateau there (module docstring). The rule of the
-        predictions (:func:`coxinfluence.models.predictions.follow_up_notes`).
+        predictions (``coxinfluence.models.predictions.follow_up_notes``).
 
         Parameters
         ----------
@@ -244,7 +244,7 @@ class CumulativeIncidence(Target):
         ``F(t|x; theta_hat, D_{-i}) - F(t|x; theta_hat, D)`` per subject: the baseline
         without subject i, its censoring group's Kaplan-Meier re-estimated (module
         docstring), in closed form
-        (:func:`coxinfluence.likelihood.fine_gray_deletion.deleted_baseline_jumps`), on
+        (``coxinfluence.likelihood.fine_gray_deletion.deleted_baseline_jumps``), on
         the full data's scale (the same ``lin``).
 
         Parameters

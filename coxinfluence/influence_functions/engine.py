@@ -33,7 +33,7 @@ theta_hat``):
   :mod:`~coxinfluence.influence_functions.engine_refits` (Halley start, quasi-Newton with
   Broyden updates, Newton-Raphson, runaway and flat-likelihood detection, ``progress=``,
   ``executor=`` and dask);
-- ``unstable``: :func:`~coxinfluence.influence_functions.stability.unstable_from_split`;
+- ``unstable``: ``unstable_from_split``;
 - ``unit_scores``: ``I IF_n(g)/U = -H reid_change()`` (``-(grad L - grad L_{-g})`` where
   Reid's change is the VIF's);
 - ``covariance``: ``H^{-1}``, or the grouped sandwich ``D'D``, ``D`` the Reid changes.
@@ -212,7 +212,7 @@ class Engine(AuditModel):
     def refit(self, codes=None, *, progress=None, executor=None, batch_size=None,
               n_chunks=None, tol=None, max_iter=None):
         """Exact refits without each unit of ``codes`` (default all): a
-        :class:`Refits` (:func:`~coxinfluence.influence_functions.engine_refits.refit_units`:
+        ``Refits`` (``refit_units``:
         ``progress``, ``executor``, ``batch_size``, ``n_chunks``, ``tol``, ``max_iter``
         there)."""
         self.check_refit()
@@ -229,9 +229,9 @@ class Engine(AuditModel):
         return None
 
     def unstable(self, delta_vif):
-        """:func:`~coxinfluence.influence_functions.stability.unstable_from_split` with
+        """``unstable_from_split`` with
         the units' ``C_g`` and ``T`` (zero where unknown); screened
-        (:func:`~coxinfluence.influence_functions.stability.unstable_screened`) where the
+        (``unstable_screened``) where the
         family gives :meth:`split_traces`."""
         d = len(self.coef)
         T = np.zeros((d, d, d)) if self.third is None else self.third
