@@ -3,6 +3,7 @@
 is audited by ``coxinfluence audit --model <its name>`` without touching a package file;
 its numbers are checked against statsmodels (an independent Cox implementation with
 Breslow's ties). The generic CLI modules name no family and probe nothing."""
+import dataclasses
 import re
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 from test_cli_audit import _num, report_tables, run
 
 import coxinfluence as ci
+from coxinfluence.cli import build_parser
 from coxinfluence.cli import family_registry as fr
 
 CLI = Path(ci.__file__).parent / "cli"
@@ -111,12 +113,35 @@ def test_the_help_lists_the_registered_family(breslow_family, capsys):
                      text)
 
 
-def test_a_name_or_model_is_registered_once(breslow_family):
-    with pytest.raises(ValueError, match="'test_breslow_cox' is already registered"):
-        fr.register_cli_family(breslow_family)
+def test_a_re_registration_replaces_and_a_model_names_one_family(breslow_family):
+    """The package's one registration rule (``coxinfluence.data.dispatch``): the same
+    name again replaces the entry (which becomes the latest); a ``--model`` value of
+    another family is refused."""
+    again = dataclasses.replace(breslow_family, models=("breslowcox", "breslow2"))
+    assert fr.register_cli_family(again) is again
+    assert fr.CLI_FAMILIES["test_breslow_cox"] is again
+    assert list(fr.CLI_FAMILIES)[-1] == "test_breslow_cox"
+    assert [f.name for f in fr.CLI_FAMILIES.values()].count("test_breslow_cox") == 1
+    args = build_parser().parse_args(["audit", "d.csv", "--model", "breslow2"])
+    assert fr.choose_family(args) is again
     with pytest.raises(ValueError, match="--model weibull already fits the 'aft' family"):
         fr.register_cli_family(fr.CliFamily("other", _breslow_cox, models=("weibull",)))
     assert "other" not in fr.CLI_FAMILIES
+
+
+def test_of_the_families_an_option_chooses_the_latest_wins(breslow_family):
+    """Two entries chosen by the same option: the latest registered (a tie of the one
+    dispatch rule)."""
+    fine_gray = fr.CLI_FAMILIES["fine_gray"]
+    mine = dataclasses.replace(fine_gray, name="test_fine_gray_2", add_arguments=None)
+    fr.register_cli_family(mine)
+    try:
+        args = build_parser().parse_args(["audit", "d.csv", "--time", "t", "--status", "s",
+                                          "--cause", "1"])
+        assert fr.choose_family(args) is mine
+    finally:
+        fr.CLI_FAMILIES.pop(mine.name)
+    assert fr.choose_family(args) is fine_gray
 
 
 def test_the_generic_cli_names_no_family_and_probes_nothing():

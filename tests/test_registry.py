@@ -8,6 +8,8 @@ the registered families' own names and descriptions.
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,6 +19,7 @@ from coxinfluence.influence_functions import registry
 from coxinfluence.influence_functions.cox_audit import CoxAudit
 from coxinfluence.influence_functions.decomposable_audit import DecomposableFit
 from coxinfluence.influence_functions.registry import Family, Resolved, register_family
+from coxinfluence.models.cox import CoxFit
 
 
 @pytest.fixture(autouse=True)
@@ -117,6 +120,103 @@ def test_registering_under_the_same_name_replaces(cox_data):
     assert len(calls) == 1
     with pytest.raises(TypeError, match="expected a Family"):
         register_family("toy")
+
+
+# ------------------------------------------- the one dispatch rule (issue 45, item 1)
+
+class MyCoxFit(CoxFit):
+    """A user's subclass of ``CoxFit`` (a fitted Cox model with the class changed)."""
+
+
+def _my_cox(X, time, event):
+    fit = copy.copy(ci.fit_cox(X, time, event))
+    fit.__class__ = MyCoxFit
+    return fit
+
+
+def _cox_family(name, fit_class, source, calls=None):
+    def build(model, data, *, groups=None, robust=None):
+        if calls is not None:
+            calls.append(name)
+        resolved = Resolved(model, pd.DataFrame(index=model.data.index), source)
+        return CoxAudit(model, groups), registry.with_overrides(resolved, groups, robust)
+    return Family(name, fit_class, build, description=f"a {source} fit")
+
+
+def test_a_family_for_a_subclass_of_coxfit_is_reached(cox_data):
+    """The most specific registered class wins, whatever the order of registration: a
+    family for a subclass of ``CoxFit`` takes its fits, the built-in ``cox`` family the
+    others, even after ``cox`` is registered again (and so is the latest)."""
+    X, time, event = cox_data
+    mine, plain = _my_cox(X, time, event), ci.fit_cox(X, time, event)
+    assert registry.family_of(mine).name == "cox"        # before: CoxFit's family
+    calls = []
+    family = register_family(_cox_family("my cox", MyCoxFit, "my library", calls))
+    assert family.fit_class is MyCoxFit and family.accepts(mine)
+    register_family(registry.family_of(plain))            # cox again: now the latest
+    assert registry.family_of(mine) is family
+    assert registry.family_of(plain).name == "cox"
+    res = ci.influence(mine, method="exact")
+    assert calls == ["my cox"] and res.source == "my library"
+    # the family's seam gives the changes: a refit by hand without a row
+    keep = X.index != "u05"
+    by_hand = ci.fit_cox(X[keep], time[keep], event[keep]).coef - mine.coef
+    np.testing.assert_allclose(res.theta_change.loc["u05"].to_numpy(), by_hand,
+                               rtol=0, atol=1e-8)
+    assert ci.influence(plain, method="vif").source == "coxinfluence"
+
+
+def test_predicates_rank_after_classes_and_the_latest_registration_wins_a_tie(cox_data):
+    X, time, event = cox_data
+    fit = ci.fit_cox(X, time, event)
+    anything = register_family(Family("anything", lambda m: True, lambda *a, **k: None))
+    assert anything.fit_class is None
+    assert registry.family_of(fit).name == "cox"           # a class beats any predicate
+    assert registry.family_of(object()) is anything
+    other = register_family(Family("anything else", lambda m: True, lambda *a, **k: None))
+    assert registry.family_of(object()) is other           # two predicates: the latest
+    again = register_family(Family("anything", lambda m: True, lambda *a, **k: None))
+    assert registry.family_of(object()) is again           # a re-registration replaces
+    assert [f.name for f in registry.families()].count("anything") == 1
+    # a class entry narrowed by a predicate: both must accept
+    narrow = register_family(Family("narrow", lambda m: m.n > 1000, lambda *a, **k: None,
+                                    fit_class=MyCoxFit))
+    assert registry.family_of(_my_cox(X, time, event)).name == "cox"
+    assert narrow.fit_class is MyCoxFit
+
+
+def test_the_same_rule_picks_residuals_and_targets(cox_data, monkeypatch):
+    """Residuals and targets dispatch by the same function
+    (:func:`coxinfluence.data.dispatch.choose`): the most specific class wins, a
+    re-registration replaces."""
+    from coxinfluence.audit import target_base
+    from coxinfluence.diagnostics import register_residuals
+    from coxinfluence.diagnostics import registry as residual_registry
+    monkeypatch.setattr(residual_registry, "_TABLE", dict(residual_registry._TABLE))
+    monkeypatch.setattr(target_base, "_IMPLEMENTATIONS", dict(target_base._IMPLEMENTATIONS))
+    X, time, event = cox_data
+    mine, plain = _my_cox(X, time, event), ci.fit_cox(X, time, event)
+    martingale = ci.residuals(plain)
+    pd.testing.assert_series_equal(ci.residuals(mine), martingale)
+    register_residuals(MyCoxFit, ["twice"], lambda fit, kind, **kw: 2 * martingale,
+                       model="mine")
+    pd.testing.assert_series_equal(ci.residuals(mine), 2 * martingale)
+    pd.testing.assert_series_equal(ci.residuals(plain), martingale)
+    register_residuals(MyCoxFit, ["thrice"], lambda fit, kind, **kw: 3 * martingale)
+    pd.testing.assert_series_equal(ci.residuals(mine), 3 * martingale)
+    assert residual_registry.residual_kinds(mine) == ("thrice",)
+
+    @ci.targets.register_target
+    class MyLinearPredictor(ci.targets.Target):
+        name = "my_linear_predictor"
+        quantity = "linear_predictor"
+        fit_type = MyCoxFit
+
+    lp = ci.targets.LinearPredictor(X.iloc[:2])
+    assert target_base.implementation_of("linear_predictor", fit=mine) is MyLinearPredictor
+    assert target_base.implementation_of("linear_predictor", fit=plain).__name__ != (
+        "MyLinearPredictor")
+    assert lp.implementation(fit=plain).name == "linear_predictor"
 
 
 def test_low_level_functions_dispatch_through_the_registry(cox_data):
@@ -240,6 +340,7 @@ def test_a_decomposable_fit_passed_directly_is_audited(logistic):
 DOCUMENTED = ([f"coxinfluence.influence_functions.registry.{n}" for n in registry.__all__]
               + [f"coxinfluence.integrations.{n}"
                  for n in ("resolve", "check_agreement", "lifelines_design")]
+              + [f"coxinfluence.data.dispatch.{n}" for n in ("choose", "rank", "replace")]
               + ["coxinfluence.influence_functions.any_fit.family_seam",
                  "coxinfluence.audit.run.TopNotVerifiedWarning"])
 

@@ -118,3 +118,31 @@ def test_a_dispatched_target_used_on_a_fit_no_family_evaluates():
                                          "this model; no model family registered for it "
                                          "evaluates on this fit"):
         ci.targets.Quantile(X.iloc[:1]).value(fit, fit.coef[None, :])
+
+
+def test_the_one_dispatch_rule_picks_the_implementation(monkeypatch):
+    """Issue 45: an implementation for the fit's own class beats one for a base class
+    whatever the order of registration; one that defines ``evaluates`` only (a predicate)
+    ranks after every class; a name registered again replaces its class."""
+    from coxinfluence.models.cox import CoxFit
+    monkeypatch.setattr(target_base, "_IMPLEMENTATIONS", dict(target_base._IMPLEMENTATIONS))
+    rossi = load_rossi()
+    fit = ci.fit_cox(rossi[["fin", "age"]], rossi["week"], rossi["arrest"])
+
+    def implementation(name, fit_type=None, predicate=None):
+        attrs = {"name": name, "quantity": "toy_quantity", "fit_type": fit_type}
+        if predicate is not None:
+            attrs["evaluates"] = classmethod(lambda cls, f: predicate(f))
+        return ci.targets.register_target(type(name, (ci.targets.Target,), attrs))
+
+    anything = implementation("toy_any", predicate=lambda f: True)
+    assert target_base.implementation_of("toy_quantity", fit=fit) is anything
+    for_cox = implementation("toy_cox", fit_type=CoxFit)
+    for_object = implementation("toy_object", fit_type=object)   # registered later
+    assert target_base.implementation_of("toy_quantity", fit=fit) is for_cox
+    assert target_base.implementation_of("toy_quantity", fit=1.5) is for_object
+    del target_base._IMPLEMENTATIONS["toy_object"]
+    assert target_base.implementation_of("toy_quantity", fit=1.5) is anything
+    again = implementation("toy_cox", fit_type=CoxFit)
+    assert target_base.implementation_of("toy_quantity", fit=fit) is again
+    assert list(target_base._IMPLEMENTATIONS.values()).count(for_cox) == 0

@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 from operator import methodcaller
 
+from coxinfluence.data.dispatch import choose, replace
+
 # the warning and the sentences of times past the follow-up: the data layer holds them (the
 # predictions warn too); re-exported here for the targets
 from coxinfluence.data.followup import (
@@ -40,8 +42,8 @@ class Target:
     :meth:`data_effect` and :meth:`refit_values`. A family's implementation of a quantity
     of ``ci.targets`` (a dispatched target such as :class:`~coxinfluence.targets.Survival`)
     sets ``quantity`` (the quantity's name), ``options`` (the keyword arguments it takes
-    beside the patients and the times or probabilities) and :meth:`evaluates`, and is
-    registered (:func:`register_target`).
+    beside the patients and the times or probabilities) and ``fit_type`` (or
+    :meth:`evaluates`), and is registered (:func:`register_target`).
 
     Attributes
     ----------
@@ -286,7 +288,7 @@ class Target:
 # ------------------------------------------------ one target per quantity, by family
 
 #: implementation name (``Target.name``, what a seam lists in ``target_names``) -> the
-#: family's implementation class, in registration order
+#: family's implementation class, in registration order (a re-registration moves last)
 _IMPLEMENTATIONS = {}
 #: a string a user may pass as ``target=`` (lower case) -> the registered target class
 _ALIASES = {}
@@ -302,9 +304,12 @@ def register_target(cls):
     ``"survival"``, ``"linear_predictor"``, ``"survival_quantile"``, ...),
     ``cls.options`` the keyword arguments it takes, :meth:`Target.evaluates` the fits it
     evaluates on. ``ci.influence`` then resolves the quantity to the first of the model's
-    ``target_names`` registered for it, and the quantity used directly resolves to the
-    latest registered implementation that evaluates on the fit. A new family registers
-    its implementations and touches no generic code.
+    ``target_names`` registered for it, and the quantity used directly resolves by the
+    package's one dispatch rule (:func:`coxinfluence.data.dispatch.choose`): the
+    implementation whose ``fit_type`` is the most specific class of the fit's MRO, then
+    those that define :meth:`Target.evaluates` only; the latest registration wins a tie,
+    and registering a name again replaces the earlier class. A new family registers its
+    implementations and touches no generic code.
 
     Its one argument, ``cls``, is a subclass of :class:`Target` with ``name`` and
     ``quantity`` set.
@@ -363,7 +368,7 @@ def register_target(cls):
     """
     if not cls.quantity or not isinstance(cls.name, str):
         raise ValueError(f"{cls.__qualname__} needs a name and a quantity to be registered")
-    _IMPLEMENTATIONS[cls.name] = cls
+    replace(_IMPLEMENTATIONS, cls.name, cls)
     for alias in cls.aliases:
         _ALIASES[alias.lower()] = cls
     return cls
@@ -400,8 +405,10 @@ def implementation_of(quantity, names=None, fit=None):
         The model's target names (its seam's ``target_names``, in the seam's order of
         preference): the first that implements ``quantity`` is taken.
     fit : object, optional
-        Without ``names``: the latest registered implementation that evaluates on
-        ``fit`` (:meth:`Target.evaluates`) is taken.
+        Without ``names``: the implementation that takes ``fit`` by the one dispatch
+        rule (:func:`coxinfluence.data.dispatch.choose`: the most specific
+        ``fit_type`` of the fit's MRO, then the implementations that define
+        :meth:`Target.evaluates` only; the latest registration wins a tie).
 
     Returns
     -------
@@ -414,10 +421,8 @@ def implementation_of(quantity, names=None, fit=None):
             if cls is not None and cls.quantity == quantity:
                 return cls
         return None
-    for cls in reversed(list(_IMPLEMENTATIONS.values())):
-        if cls.quantity == quantity and cls.evaluates(fit):
-            return cls
-    return None
+    return choose(fit, ((cls, cls.fit_type, cls.evaluates)
+                        for cls in _IMPLEMENTATIONS.values() if cls.quantity == quantity))
 
 
 class Dispatched(Target):

@@ -43,6 +43,7 @@ from typing import Any, Callable, Mapping
 import pandas as pd
 
 import coxinfluence as ci
+from coxinfluence.data.dispatch import replace
 from coxinfluence.influence_functions.seam import label_text
 
 __all__ = ["CliFamily", "TargetKind", "TargetRequest", "CLI_FAMILIES", "TARGET_KINDS",
@@ -227,10 +228,15 @@ DEFAULT_MODEL = "cox"
 def register_cli_family(family: CliFamily) -> CliFamily:
     """Add ``family`` to the command line's table (:data:`CLI_FAMILIES`).
 
+    The package's one registration rule (:mod:`coxinfluence.data.dispatch`): an entry
+    registered again under the same name replaces the earlier one and becomes the latest;
+    of the entries that one of the given options chooses (``chosen_by``), the latest
+    registered wins. A ``--model`` value names one family only.
+
     Parameters
     ----------
     family : CliFamily
-        The entry; its name and ``--model`` values must be new.
+        The entry; its ``--model`` values must not be another family's.
 
     Returns
     -------
@@ -240,25 +246,21 @@ def register_cli_family(family: CliFamily) -> CliFamily:
     Raises
     ------
     ValueError
-        If its name or one of its ``--model`` values is taken.
+        If one of its ``--model`` values is another family's.
 
     Examples
     --------
-    >>> from coxinfluence.cli.family_registry import register_cli_family
-    >>> register_cli_family(CLI_FAMILIES["cox"])
+    >>> from coxinfluence.cli.family_registry import CliFamily, register_cli_family
+    >>> register_cli_family(CliFamily("other", None, models=("weibull",)))
     Traceback (most recent call last):
     ...
-    ValueError: the command line's model family 'cox' is already registered
+    ValueError: --model weibull already fits the 'aft' family
     """
-    if family.name in CLI_FAMILIES:
-        raise ValueError(f"the command line's model family {family.name!r} is already "
-                         "registered")
     for other in CLI_FAMILIES.values():
         taken = [m for m in family.models if m in other.models]
-        if taken:
+        if taken and other.name != family.name:
             raise ValueError(f"--model {taken[0]} already fits the {other.name!r} family")
-    CLI_FAMILIES[family.name] = family
-    return family
+    return replace(CLI_FAMILIES, family.name, family)
 
 
 def cli_family(name: str) -> CliFamily:
@@ -302,9 +304,10 @@ def refuse_options(args, model, refused):
 def choose_family(args) -> CliFamily:
     """The family the options choose, its options checked.
 
-    The entry one of whose ``chosen_by`` options is given, else the one whose ``models``
-    hold ``--model`` (:data:`DEFAULT_MODEL` when none is given); its ``check`` runs and an
-    option it ``refused`` is refused.
+    The entry one of whose ``chosen_by`` options is given (the latest registered, if
+    several: :func:`register_cli_family`), else the one whose ``models`` hold ``--model``
+    (:data:`DEFAULT_MODEL` when none is given); its ``check`` runs and an option it
+    ``refused`` is refused.
 
     Parameters
     ----------
@@ -335,7 +338,7 @@ def choose_family(args) -> CliFamily:
     if not chosen:
         model = values["model"] or DEFAULT_MODEL
         chosen = [f for f in CLI_FAMILIES.values() if model in f.models]
-    family = chosen[0]
+    family = chosen[-1]
     family.check(args)
     refuse_options(args, family.describe(args), family.refused)
     return family

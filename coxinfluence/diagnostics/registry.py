@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from coxinfluence.data.dispatch import choose, replace
 from coxinfluence.data.inputs import InputError
 from coxinfluence.influence_functions.registry import audit_model
 
@@ -40,9 +41,10 @@ _TABLE: dict = {}
 def register_residuals(fit_class, kinds, function, *, model=None):
     """Register the residuals of a family of fits with :func:`residuals`.
 
-    The table is keyed by the fit's class (the nearest class of a fit's MRO wins), so
-    ``ci.residuals`` dispatches without asking which model it holds. Registering a
-    class again replaces its entry.
+    The table is keyed by the fit's class, so ``ci.residuals`` dispatches without asking
+    which model it holds, by the package's one dispatch rule
+    (:func:`coxinfluence.data.dispatch.choose`): the most specific class of the fit's
+    MRO wins. Registering a class again replaces its entry.
 
     Parameters
     ----------
@@ -75,18 +77,22 @@ def register_residuals(fit_class, kinds, function, *, model=None):
     [-2.0, -1.0, 3.0]
     """
     entry = ResidualFamily(fit_class, model or fit_class.__name__, tuple(kinds), function)
-    _TABLE[fit_class] = entry
-    return entry
+    return replace(_TABLE, fit_class, entry)
 
 
 def residual_family(fit) -> ResidualFamily:
-    """The registered family of ``fit`` (the nearest class of its MRO in the table)."""
-    for cls in type(fit).__mro__:
-        if cls in _TABLE:
-            return _TABLE[cls]
+    """The registered family of ``fit`` (the most specific class of its MRO in the table:
+    :func:`coxinfluence.data.dispatch.choose`)."""
+    entry = _entry_of(fit)
+    if entry is not None:
+        return entry
     known = ", ".join(f"{e.model} ({e.fit_class.__name__})" for e in _TABLE.values())
     raise TypeError(f"no residuals are defined for {type(fit).__name__}; they are for "
                     f"{known}")
+
+
+def _entry_of(fit):
+    return choose(fit, ((e, cls, None) for cls, e in _TABLE.items()))
 
 
 def resolve_fit(model, data=None, **options):
@@ -95,7 +101,7 @@ def resolve_fit(model, data=None, **options):
     resolves them, ``options`` such as scikit-survival's ``y=`` passed on) and the
     model's own units where the library names them (lifelines' ``cluster_col``), else
     None."""
-    if any(isinstance(model, cls) for cls in _TABLE):
+    if _entry_of(model) is not None:
         if data is not None:
             raise InputError("data= is for models that do not keep their training data "
                              "(lifelines, statsmodels); a coxinfluence fit keeps its own")
@@ -216,8 +222,7 @@ def residuals(model, data=None, kind=None, collapse=None, *, weighted=None, **op
     """
     fit, groups = resolve_fit(model, data, **options)
     entry = residual_family(fit)
-    if collapse is True and groups is not None and getattr(getattr(fit, "data", None),
-                                                           "ids", None) is None:
+    if collapse is True and groups is not None and not fit.has_subjects:  # FitProtocol
         collapse = np.asarray(groups)          # the library's units: lifelines' cluster_col
     kind = entry.kinds[0] if kind is None else _check_kind(entry, kind)
     return entry.function(fit, kind, collapse=collapse, weighted=weighted)
@@ -255,9 +260,9 @@ def residual_kinds(model, data=None, **options) -> tuple:
     >>> residual_kinds(object())
     ()
     """
-    for cls in type(model).__mro__:
-        if cls in _TABLE:
-            return _TABLE[cls].kinds
+    entry = _entry_of(model)
+    if entry is not None:
+        return entry.kinds
     try:
         fit, _ = resolve_fit(model, data, **options)
         return residual_family(fit).kinds

@@ -280,5 +280,5 @@ def _build(fit, data, *, groups=None, robust=None):
     return as_seam(FineGrayAudit(fit), data, groups, robust)
 
 
-register_family(Family("fine_gray", lambda m: isinstance(m, FineGrayFit), _build,
+register_family(Family("fine_gray", FineGrayFit, _build,
                        description="a FineGrayFit (ci.fit_fine_gray)"))

@@ -1,9 +1,11 @@
 """The one registration point: objects from users -> models behind the seam.
 
 ``ci.influence(model, data, ...)``, ``ci.vif``, ``ci.exact_loo`` and the CLI never ask
-which family a model belongs to: they call :func:`audit_model`, which asks each
-registered :class:`Family` in turn (``accepts(model)``) and lets the first that accepts
-build the seam (:class:`coxinfluence.influence_functions.seam.AuditModel`) and the
+which family a model belongs to: they call :func:`audit_model`, which lets the registered
+:class:`Family` that accepts the model (by the package's one dispatch rule,
+:func:`coxinfluence.data.dispatch.choose`: the most specific registered class, then
+the predicates; the latest registration wins a tie, a re-registration replaces) build
+the seam (:class:`coxinfluence.influence_functions.seam.AuditModel`) and the
 :class:`Resolved` description of the training data. A family (our fits, lifelines,
 statsmodels, scikit-survival, Fine-Gray, a family defined by a user) registers itself
 with :func:`register_family` when its module is imported (``import coxinfluence``
@@ -30,6 +32,7 @@ from typing import Callable, Optional
 
 import pandas as pd
 
+from coxinfluence.data.dispatch import choose
 from coxinfluence.data.inputs import InputError, show_labels
 from coxinfluence.influence_functions.seam import AuditModel
 
@@ -93,8 +96,13 @@ class Family:
         What it is called in messages and the CLI ("cox", "aft", "fine_gray",
         "scikit-survival", ...); registering a family under a name already taken
         replaces the earlier one.
-    accepts : callable
-        ``accepts(model) -> bool``: whether a user's object is this family's.
+    accepts : type or callable
+        The class of the family's models (its instances, and its subclasses' unless a
+        family registered for a subclass takes them: the most specific class wins), or a
+        predicate ``accepts(model) -> bool`` for models recognised otherwise (lifelines'
+        by their module, without importing lifelines), asked after every class
+        (:func:`coxinfluence.data.dispatch.choose`). Given a class, ``accepts`` is
+        its ``isinstance`` test and ``fit_class`` the class.
     build : callable
         ``build(model, data, *, groups=None, robust=None, **options) -> (seam,
         Resolved)``: the model behind the seam
@@ -120,6 +128,9 @@ class Family:
         The options of ``ci.exact_loo`` its seam's ``refit`` takes beyond ``progress=``
         and ``executor=`` (Cox: ``("batch_size", "tol", "max_iter", "n_chunks")``); any
         other is refused.
+    fit_class : type, optional
+        The class the family is registered for (set from ``accepts`` when that is a
+        class); with a predicate ``accepts``, the predicate narrows the class.
 
     See Also
     --------
@@ -140,13 +151,12 @@ class Family:
     ...     fit = model.inner
     ...     return CoxAudit(fit, groups), Resolved(fit, pd.DataFrame(index=range(fit.n)),
     ...                                            "my library")
-    >>> family = Family("wrapped", lambda m: isinstance(m, Wrapped), build,
-    ...                 description="a Wrapped Cox fit")
+    >>> family = Family("wrapped", Wrapped, build, description="a Wrapped Cox fit")
     >>> from lifelines.datasets import load_rossi
     >>> rossi = load_rossi()
     >>> fit = ci.fit_cox(rossi[["fin", "age"]], rossi["week"], rossi["arrest"])
-    >>> family.accepts(Wrapped(fit)), family.accepts(fit)
-    (True, False)
+    >>> family.accepts(Wrapped(fit)), family.accepts(fit), family.fit_class is Wrapped
+    (True, False, True)
     >>> seam, resolved = family.build(Wrapped(fit), None)
     >>> resolved.source, len(seam.unit_labels)
     ('my library', 432)
@@ -160,16 +170,43 @@ class Family:
     needs_data: bool = False
     low_level: Optional[Callable] = None
     refit_options: tuple = ()
+    fit_class: Optional[type] = None
+
+    def __post_init__(self):
+        if isinstance(self.accepts, type):
+            object.__setattr__(self, "fit_class", self.accepts)
+            object.__setattr__(self, "accepts", _InstanceOf(self.accepts))
 
 
+class _InstanceOf:
+    """``isinstance(model, cls)``, the predicate of a family registered for a class."""
+
+    def __init__(self, cls):
+        self.cls = cls
+
+    def __call__(self, model):
+        return isinstance(model, self.cls)
+
+    def __eq__(self, other):
+        return isinstance(other, _InstanceOf) and other.cls is self.cls
+
+    def __hash__(self):
+        return hash(self.cls)
+
+
+#: the registered families in registration order (a re-registration moves to the end)
 _FAMILIES: list = []
 
 
 def register_family(family: Family) -> Family:
     """Add a family to the dispatcher.
 
-    A family registered again under the same name replaces the earlier one (and is asked
-    last). Built-in families register themselves when their module is imported.
+    A family registered again under the same name replaces the earlier one (it becomes the
+    latest registration). Which family takes a model is the package's one dispatch rule
+    (:func:`coxinfluence.data.dispatch.choose`): the family of the most specific
+    class of the model's MRO, then the families registered by a predicate; the latest
+    registration wins a tie. Built-in families register themselves when their module is
+    imported.
 
     Parameters
     ----------
@@ -210,7 +247,7 @@ def families() -> tuple:
     Returns
     -------
     tuple of Family
-        In the order they are asked (:func:`audit_model`).
+        In registration order (:func:`family_of` ranks them).
 
     Examples
     --------
@@ -232,8 +269,11 @@ def family_of(model) -> Optional[Family]:
     Returns
     -------
     Family or None
-        The first registered :class:`Family` that accepts ``model``; None where none
-        does, or for a model already behind the seam (an ``AuditModel``: no family's).
+        The registered :class:`Family` that takes ``model`` by the one dispatch rule
+        (:func:`coxinfluence.data.dispatch.choose`: the most specific registered
+        class, then the predicates, the latest registration winning a tie); None where
+        none accepts it, or for a model already behind the seam (an ``AuditModel``: no
+        family's).
 
     Examples
     --------
@@ -246,7 +286,7 @@ def family_of(model) -> Optional[Family]:
     """
     if isinstance(model, AuditModel):
         return None
-    return next((f for f in _FAMILIES if f.accepts(model)), None)
+    return choose(model, ((f, f.fit_class, f.accepts) for f in _FAMILIES))
 
 
 def as_seam(model, data, groups, robust):
@@ -302,7 +342,7 @@ def as_seam(model, data, groups, robust):
 def audit_model(model, data=None, *, groups=None, robust=None, **options):
     """A user's model behind the seam, with its training data: ``ci.influence``'s dispatch.
 
-    The first registered family that accepts ``model`` builds both (module docstring); a
+    The registered family that takes ``model`` (:func:`family_of`) builds both; a
     model already behind the seam is used as it is (:func:`as_seam`).
 
     Parameters

@@ -318,13 +318,12 @@ def _build_decomposable(fit, data, *, groups=None, robust=None):
     return DecomposableAudit(fit, resolved.groups), resolved
 
 
-register_family(Family("cox", lambda m: isinstance(m, CoxFit), _build,
+register_family(Family("cox", CoxFit, _build,
                        description="a CoxFit (ci.fit_cox)", low_level=low_level_seam,
                        refit_options=("batch_size", "tol", "max_iter", "n_chunks")))
-register_family(Family("aft", lambda m: isinstance(m, AFTFit), _build,
+register_family(Family("aft", AFTFit, _build,
                        description="an AFTFit (ci.fit_aft)"))
-register_family(Family("decomposable", lambda m: isinstance(m, DecomposableFit),
-                       _build_decomposable,
+register_family(Family("decomposable", DecomposableFit, _build_decomposable,
                        description="a DecomposableFit (any loss summed over rows)"))
 register_family(Family("lifelines", _is_lifelines, _build, needs_data=True,
                        description="a fitted lifelines CoxPHFitter, CoxTimeVaryingFitter or "
