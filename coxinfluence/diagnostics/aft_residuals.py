@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtr
 
 from coxinfluence.data.inputs import InputError
 from coxinfluence.diagnostics.registry import collapse_rows, register_residuals
@@ -50,6 +49,8 @@ def _saturated(dist, kind, y, y2, sigma):
             best = -temp + np.log(-np.expm1(-np.exp(width)))
             exact = -(1.0 + np.log(sigma))
         elif family == "gaussian":
+            from scipy.special import ndtr  # on use: import coxinfluence imports no scipy
+
             center = np.where(interval, (y + y2) / 2, y)
             best = np.log(2 * ndtr(width / 2) - 1)
             exact = -np.log(np.sqrt(2 * np.pi) * sigma)
@@ -162,7 +163,7 @@ def aft_residuals(fit, kind, *, collapse=None, weighted=None):
     if collapse is not None and collapse is not False:
         labels = collapse
         if collapse is True:
-            if getattr(fit, "ids", None) is None:
+            if not fit.has_subjects:
                 raise InputError("collapse=True sums per subject, but the fit has none: fit "
                                  "with fit_aft(..., id=) or pass one label per row")
             labels = np.asarray(fit.id_labels)[fit.ids]

@@ -48,7 +48,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, log_ndtr
 
 from coxinfluence.numerics.rows import matmul_reduce_rows, matmul_rows
 
@@ -60,6 +59,19 @@ DISTRIBUTIONS = {"weibull": "extreme", "exponential": "extreme", "lognormal": "g
 RIGHT, EXACT, LEFT, INTERVAL = 0, 1, 2, 3
 
 _LOG_SQRT_2PI = 0.5 * np.log(2 * np.pi)
+
+
+# scipy.special imported on first use (``import coxinfluence`` imports no scipy)
+def expit(z):
+    from scipy.special import expit
+
+    return expit(z)
+
+
+def log_ndtr(z):
+    from scipy.special import log_ndtr
+
+    return log_ndtr(z)
 
 
 # ------------------------------------------------------------------ distributions of W

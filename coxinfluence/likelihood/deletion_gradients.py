@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from coxinfluence.likelihood.risk_sets import RiskSets, guard_denominators
-from coxinfluence.numerics.rows import csr_matvecs, matmul_reduce_rows, matmul_rows
+from coxinfluence.numerics.rows import csr_matvecs_kernel, matmul_reduce_rows, matmul_rows
 from coxinfluence.numerics.threads import thread_buffers
 
 # ------------------------------------------------ gradients of leave-one-out refits
@@ -354,6 +354,7 @@ def _sparse_times(M, x, out):
     C-contiguous ``out``, without the fresh result array of ``M @ x`` (scipy's
     ``csr_matvecs`` accumulates into ``out``)."""
     out[...] = 0.0
+    csr_matvecs = csr_matvecs_kernel()
     if csr_matvecs is None:
         out[...] = M @ x
     else:

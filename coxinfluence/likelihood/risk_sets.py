@@ -43,7 +43,12 @@ import numpy as np
 from coxinfluence.data.cox_data import CoxData
 from coxinfluence.data.deletion import Deletion
 from coxinfluence.likelihood.terms import RiskSetState, Terms
-from coxinfluence.numerics.rows import ROW_BLOCK, csr_matvecs, matmul_reduce_rows, matmul_rows
+from coxinfluence.numerics.rows import (
+    ROW_BLOCK,
+    csr_matvecs_kernel,
+    matmul_reduce_rows,
+    matmul_rows,
+)
 from coxinfluence.numerics.threads import for_row_blocks, n_threads
 
 _PASS_MADDS = 1 << 19      # rows per block of the fit's pass over X: d^2 x rows madds
@@ -211,6 +216,7 @@ class RiskSets:
         if not data.term_group.size:
             return out
         groups = data.term_group[starts]
+        csr_matvecs = csr_matvecs_kernel()
         if r_events.ndim == 3 and csr_matvecs is not None:
             # (K, d) per problem: a sparse product runs along the terms (reduceat along a
             # middle axis is ~10x slower per element)
@@ -341,6 +347,7 @@ class RiskSets:
         S = self._segments[0].size
         out = np.zeros((S + 1, data.d))
         indptr, indices = self._segment_index
+        csr_matvecs = csr_matvecs_kernel()
         if csr_matvecs is None:                              # pragma: no cover
             from scipy import sparse
             out[:S] = sparse.csr_matrix((r, indices, indptr), shape=(S, data.n)) @ data.X

@@ -71,7 +71,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.special import logit, ndtri
 
 from coxinfluence.data.followup import followup_notes, last_by_stratum, warn_beyond_follow_up
 from coxinfluence.data.new_patients import (
@@ -409,6 +408,8 @@ def standard_quantile(dist, p):
     family = DISTRIBUTIONS[dist]
     if family == "extreme":
         return np.log(-np.log1p(-p))
+    from scipy.special import logit, ndtri  # on use: import coxinfluence imports no scipy
+
     if family == "gaussian":
         return ndtri(p)
     return logit(p)
