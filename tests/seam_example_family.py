@@ -10,8 +10,15 @@ alone, touching no package file (issue 34, item 5; ``docs/seam.md`` walks throug
 3. the seam, :class:`LogisticAudit`: the derivatives at ``theta_hat`` (``full_gradient``,
    ``gradient_differences``, ``split_of``, ``third``) and the refit kernel; the
    :class:`~coxinfluence.influence_functions.engine.Engine` derives every algorithm;
-4. the registration: ``register_family(Family("logistic (tests)", ...))``, after which
-   ``ci.influence(LogisticFit(X, y))`` works.
+4. the registration: ``register_family(Family("logistic (tests)", LogisticFit, ...))``
+   (the family's class: the most specific registered class takes a model), after which
+   ``ci.influence(LogisticFit(X, y))`` works;
+5. what the layers above the audit read, each registered by class like the family:
+   residuals (``register_residuals``: ``ci.residuals``; its ``"deviance"`` kind turns the
+   report's Model checks on) and the predictions ``ci.evaluate`` scores and the targets
+   ``ci.targets.LinearPredictor`` and ``ci.targets.Survival`` dispatch to
+   (``register_target``). The family reads ``y`` as "an event by the horizon", so its
+   survival prediction is ``1 - p(x)`` at every time (a model of one horizon).
 """
 from __future__ import annotations
 
@@ -20,6 +27,9 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from coxinfluence.audit.target_base import Target, register_target
+from coxinfluence.diagnostics import register_residuals
+from coxinfluence.diagnostics.registry import collapse_rows
 from coxinfluence.influence_functions.engine import Engine, MaskKernel
 from coxinfluence.influence_functions.registry import (
     Family,
@@ -61,6 +71,7 @@ class LogisticFit:
     ``X`` a DataFrame (its index labels the rows), ``y`` 0/1, ``weights`` case weights."""
 
     model_name = "Logistic regression (a test-only family)"
+    covariates = property(lambda self: self.columns[1:])      # not the intercept
 
     def __init__(self, X, y, weights=None, tol=1e-12, max_iter=50):
         X = pd.DataFrame(X)
@@ -85,6 +96,7 @@ class LogisticAudit(Engine):
 
     units_are_rows = True
     ratio_name = "odds ratio"
+    target_names = ("coef", "logistic_linear_predictor", "logistic_survival")
 
     def __init__(self, fit):
         self.fit, self.model_name = fit, fit.model_name
@@ -144,3 +156,89 @@ def _build(fit, data, *, groups=None, robust=None):
 
 FAMILY = register_family(Family("logistic (tests)", LogisticFit,
                                 _build, description="a LogisticFit (tests)"))
+
+
+# ----------------------------------------- 5. residuals, predictions (ci.residuals, ci.evaluate)
+
+def _residuals(fit, kind, *, collapse=None, weighted=None):
+    """R's ``residuals.glm`` of a binomial fit: ``"response"`` ``y - p``, ``"pearson"``
+    ``sqrt(w) (y - p) / sqrt(p (1 - p))``, ``"deviance"`` ``sign(y - p) sqrt(2 w l_i)``
+    (``weighted`` is R's: the prior weights are in the Pearson and deviance residuals);
+    ``collapse`` (labels, one per row) sums them per label."""
+    eta = fit.X @ fit.coef
+    p = 1.0 / (1.0 + np.exp(-eta))
+    r = fit.y - p
+    if kind == "response":
+        values = r
+    elif kind == "pearson":
+        values = np.sqrt(fit.w) * r / np.sqrt(p * (1 - p))
+    else:
+        values = np.sign(r) * np.sqrt(2 * fit.w * (np.logaddexp(0.0, eta) - fit.y * eta))
+    out = pd.Series(values, index=fit.index, name=kind)
+    if collapse is None or collapse is False or collapse is True:   # the rows are the units
+        return out
+    return collapse_rows(out, collapse, fit.index)
+
+
+register_residuals(LogisticFit, ("response", "pearson", "deviance"), _residuals,
+                   model="Logistic")
+
+
+def _design(fit, X_new):
+    """``(labels, D)``: the new patients' rows of the design (intercept first); a DataFrame
+    is read by the fit's covariate names."""
+    if isinstance(X_new, pd.DataFrame):
+        labels, X = X_new.index, X_new[fit.columns[1:]].to_numpy(dtype=np.float64)
+    else:
+        X = np.atleast_2d(np.asarray(X_new, dtype=np.float64))
+        labels = pd.RangeIndex(len(X))
+    return labels, np.column_stack([np.ones(len(X)), X])
+
+
+@register_target
+class LogisticLinearPredictor(Target):
+    """``ci.targets.LinearPredictor`` of a :class:`LogisticFit`: ``a + x'b`` (the log-odds;
+    its C-index ranks by it)."""
+
+    name = "logistic_linear_predictor"
+    quantity = "linear_predictor"
+    fit_type = LogisticFit
+
+    def __init__(self, X_new):
+        self.X_new = X_new
+
+    def columns(self, fit):
+        return [f"lp[{label}]" for label in _design(fit, self.X_new)[0]]
+
+    def value(self, fit, theta):
+        return np.atleast_2d(np.asarray(theta, dtype=np.float64)) @ self.jacobian(fit).T
+
+    def jacobian(self, fit):
+        return _design(fit, self.X_new)[1]
+
+
+@register_target
+class LogisticSurvival(Target):
+    """``ci.targets.Survival`` of a :class:`LogisticFit`: ``S(t|x) = 1 - p(x)`` at every
+    time ``t`` (``y`` read as an event by the horizon), patient outer, time inner."""
+
+    name = "logistic_survival"
+    quantity = "survival"
+    fit_type = LogisticFit
+
+    def __init__(self, X_new, times):
+        self.X_new, self.times = X_new, np.atleast_1d(np.asarray(times, dtype=np.float64))
+
+    def columns(self, fit):
+        return [f"S({t:g}|{label})" for label in _design(fit, self.X_new)[0]
+                for t in self.times]
+
+    def value(self, fit, theta):
+        D = _design(fit, self.X_new)[1]
+        S = 1.0 / (1.0 + np.exp(np.atleast_2d(np.asarray(theta, dtype=np.float64)) @ D.T))
+        return np.repeat(S, self.times.size, axis=1)
+
+    def jacobian(self, fit):
+        D = _design(fit, self.X_new)[1]
+        S = 1.0 / (1.0 + np.exp(D @ fit.coef))
+        return np.repeat(-(S * (1 - S))[:, None] * D, self.times.size, axis=0)
