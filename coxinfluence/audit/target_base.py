@@ -481,8 +481,9 @@ class Dispatched(Target):
             The targets the model offers (its seam's ``target_names``): the first that
             implements the quantity is taken (:func:`implementation_of`).
         fit : object, optional
-            Without ``names``: the latest registered implementation that evaluates on
-            ``fit``.
+            Without ``names``: the implementation that takes ``fit`` by the one
+            dispatch rule (``implementation_of``: the most specific ``fit_type``, then
+            the predicates; the latest registration wins a tie).
         model_name : str, optional
             The model's name, for the error message.
 

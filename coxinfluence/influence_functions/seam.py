@@ -1,11 +1,16 @@
 """The model seam: what the audit (``ci.influence``) needs of a fitted model.
 
 The audit (:mod:`coxinfluence.audit`) is written once against this protocol and never
-asks which model it holds. A model family implements it once: the Cox model
-(:class:`coxinfluence.influence_functions.cox_audit.CoxAudit`: rows, subjects, clusters,
-ridge-penalised lifelines fits) and any autodiff loss
-(:class:`coxinfluence.autodiff.audit_model.AutodiffModel`). ``docs/seam.md`` documents
-it with both implementations.
+asks which model it holds. Every model family implements it, each through the engine
+(``coxinfluence.influence_functions.engine.Engine``, which derives every influence
+algorithm from a family's derivatives): Cox (``CoxAudit``: rows, subjects, clusters,
+ridge-penalised lifelines fits), scikit-survival's Cox and Coxnet (``SksurvCoxAudit``,
+``CoxnetAudit``), any loss summed over rows (``DecomposableAudit``: lifelines' parametric
+regressions, a ``DecomposableFit``), AFT as R's ``survreg`` (``AFTAudit``), Fine-Gray
+(``FineGrayAudit``), any JAX loss (``AutodiffModel``) and a family defined outside the
+package (``tests/seam_example_family.py``). ``docs/seam.md`` lists the members, the two
+levels at which a family may state its loss (a sum over rows; a general objective with
+presence weights) and the one checklist for a new family.
 
 Conventions (``docs/conventions.md``): the objective is a loss, summed over its terms;
 ``information`` is its Hessian at ``coef``; a unit's change is
