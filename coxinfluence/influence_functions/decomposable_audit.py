@@ -36,7 +36,6 @@ from functools import cached_property
 
 import numpy as np
 import pandas as pd
-import scipy.linalg
 
 from coxinfluence.data.inputs import encode_labels
 from coxinfluence.influence_functions.engine import Engine, MaskKernel
@@ -108,6 +107,8 @@ def _descent_direction(H, g):
     """``(H + mu I)^{-1} g``: Newton's direction (``mu = 0``) where ``H`` is positive
     definite, else shifted by ``mu = 1e-6 max|H| - lambda_min(H)`` so that it is (a
     Levenberg-Marquardt step, a descent direction away from the maximum's basin)."""
+    import scipy.linalg  # on use: import coxinfluence imports no scipy
+
     try:
         return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), g)
     except (np.linalg.LinAlgError, ValueError):
