@@ -4,21 +4,24 @@ It gets the whole audit (VIF, Reid, Newton, exact refits, flags, ``method="auto"
 verified top, likelihood displacement, LMAX, the HTML report) through registration
 alone, touching no package file (issue 34, item 5; ``docs/seam.md`` walks through it):
 
-1. the user's fitted object, :class:`LogisticFit` (its own Newton-Raphson fitter);
+1. the user's fitted object, :class:`LogisticFit` (its own Newton-Raphson fitter), with
+   the fit protocol's members (``FitProtocol``: ``index``, ``covariates``, ``n``);
 2. its loss with presence weights, :class:`LogisticLoss`: ``L(theta, b) = sum_i b_i w_i
    l_i(theta)``, ``l_i = log(1 + e^eta_i) - y_i eta_i``, batched over problems;
 3. the seam, :class:`LogisticAudit`: the derivatives at ``theta_hat`` (``full_gradient``,
    ``gradient_differences``, ``split_of``, ``third``) and the refit kernel; the
    :class:`~coxinfluence.influence_functions.engine.Engine` derives every algorithm;
-4. the registration: ``register_family(Family("logistic (tests)", LogisticFit, ...))``
-   (the family's class: the most specific registered class takes a model), after which
-   ``ci.influence(LogisticFit(X, y))`` works;
-5. what the layers above the audit read, each registered by class like the family:
-   residuals (``register_residuals``: ``ci.residuals``; its ``"deviance"`` kind turns the
-   report's Model checks on) and the predictions ``ci.evaluate`` scores and the targets
-   ``ci.targets.LinearPredictor`` and ``ci.targets.Survival`` dispatch to
-   (``register_target``). The family reads ``y`` as "an event by the horizon", so its
-   survival prediction is ``1 - p(x)`` at every time (a model of one horizon).
+4. what the layers above the audit read: residuals (``ci.residuals``; its ``"deviance"``
+   kind turns the report's Model checks on) and the predictions ``ci.evaluate`` scores,
+   which the targets ``ci.targets.LinearPredictor`` and ``ci.targets.Survival`` dispatch
+   to;
+5. one registration of the family and its parts, at the bottom:
+   ``register(Family("logistic (tests)", LogisticFit, ...), targets=..., residuals=...)``
+   (``coxinfluence.registration``; by the family's class: the most specific registered
+   class takes a model), after which ``ci.influence(LogisticFit(X, y))``,
+   ``ci.residuals`` and ``ci.evaluate`` work. The family reads ``y`` as "an event by the
+   horizon", so its survival prediction is ``1 - p(x)`` at every time (a model of one
+   horizon).
 """
 from __future__ import annotations
 
@@ -27,16 +30,12 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from coxinfluence.audit.target_base import Target, register_target
-from coxinfluence.diagnostics import register_residuals
+from coxinfluence.audit.target_base import Target
 from coxinfluence.diagnostics.registry import collapse_rows
 from coxinfluence.influence_functions.engine import Engine, MaskKernel
-from coxinfluence.influence_functions.registry import (
-    Family,
-    Resolved,
-    attach_columns,
-    register_family,
-)
+from coxinfluence.influence_functions.registry import Family, Resolved, attach_columns
+from coxinfluence.models.base import FitProtocol
+from coxinfluence.registration import register
 
 
 class LogisticLoss:
@@ -66,9 +65,11 @@ class LogisticLoss:
         return evaluate
 
 
-class LogisticFit:
+class LogisticFit(FitProtocol):
     """A user's fitted logistic regression ``P(y = 1 | x) = 1 / (1 + e^{-(a + x'b)})``:
-    ``X`` a DataFrame (its index labels the rows), ``y`` 0/1, ``weights`` case weights."""
+    ``X`` a DataFrame (its index labels the rows), ``y`` 0/1, ``weights`` case weights.
+    The fit protocol (``FitProtocol``): ``coef``, ``columns``, ``n``, and the members that
+    differ from its defaults, ``index`` and ``covariates`` (not the intercept)."""
 
     model_name = "Logistic regression (a test-only family)"
     covariates = property(lambda self: self.columns[1:])      # not the intercept
@@ -77,7 +78,7 @@ class LogisticFit:
         X = pd.DataFrame(X)
         self.frame = X.assign(y=np.asarray(y, dtype=np.float64))
         self.columns = ["Intercept"] + [str(c) for c in X.columns]
-        self.index = X.index
+        self.index, self.n = X.index, len(X)
         self.X = np.column_stack([np.ones(len(X)), X.to_numpy(dtype=np.float64)])
         self.y = np.asarray(y, dtype=np.float64)
         self.w = np.ones(len(X)) if weights is None else np.asarray(weights, dtype=np.float64)
@@ -154,11 +155,9 @@ def _build(fit, data, *, groups=None, robust=None):
     return LogisticAudit(fit), Resolved(fit, frame, "tests", robust=bool(robust))
 
 
-FAMILY = register_family(Family("logistic (tests)", LogisticFit,
-                                _build, description="a LogisticFit (tests)"))
 
 
-# ----------------------------------------- 5. residuals, predictions (ci.residuals, ci.evaluate)
+# ----------------------------------------- 4. residuals, predictions (ci.residuals, ci.evaluate)
 
 def _residuals(fit, kind, *, collapse=None, weighted=None):
     """R's ``residuals.glm`` of a binomial fit: ``"response"`` ``y - p``, ``"pearson"``
@@ -180,10 +179,6 @@ def _residuals(fit, kind, *, collapse=None, weighted=None):
     return collapse_rows(out, collapse, fit.index)
 
 
-register_residuals(LogisticFit, ("response", "pearson", "deviance"), _residuals,
-                   model="Logistic")
-
-
 def _design(fit, X_new):
     """``(labels, D)``: the new patients' rows of the design (intercept first); a DataFrame
     is read by the fit's covariate names."""
@@ -195,7 +190,6 @@ def _design(fit, X_new):
     return labels, np.column_stack([np.ones(len(X)), X])
 
 
-@register_target
 class LogisticLinearPredictor(Target):
     """``ci.targets.LinearPredictor`` of a :class:`LogisticFit`: ``a + x'b`` (the log-odds;
     its C-index ranks by it)."""
@@ -217,7 +211,6 @@ class LogisticLinearPredictor(Target):
         return _design(fit, self.X_new)[1]
 
 
-@register_target
 class LogisticSurvival(Target):
     """``ci.targets.Survival`` of a :class:`LogisticFit`: ``S(t|x) = 1 - p(x)`` at every
     time ``t`` (``y`` read as an event by the horizon), patient outer, time inner."""
@@ -242,3 +235,11 @@ class LogisticSurvival(Target):
         D = _design(fit, self.X_new)[1]
         S = 1.0 / (1.0 + np.exp(D @ fit.coef))
         return np.repeat(-(S * (1 - S))[:, None] * D, self.times.size, axis=0)
+
+
+# ------------------------------------------------------- 5. one registration of every part
+
+FAMILY = register(Family("logistic (tests)", LogisticFit, _build,
+                         description="a LogisticFit (tests)"),
+                  targets=(LogisticLinearPredictor, LogisticSurvival),
+                  residuals=(("response", "pearson", "deviance"), _residuals))

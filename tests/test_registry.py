@@ -219,6 +219,45 @@ def test_the_same_rule_picks_residuals_and_targets(cox_data, monkeypatch):
     assert lp.implementation(fit=plain).name == "linear_predictor"
 
 
+def test_one_registration_declares_every_part(cox_data, monkeypatch):
+    """``coxinfluence.registration.register``: the family, its targets, its residuals and
+    its command-line entry in one call, each forwarded to its table."""
+    from coxinfluence.audit import target_base
+    from coxinfluence.cli import family_registry as fr
+    from coxinfluence.diagnostics import registry as residual_registry
+    from coxinfluence.registration import register
+    monkeypatch.setattr(residual_registry, "_TABLE", dict(residual_registry._TABLE))
+    monkeypatch.setattr(target_base, "_IMPLEMENTATIONS", dict(target_base._IMPLEMENTATIONS))
+    monkeypatch.setattr(fr, "CLI_FAMILIES", dict(fr.CLI_FAMILIES))
+    X, time, event = cox_data
+    mine = _my_cox(X, time, event)
+
+    class MyLinearPredictor(ci.targets.Target):
+        name = "my_linear_predictor"
+        quantity = "linear_predictor"
+        fit_type = MyCoxFit
+
+    def zero(fit, kind, *, collapse=None, weighted=None):
+        return pd.Series(np.zeros(fit.n), index=fit.data.index, name=kind)
+
+    cli = fr.CliFamily("my_cox", lambda data, args: None, models=("mycox",))
+    family = _cox_family("my cox", MyCoxFit, "my library")
+    assert register(family, targets=(MyLinearPredictor,), residuals=(["zero"], zero),
+                    cli=cli) is family
+    assert registry.family_of(mine) is family
+    assert target_base.implementation_of("linear_predictor", fit=mine) is MyLinearPredictor
+    assert residual_registry.residual_kinds(mine) == ("zero",)
+    assert (ci.residuals(mine) == 0).all()
+    assert fr.CLI_FAMILIES["my_cox"] is cli
+    # residuals keyed by a class: a family registered by a predicate names its fits' class
+    by_name = Family("by name", lambda m: False, None)
+    with pytest.raises(ValueError, match="registered by a predicate"):
+        register(by_name, residuals=(["zero"], zero))
+    assert by_name not in registry.families()
+    register(by_name, residuals=(MyCoxFit, ["none"], zero))
+    assert residual_registry.residual_kinds(mine) == ("none",)
+
+
 def test_low_level_functions_dispatch_through_the_registry(cox_data):
     """``ci.vif`` etc.: through the family's seam, built by its ``low_level`` where it
     registers one; a family whose models keep no training data is refused."""
@@ -341,6 +380,7 @@ DOCUMENTED = ([f"coxinfluence.influence_functions.registry.{n}" for n in registr
               + [f"coxinfluence.integrations.{n}"
                  for n in ("resolve", "check_agreement", "lifelines_design")]
               + [f"coxinfluence.data.dispatch.{n}" for n in ("choose", "rank", "replace")]
+              + ["coxinfluence.registration.register"]
               + ["coxinfluence.influence_functions.any_fit.family_seam",
                  "coxinfluence.audit.run.TopNotVerifiedWarning"])
 

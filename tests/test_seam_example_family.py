@@ -50,8 +50,8 @@ def test_residuals_are_glms(fitted):
         assert got.index.equals(X.index) and got.name == kind
         np.testing.assert_allclose(got.to_numpy(), oracle, rtol=0, atol=1e-8)
     assert ci.residuals(fit).name == "response"                 # the first kind: default
-    with pytest.raises(ci.InputError, match="'martingale' is not defined for Logistic "
-                                            "models; it is a residual of Cox"):
+    with pytest.raises(ci.InputError, match="'martingale' is not defined for logistic "
+                                            r"\(tests\) models; it is a residual of Cox"):
         ci.residuals(fit, kind="martingale")
     labels = np.arange(len(y)) % 5
     pd.testing.assert_series_equal(
