@@ -51,7 +51,7 @@ templates_path = ["_templates"]
 exclude_patterns = ["_build", "r", "**.ipynb_checkpoints", "Thumbs.db", ".DS_Store"]
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 root_doc = "index"
-nitpicky = False                           # every cross-reference must resolve (issue 45)
+nitpicky = True                            # every cross-reference must resolve (issue 45)
 
 # -- intersphinx: inventories stored in the repository (the build never reaches the web) ---
 # docs/_inventories/make_inventories.py writes them from the installed packages.

@@ -113,7 +113,7 @@ def test_autosummary_writes_a_page_per_name_and_lists_each_method(tmp_path):
         if not inspect.isclass(obj) or issubclass(obj, BaseException):
             continue
         text = (tmp_path / f"coxinfluence.{name}.rst").read_text()
-        if ":no-index:" in text:          # an alias page: its methods are on the targets' page
+        if ".. py:class::" in text:       # an alias page: its methods are on the targets' page
             text = (tmp_path / f"coxinfluence.targets.{name}.rst").read_text()
         for method in _public_methods(obj):
             assert re.search(rf"\.\. automethod:: {method}\b", text), (name, method)

@@ -16,24 +16,24 @@ non-singular information matrix A; and non-informative censoring. ``VIF_n`` and
 
 Modules:
 
-* :mod:`.designs`: :class:`CoxDesign`, a data-generating design that satisfies the
+* ``designs``: :class:`CoxDesign`, a data-generating design that satisfies the
   theorem's conditions (uniform covariates on a cube, constant baseline hazard,
   independent exponential censoring, follow-up ending at ``tau``) and, with
   ``tau=None``, a negative control that breaks condition (3); :class:`GeneratorDesign`
   wraps any user generator ``f(rng, n) -> (X, time, event)``;
-* :mod:`.fine_gray_design`: :class:`FineGrayDesign`, competing risks with a true
+* ``fine_gray_design``: :class:`FineGrayDesign`, competing risks with a true
   Fine-Gray model (Fine & Gray 1999's simulation design); :func:`simulate_gap` then
   records also the gap of the influence function with the censoring weights held fixed;
-* :mod:`.designs` (also): :class:`QuadraturePopulation` /
+* ``designs`` (also): :class:`QuadraturePopulation` /
   :func:`monte_carlo_population`: the population quantities ``s0, s1, G, A`` and the
   leading term of ``n * Diff_n(i)`` from the end of the proof, by Gauss-Legendre quadrature (for
   :class:`CoxDesign`) or from a very large Monte Carlo sample (any design with a
   known theta*); its docstring states the leading term and the exact finite-n
   identity the tests use as an oracle;
-* :mod:`.simulation`: :func:`simulate_gap`, replicates over sample sizes,
-  reproducible from ``seed`` (:mod:`.seeding`, :func:`replicate_seed`) whatever the
+* ``simulation``: :func:`simulate_gap`, replicates over sample sizes,
+  reproducible from ``seed`` (``seeding``, :func:`replicate_seed`) whatever the
   ``concurrent.futures.Executor`` runs them;
-* :mod:`.result`: :class:`GapResult`, with a tidy table, log-log slopes with
+* ``result``: :class:`GapResult`, with a tidy table, log-log slopes with
   bootstrap intervals (:func:`loglog_slope`, :class:`SlopeFit`), a per-``n`` summary,
   markdown tables and a ``plot()``.
 """

@@ -253,7 +253,7 @@ class TopNotVerifiedWarning(UserWarning):
 def influence(model, data=None, *, method="auto", target=None, include_data_effect=True,
               progress=None, executor=None, groups=None, robust=None,
               **options) -> InfluenceResult:
-    """Influence of every training patient on a fitted survival model.
+    r"""Influence of every training patient on a fitted survival model.
 
     For every unit of deletion g (a patient, a subject, a cluster) it estimates the
     leave-one-out change ``theta_hat_{-g} - theta_hat`` of the parameters, or
@@ -378,24 +378,37 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
 
     Notes
     -----
-    The methods (``Delta_g = theta_hat_{-g} - theta_hat``; ``n`` the number of units,
-    ``H`` the Hessian of the loss, the negative log partial likelihood)::
+    The methods, with :math:`\Delta_g = \hat\theta_{-g} - \hat\theta` the change when unit
+    :math:`g` is deleted, :math:`n` the number of units and :math:`H` the Hessian of the
+    loss :math:`L` (the negative log partial likelihood):
 
-        "vif"    Delta_g = -VIF_n(g) / n           closed-form VIF (deletion of unit g)
-        "reid"   Delta_g = -IF_n(g) / n            Reid's IF; equals -R's resid(fit, "dfbeta")
-        "newton" Delta_g = -H_{-g}^{-1} grad L_{-g}(theta_hat)   one-step Newton
-        "exact"  Delta_g = theta_hat_{-g} - theta_hat            refit without unit g
+    ============  ================================================  ========================
+    ``method``    estimate of :math:`\Delta_g`                      what it is
+    ============  ================================================  ========================
+    ``"vif"``     :math:`-\mathrm{VIF}_n(g) / n`                    the closed-form VIF
+                                                                    (deletion of unit g)
+    ``"reid"``    :math:`-\mathrm{IF}_n(g) / n`                     Reid's IF: minus R's
+                                                                    ``resid(fit, "dfbeta")``
+    ``"newton"``  :math:`-H_{-g}^{-1} \nabla L_{-g}(\hat\theta)`    one-step Newton
+    ``"exact"``   :math:`\hat\theta_{-g} - \hat\theta`              refit without unit g
+    ============  ================================================  ========================
 
-    A target ``g`` changes by ``J_g Delta_g`` (plus the data effect of a baseline
-    estimated from the data). Standardised changes (dfbetas) are ``Delta_g / se`` with
-    ``se = sqrt(diag(J I^{-1} J'))``, the model-based SE whatever ``robust`` (R's
-    ``fit$naive.var``; ``dfbetas_robust`` divides by the robust SE) (for coefficients
-    with ``method="reid"``: minus R's
-    ``resid(fit, "dfbetas")``, since R reports ``theta_hat - theta_hat_{-g}``). The
-    likelihood displacement is ``LD_g = 2 [logL(theta_hat) - logL(theta_hat_{-g})]``
-    (exact: the full-data log likelihood at the refit), ``LD_g ~ Delta_g' I Delta_g`` for
-    the approximate methods (``I`` the information); for a penalised lifelines model,
-    ``logL`` is minus the penalised objective and ``I`` its Hessian.
+    A target changes by :math:`J_g \Delta_g` (plus the data effect of a baseline
+    estimated from the data). Standardised changes (dfbetas) are :math:`\Delta_g /
+    \mathrm{se}` with :math:`\mathrm{se} = \sqrt{\operatorname{diag}(J I^{-1} J^\top)}`,
+    the model-based SE whatever ``robust`` (R's ``fit$naive.var``; ``dfbetas_robust``
+    divides by the robust SE) (for coefficients with ``method="reid"``: minus R's
+    ``resid(fit, "dfbetas")``, since R reports :math:`\hat\theta - \hat\theta_{-g}`). The
+    likelihood displacement is
+
+    .. math::
+
+        \mathrm{LD}_g = 2 \left[\log L(\hat\theta) - \log L(\hat\theta_{-g})\right]
+
+    (exact: the full-data log likelihood at the refit),
+    :math:`\mathrm{LD}_g \approx \Delta_g^\top I \Delta_g` for the approximate methods
+    (:math:`I` the information); for a penalised lifelines model, :math:`\log L` is minus
+    the penalised objective and :math:`I` its Hessian.
 
     The VIF is from "A Versatile Influence Function for Data Attribution with
     Non-Decomposable Loss"; Reid's IF from Reid and Crepeau (1985).

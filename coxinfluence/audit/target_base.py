@@ -1,10 +1,10 @@
 """What every target of the audit shares (:mod:`coxinfluence.audit.targets` re-exports it):
 the base class :class:`Target`, whose every member has a default; the registry of the
 families' implementations of the quantities of ``ci.targets`` (:func:`register_target`,
-:func:`implementation_of`, the strings a user may ask by, :func:`target_named`) and the
-:class:`Dispatched` quantities that resolve to them; how a user asks for each target
-(:func:`describe_targets`); the notes on target times past the follow-up
-(:func:`followup_notes`, :class:`TargetBeyondFollowUpWarning`, defined in
+``implementation_of``, the strings a user may ask by, ``target_named``) and the
+``Dispatched`` quantities that resolve to them; how a user asks for each target
+(``describe_targets``); the notes on target times past the follow-up
+(:func:`followup_notes`, :class:`~coxinfluence.targets.TargetBeyondFollowUpWarning`, defined in
 :mod:`coxinfluence.data.followup`). It names no model family:
 the families register their implementations (:mod:`coxinfluence.families`)."""
 from __future__ import annotations
@@ -60,16 +60,16 @@ class Target:
         The keyword arguments of a dispatched target this implementation takes.
     aliases : tuple of str
         The strings a user may pass as ``target=`` for this target (e.g. ``"hr"``;
-        :func:`target_named`), registered with it (:func:`register_target`); empty for a
+        ``target_named``), registered with it (:func:`register_target`); empty for a
         target asked for by an object.
     ask : str or None
-        How a user asks for this target, as :func:`describe_targets` lists it (e.g.
+        How a user asks for this target, as ``describe_targets`` lists it (e.g.
         ``"'hr'"``, ``"ci.targets.RelativeRisk(X_new)"``); None: as its quantity's
         dispatched target (``ci.targets.Survival(X_new, times)`` for ``"survival"``).
     smooth : bool
         Whether the target is a smooth function of the coefficients (True); False for a
         step function (a test set's AUC or C-index), for which ``method="auto"`` claims
-        no first-order bound (:mod:`coxinfluence.audit.verification`).
+        no first-order bound (``coxinfluence.audit.verification``).
 
     See Also
     --------
@@ -97,24 +97,24 @@ class Target:
 
     name = "target"
     transform = None   # set by integrations: raw new-patient frame -> design matrix
-    #: the quantity this target computes (the name of a :class:`Dispatched` target of
+    #: the quantity this target computes (the name of a ``Dispatched`` target of
     #: ``ci.targets``), None for a target that is not a family's implementation of one
     quantity = None
-    #: the keyword arguments of a :class:`Dispatched` target this implementation takes
+    #: the keyword arguments of a ``Dispatched`` target this implementation takes
     options = ()
-    #: the strings a user may pass as ``target=`` for this target (:func:`target_named`)
+    #: the strings a user may pass as ``target=`` for this target (``target_named``)
     aliases = ()
-    #: how a user asks for this target (:func:`describe_targets`); None: as its quantity's
-    #: :class:`Dispatched` target
+    #: how a user asks for this target (``describe_targets``); None: as its quantity's
+    #: ``Dispatched`` target
     ask = None
     #: whether the target is defined for every model through the model's own predictions
-    #: (the test-set metrics of :mod:`coxinfluence.evaluation.targets`), so that
+    #: (the test-set metrics of ``coxinfluence.evaluation.targets``), so that
     #: ``influence()`` takes it whatever the model's ``target_names``
     generic = False
     #: whether the target is a smooth function of the coefficients; False for a step
     #: function (a test set's AUC or C-index), for which ``method="auto"`` claims no
     #: first-order bound and refits every unit up to a larger size
-    #: (:mod:`coxinfluence.audit.verification`)
+    #: (``coxinfluence.audit.verification``)
     smooth = True
     #: the class of the fits this implementation evaluates on (:meth:`evaluates`), e.g.
     #: ``CoxFit``; None: none known (a family may override :meth:`evaluates` instead)
@@ -125,7 +125,7 @@ class Target:
         """Whether this implementation evaluates on ``fit``.
 
         A dispatched target used directly (``Survival(...).value(fit, theta)``) picks
-        the implementation by it (:func:`implementation_of`).
+        the implementation by it (``implementation_of``).
 
         Parameters
         ----------
@@ -215,7 +215,7 @@ class Target:
         fit : object
             The fitted model.
         units : object, optional
-            The units of deletion (:mod:`coxinfluence.data.units`); None: the rows.
+            The units of deletion (``coxinfluence.data.units``); None: the rows.
 
         Returns
         -------
@@ -236,7 +236,7 @@ class Target:
         theta_loo : array_like, shape (U, d)
             The leave-one-out coefficients of each unit (rows of NaN: not refitted).
         units : object, optional
-            The units of deletion (:mod:`coxinfluence.data.units`); None: the rows.
+            The units of deletion (``coxinfluence.data.units``); None: the rows.
 
         Returns
         -------
@@ -268,8 +268,9 @@ class Target:
     def followup_notes(self, fit):
         """Notes on target times past the last event time of the data.
 
-        ``influence()`` issues each as a :class:`TargetBeyondFollowUpWarning` and keeps
-        them on the result (``InfluenceResult.target_notes``).
+        ``influence()`` issues each as a
+        :class:`~coxinfluence.targets.TargetBeyondFollowUpWarning` and keeps them on the
+        result (``InfluenceResult.target_notes``).
 
         Parameters
         ----------
@@ -292,7 +293,7 @@ class Target:
 _IMPLEMENTATIONS = {}
 #: a string a user may pass as ``target=`` (lower case) -> the registered target class
 _ALIASES = {}
-#: a quantity (a :class:`Dispatched` target's ``name``) -> the dispatched target class
+#: a quantity (a ``Dispatched`` target's ``name``) -> the dispatched target class
 _QUANTITIES = {}
 
 
@@ -305,7 +306,7 @@ def register_target(cls):
     ``cls.options`` the keyword arguments it takes, :meth:`Target.evaluates` the fits it
     evaluates on. ``ci.influence`` then resolves the quantity to the first of the model's
     ``target_names`` registered for it, and the quantity used directly resolves by the
-    package's one dispatch rule (:func:`coxinfluence.data.dispatch.choose`): the
+    package's one dispatch rule (``coxinfluence.data.dispatch.choose``): the
     implementation whose ``fit_type`` is the most specific class of the fit's MRO, then
     those that define :meth:`Target.evaluates` only; the latest registration wins a tie,
     and registering a name again replaces the earlier class. A new family registers its
@@ -332,7 +333,7 @@ def register_target(cls):
     -----
     A family's survival function, registered (in the family's own module, which also
     defines ``evaluates``: whether a fit is one of the family's, e.g. by its fit class;
-    :mod:`coxinfluence.families.cox_targets` is one)::
+    ``coxinfluence.families.cox_targets`` is one)::
 
         @ci.targets.register_target
         class ToySurvival(ci.targets.Target):
@@ -344,7 +345,7 @@ def register_target(cls):
                 ...
 
     A target a user asks for by a string lists it in ``aliases`` (``aliases = ("hr",)``:
-    ``target="hr"``, :func:`target_named`) and says so in ``ask`` (``"'hr'"``).
+    ``target="hr"``, ``target_named``) and says so in ``ask`` (``"'hr'"``).
 
     Examples
     --------
@@ -406,7 +407,7 @@ def implementation_of(quantity, names=None, fit=None):
         preference): the first that implements ``quantity`` is taken.
     fit : object, optional
         Without ``names``: the implementation that takes ``fit`` by the one dispatch
-        rule (:func:`coxinfluence.data.dispatch.choose`: the most specific
+        rule (``coxinfluence.data.dispatch.choose``: the most specific
         ``fit_type`` of the fit's MRO, then the implementations that define
         :meth:`Target.evaluates` only; the latest registration wins a tie).
 
@@ -432,7 +433,7 @@ class Dispatched(Target):
     replaces it by the family's registered implementation that the model offers
     (:func:`~coxinfluence.audit.targets.resolve_target`), and used directly
     (``value(fit, theta)``, ``jacobian(fit)``, ...: :class:`Target`'s methods, documented
-    there) it evaluates as the implementation for ``fit`` (:func:`implementation_of`).
+    there) it evaluates as the implementation for ``fit`` (``implementation_of``).
     Subclasses set ``name`` (the quantity),
     :attr:`first` (the attribute of the times or probabilities, if any) and store the
     arguments as attributes of the same names as the implementations'.
@@ -479,7 +480,7 @@ class Dispatched(Target):
         ----------
         names : sequence of str, optional
             The targets the model offers (its seam's ``target_names``): the first that
-            implements the quantity is taken (:func:`implementation_of`).
+            implements the quantity is taken (``implementation_of``).
         fit : object, optional
             Without ``names``: the implementation that takes ``fit`` by the one
             dispatch rule (``implementation_of``: the most specific ``fit_type``, then

@@ -14,14 +14,14 @@ influence values are differences of nearly equal gradients and need float64.
 
 The public API:
 
-- :func:`vif`, :func:`weight_influence` (:mod:`.core`);
-- the explicit, CG and LiSSA solvers (:mod:`.solvers`: :class:`ExplicitSolver`,
+- :func:`vif`, :func:`weight_influence` (``core``);
+- the explicit, CG and LiSSA solvers (``solvers``: :class:`ExplicitSolver`,
   :class:`CGSolver`, :class:`LiSSASolver`, :func:`make_solver`, :func:`hessian_matrix`,
   :func:`hessian_extreme_eigenvalues`, :class:`HessianMemoryError`,
   :class:`NotPositiveDefiniteError`);
-- :class:`AutodiffModel` (:mod:`.audit_model`): any loss behind ``ci.influence``;
-- the losses ``losses.cox``, ``losses.glm``, ``losses.cox_mlp``, ``losses.contrastive``,
-  ``losses.listmle``.
+- :class:`AutodiffModel` (``audit_model``): any loss behind ``ci.influence``;
+- the losses of :mod:`coxinfluence.autodiff.losses`: ``losses.cox``, ``losses.glm``,
+  ``losses.cox_mlp``, ``losses.contrastive``, ``losses.listmle``.
 """
 import jax as _jax
 

@@ -125,7 +125,6 @@ class CoxData:
     See Also
     --------
     coxinfluence.fit_cox : Builds it and fits it.
-    coxinfluence.likelihood.risk_sets.RiskSets : The risk-set sums over it.
 
     Notes
     -----

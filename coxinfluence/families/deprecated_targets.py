@@ -55,10 +55,10 @@ def _deprecated(impl, old, new, summary, arguments, examples):
     path = f"{impl.__module__}.{impl.__qualname__}"
     note = textwrap.fill(f"Use ``{new}``, the same target dispatched on the model; "
                          f"``ci.{old}`` will be removed in the next release. It is the "
-                         f"family's implementation of that target (:class:`{path}`): the "
+                         f"family's implementation of that target (``{path}``): the "
                          "same arguments and values.", 88, initial_indent=" " * 7,
                          subsequent_indent=" " * 7)
-    params = textwrap.fill(f"The arguments of :class:`{path}`: {arguments}.", 88,
+    params = textwrap.fill(f"The arguments of ``{path}``: {arguments}.", 88,
                            initial_indent=" " * 8, subsequent_indent=" " * 8)
     doc = f"""{summary} (deprecated).
 

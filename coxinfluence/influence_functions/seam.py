@@ -59,7 +59,7 @@ class AuditModel:
     flag_descriptions: dict = {}
     #: whether ``auto`` refits every flagged unit however many (else a limit applies)
     refit_every_flagged = False
-    #: the units of deletion as :class:`coxinfluence.data.units.Units` where the family
+    #: the units of deletion as ``coxinfluence.data.units.Units`` where the family
     #: has them (the Cox targets read them); None otherwise
     units = None
 

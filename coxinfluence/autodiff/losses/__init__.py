@@ -14,20 +14,20 @@ paper), with
 
 Families, one module each (paper Section "Non-Decomposable Loss" and appendices):
 
-1. :func:`cox` (:mod:`.cox_loss`) - negative log partial likelihood, Breslow or Efron ties,
+1. :func:`cox` (``cox_loss``) - negative log partial likelihood, Breslow or Efron ties,
    R's weighted Efron formula, strata (Example 1, Eq. partial-likelihood).
-2. :func:`glm` (:mod:`.glm_loss`) - logistic / Poisson GLM, an M-estimator (Eq.
+2. :func:`glm` (``glm_loss``) - logistic / Poisson GLM, an M-estimator (Eq.
    weighted-loss, Lemma "IF for M-Estimators").
-3. :func:`cox_mlp` (:mod:`.mlp_cox`) - Cox model with a one-hidden-layer ReLU MLP
+3. :func:`cox_mlp` (``mlp_cox``) - Cox model with a one-hidden-layer ReLU MLP
    log-risk (Appendix "Efficient Inverse Hessian Approximation").
-4. :func:`contrastive` (:mod:`.contrastive_loss`) - DeepWalk skip-gram with a full softmax on
+4. :func:`contrastive` (``contrastive_loss``) - DeepWalk skip-gram with a full softmax on
    a graph, object = node (Example 2, Eq. contrastive-loss).
-5. :func:`listmle` (:mod:`.listmle_loss`) - ListMLE with a linear scorer, object = item or
+5. :func:`listmle` (``listmle_loss``) - ListMLE with a linear scorer, object = item or
    query (Example 3, Eq. listmle).
 
-What they share (:mod:`._common`): input checks, the :class:`Loss` base with its
-deletion batches (:class:`coxinfluence.data.deletion.Deletion`), the Newton solver with step
-halving (:func:`newton_solve`, one problem or vmapped) and :func:`adam`.
+What they share (``_common``): input checks, the :class:`Loss` base with its
+deletion batches (``coxinfluence.data.deletion.Deletion``), the Newton solver with step
+halving (``newton_solve``, one problem or vmapped) and ``adam``.
 """
 from __future__ import annotations
 

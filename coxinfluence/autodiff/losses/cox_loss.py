@@ -240,6 +240,6 @@ def cox(X, time, event, ties="efron", weights=None, strata=None):
 
     ``L(theta, b) = sum_groups [-sum_D b w x'theta + meanwt sum_r log(S0 - r/d S0D)]``
     (Efron; Breslow drops the r/d term), risk set {time >= t, same stratum}.  See
-    :func:`_cox_terms` for the exact formula and how presence and weights enter."""
+    ``_cox_terms`` for the exact formula and how presence and weights enter."""
     return CoxLoss(X, time, event, ties=ties, weights=weights, strata=strata)
 
