@@ -196,3 +196,80 @@ def test_validation_page_names_a_test_for_every_oracle():
         section = text.split(f"## {oracle}")
         assert len(section) == 2, f"no section for {oracle}"
         assert re.search(r"tests/test_\w+\.py", section[1].split("\n## ")[0]), oracle
+
+
+# -- issue 45: typeset mathematics served offline, checked references, the new pages -----
+
+def _conf_text():
+    return (DOCS / "conf.py").read_text()
+
+
+def test_mathjax_is_served_from_the_site():
+    """MathJax is loaded from the built site (``_static/mathjax``), never from a CDN, and
+    the files conf.py copies into the build exist where ``.ci/run`` installs them."""
+    conf = _conf_text()
+    assert '"sphinx.ext.mathjax"' in conf
+    path = re.search(r'^mathjax_path = "([^"]+)"', conf, re.M).group(1)
+    assert not re.match(r"^[a-z]+://", path), path
+    assert path.split("?")[0] == "mathjax/MathJax.js"
+    assert "html_static_path: list[str] = [str(_mathjax_static())]" in conf
+    assert "libjs-mathjax" in (ROOT / ".ci" / "run").read_text()
+    source = Path(re.search(r'"COXINFLUENCE_MATHJAX", "([^"]+)"', conf).group(1))
+    if not (source / "MathJax.js").exists():
+        pytest.skip("Debian's libjs-mathjax is not installed here (.ci/run installs it)")
+    for part in ("MathJax.js", "config/TeX-AMS_CHTML.js", "jax/output/CommonHTML/jax.js",
+                 "jax/input/TeX/config.js", "fonts/HTML-CSS/TeX/woff/MathJax_Main-Regular.woff"):
+        assert (source / part).exists(), part
+    built = DOCS / "_build" / "html" / "_static" / "mathjax" / "MathJax.js"
+    if built.exists():
+        assert built.read_bytes() == (source / "MathJax.js").read_bytes()
+
+
+def test_references_are_checked_and_inventories_stored():
+    conf = _conf_text()
+    assert re.search(r"^nitpicky = True", conf, re.M)
+    run = (ROOT / ".ci" / "run").read_text()
+    assert re.search(r"sphinx-build -W -n --keep-going", run)
+    for project in ("numpy", "scipy", "pandas", "lifelines", "sklearn"):
+        inv = DOCS / "_inventories" / f"{project}.inv"
+        assert inv.read_bytes().startswith(b"# Sphinx inventory version 2"), project
+        assert f'"{project}": (' in conf, project
+
+
+def test_formulas_are_math_not_code():
+    """The most read formulas are typeset: ``ci.influence``'s Notes (no literal block), the
+    VIF's and Reid's IF's docstrings, the conventions page and the audit guide."""
+    notes = ci.influence.__doc__.split("Notes\n")[1].split("Examples\n")[0]
+    assert ":math:`" in notes and "::\n" not in notes.replace(".. math::\n", "")
+    assert ".. math::" in ci.vif.__doc__ and "\\mathrm{VIF}_n(g)" in ci.vif.__doc__
+    assert ":math:`\\mathrm{IF}_n(g)`" in ci.reid_influence.__doc__
+    for page in ("conventions.md", "user_guide/audit.md", "choosing_a_method.md"):
+        text = (DOCS / page).read_text()
+        assert "\\hat\\theta" in text, page
+        assert "`theta_hat_{-g} - theta_hat`" not in text, page
+
+
+def test_new_pages_are_in_the_toctree_and_the_losses_have_a_page():
+    index = (DOCS / "index.md").read_text()
+    toctree = re.search(r"```\{toctree\}\n(.*?)```", index, re.S).group(1).split()
+    for page in ("install", "choosing_a_method"):
+        assert page in toctree and (DOCS / f"{page}.md").exists(), page
+    assert api_entries().get("autodiff.losses") == "coxinfluence"
+    assert "TopNotVerifiedWarning" in ci.__all__
+    assert api_entries().get("TopNotVerifiedWarning") == "coxinfluence"
+
+
+def test_choosing_a_method_quotes_results_md():
+    """Every measured number of the page is in paper_appendix/RESULTS.md, under the
+    sections it names."""
+    text = (DOCS / "choosing_a_method.md").read_text()
+    results = (ROOT / "paper_appendix" / "RESULTS.md").read_text()
+    for section in re.findall(r'section "([^"]+)"', text):
+        section = " ".join(section.split())
+        assert f"## {section}" in results or f"### {section}" in results, section
+    for number in ("0.999844", "0.999735", "0.999974", "median 3.1x", "median 7x",
+                   "median 24, max 60", "1.2% on the 15 data sets", "| 0.1451 |",
+                   "| 1.5230 |", "| 0.0080 |", "| 0.0204 |", "| 0.0008 |", "| 0.0120 |",
+                   "0.146", "0.468", "0.0135", "0.343", "0.794", "| -1.003 |",
+                   "in order on 39/41", "in order on 8/41", "| 186 |"):
+        assert number in results, number
