@@ -56,7 +56,7 @@ _ESTIMATE_COLOR, _EXACT_COLOR = "#4a6fa5", "#d35400"
 def estimate_name(result) -> str:
     """The legend's word for ``result``'s numbers that are not exact refits: its
     first-order method's ("VIF estimate" for method "auto")."""
-    approx = result.approx if getattr(result, "approx", None) is not None else result
+    approx = result.approx if result.approx is not None else result
     return ESTIMATE_NAMES.get(approx.method, f"{approx.method} estimate")
 
 

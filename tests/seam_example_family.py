@@ -4,7 +4,8 @@ It gets the whole audit (VIF, Reid, Newton, exact refits, flags, ``method="auto"
 verified top, likelihood displacement, LMAX, the HTML report) through registration
 alone, touching no package file (issue 34, item 5; ``docs/seam.md`` walks through it):
 
-1. the user's fitted object, :class:`LogisticFit` (its own Newton-Raphson fitter);
+1. the user's fitted object, :class:`LogisticFit` (its own Newton-Raphson fitter), with
+   the fit protocol's members (``FitProtocol``: ``index``, ``covariates``, ``n``);
 2. its loss with presence weights, :class:`LogisticLoss`: ``L(theta, b) = sum_i b_i w_i
    l_i(theta)``, ``l_i = log(1 + e^eta_i) - y_i eta_i``, batched over problems;
 3. the seam, :class:`LogisticAudit`: the derivatives at ``theta_hat`` (``full_gradient``,
@@ -33,6 +34,7 @@ from coxinfluence.audit.target_base import Target
 from coxinfluence.diagnostics.registry import collapse_rows
 from coxinfluence.influence_functions.engine import Engine, MaskKernel
 from coxinfluence.influence_functions.registry import Family, Resolved, attach_columns
+from coxinfluence.models.base import FitProtocol
 from coxinfluence.registration import register
 
 
@@ -63,9 +65,11 @@ class LogisticLoss:
         return evaluate
 
 
-class LogisticFit:
+class LogisticFit(FitProtocol):
     """A user's fitted logistic regression ``P(y = 1 | x) = 1 / (1 + e^{-(a + x'b)})``:
-    ``X`` a DataFrame (its index labels the rows), ``y`` 0/1, ``weights`` case weights."""
+    ``X`` a DataFrame (its index labels the rows), ``y`` 0/1, ``weights`` case weights.
+    The fit protocol (``FitProtocol``): ``coef``, ``columns``, ``n``, and the members that
+    differ from its defaults, ``index`` and ``covariates`` (not the intercept)."""
 
     model_name = "Logistic regression (a test-only family)"
     covariates = property(lambda self: self.columns[1:])      # not the intercept
@@ -74,7 +78,7 @@ class LogisticFit:
         X = pd.DataFrame(X)
         self.frame = X.assign(y=np.asarray(y, dtype=np.float64))
         self.columns = ["Intercept"] + [str(c) for c in X.columns]
-        self.index = X.index
+        self.index, self.n = X.index, len(X)
         self.X = np.column_stack([np.ones(len(X)), X.to_numpy(dtype=np.float64)])
         self.y = np.asarray(y, dtype=np.float64)
         self.w = np.ones(len(X)) if weights is None else np.asarray(weights, dtype=np.float64)

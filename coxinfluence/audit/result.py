@@ -733,10 +733,12 @@ def _flags(result) -> pd.DataFrame:
 
 def unit_name_of(model, resolved) -> str:
     """What a unit of ``model`` (a seam) is called: its own ``unit_name`` (e.g.
-    "objects"), else "patients" (rows or subjects) or, where ``resolved`` (the
-    :class:`~coxinfluence.influence_functions.registry.Resolved` data) names groups,
-    "clusters"."""
+    "objects"), else "clusters" where ``resolved`` (the
+    :class:`~coxinfluence.influence_functions.registry.Resolved` data) names groups, else
+    its fit's ``unit_name`` (the fit protocol,
+    ``models.base.FitProtocol``: "patients", rows or subjects)."""
     if model is not None and model.unit_name:
         return model.unit_name
-    groups = None if resolved is None else resolved.groups
-    return "patients" if groups is None else "clusters"
+    if resolved is not None and resolved.groups is not None:
+        return "clusters"
+    return "patients" if model is None or model.fit is None else model.fit.unit_name

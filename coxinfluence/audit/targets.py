@@ -146,11 +146,14 @@ class Coefficients(Target):
 
 @register_target
 class HazardRatios(Target):
-    """The hazard ratios: ``g(theta) = exp(theta)``, ``J = diag(exp(theta_hat))``.
+    """The hazard ratios: ``g(theta) = exp(theta_j)`` of the covariates' coefficients.
 
     ``target="hr"`` of :func:`coxinfluence.influence` (Cox and Fine-Gray models; for
-    Fine-Gray, the subdistribution hazard ratios). One column per coefficient,
-    ``"HR <name>"``.
+    Fine-Gray, the subdistribution hazard ratios). One column per covariate,
+    ``"HR <name>"``: the coefficients at the fit's ``ratio_positions`` (the fit protocol,
+    ``FitProtocol``; every coefficient of a Cox model, not
+    a parametric model's intercept or shape); ``J`` their rows of
+    ``diag(exp(theta_hat))``.
 
     See Also
     --------
@@ -179,7 +182,7 @@ class HazardRatios(Target):
     ask = "'hr'"
 
     def columns(self, fit):
-        """``"HR <name>"`` for each coefficient.
+        """``"HR <name>"`` for each covariate's coefficient (``fit.ratio_positions``).
 
         Parameters
         ----------
@@ -189,12 +192,13 @@ class HazardRatios(Target):
         Returns
         -------
         list of str
-            One name per coefficient.
+            One name per covariate's coefficient.
         """
-        return [f"HR {c}" for c in fit.columns]
+        names = list(fit.columns)
+        return [f"HR {names[k]}" for k in fit.ratio_positions]
 
     def value(self, fit, theta):
-        """``exp(theta)``.
+        """``exp(theta_j)`` of the covariates' coefficients.
 
         Parameters
         ----------
@@ -205,13 +209,14 @@ class HazardRatios(Target):
 
         Returns
         -------
-        numpy.ndarray, shape (B, d)
-            The hazard ratios at each row of ``theta``.
+        numpy.ndarray, shape (B, p)
+            The hazard ratios at each row of ``theta``, one column per covariate.
         """
-        return np.exp(np.asarray(theta, dtype=np.float64))
+        theta = np.asarray(theta, dtype=np.float64)
+        return np.exp(theta[:, np.asarray(fit.ratio_positions, dtype=int)])
 
     def jacobian(self, fit):
-        """``diag(exp(theta_hat))``.
+        """The covariates' rows of ``diag(exp(theta_hat))``.
 
         Parameters
         ----------
@@ -220,10 +225,14 @@ class HazardRatios(Target):
 
         Returns
         -------
-        numpy.ndarray, shape (d, d)
-            The diagonal matrix of the fitted hazard ratios.
+        numpy.ndarray, shape (p, d)
+            Zero but for the fitted hazard ratio ``exp(theta_j)`` in column ``j``.
         """
-        return np.diag(np.exp(fit.coef))
+        coef = np.asarray(fit.coef, dtype=np.float64)
+        cols = np.asarray(fit.ratio_positions, dtype=int)
+        J = np.zeros((cols.size, coef.size))
+        J[np.arange(cols.size), cols] = np.exp(coef[cols])
+        return J
 
 
 class LinearPredictor(Dispatched):

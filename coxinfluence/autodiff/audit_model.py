@@ -31,6 +31,7 @@ import pandas as pd
 
 from coxinfluence.data.deletion import Deletion
 from coxinfluence.influence_functions.engine import Engine, MaskKernel
+from coxinfluence.models.base import FitProtocol
 
 from .core import weight_influence
 from .losses._common import _value_grad_hessian
@@ -81,7 +82,7 @@ class _Batches:
         return evaluate
 
 
-class AutodiffModel(Engine):
+class AutodiffModel(Engine, FitProtocol):
     """A loss fitted at ``theta_hat``, as the audit sees it: ``ci.influence(AutodiffModel(loss))``.
 
     The loss on the influence engine

@@ -222,8 +222,7 @@ def residuals(model, data=None, kind=None, collapse=None, *, weighted=None, **op
     """
     fit, groups = resolve_fit(model, data, **options)
     entry = residual_family(fit)
-    if collapse is True and groups is not None and getattr(getattr(fit, "data", None),
-                                                           "ids", None) is None:
+    if collapse is True and groups is not None and not fit.has_subjects:  # FitProtocol
         collapse = np.asarray(groups)          # the library's units: lifelines' cluster_col
     kind = entry.kinds[0] if kind is None else _check_kind(entry, kind)
     return entry.function(fit, kind, collapse=collapse, weighted=weighted)

@@ -317,11 +317,11 @@ def calibration(model, X_test, time_test, event_test, time, *, q=10, bandwidth=N
     """
     seam, resolved = audit_model(model, data, **options)
     fit, transform = seam.fit, resolved.transform
-    from coxinfluence.evaluation.evaluate import _training_columns
+    from coxinfluence.evaluation.evaluate import _cause, _training_columns
     check_columns(X_test, _training_columns(fit) if transform is None else None)
     incidence = (implementation_of("survival", fit=fit) is None
                  and implementation_of("cumulative_incidence", fit=fit))
-    cause = getattr(fit, "cause", 1) if incidence else None
+    cause = _cause(fit) if incidence else None
     out = read_test_set(X_test, time_test, event_test, cause=cause)
     t = check_times(time, out)
     if t.size != 1:

@@ -25,17 +25,16 @@ __all__ = ["evaluate"]
 
 
 def _training_columns(fit):
-    """The covariate (and stratum) columns the fit was trained on; None if unknown."""
-    data = getattr(fit, "data", None)
-    cov = getattr(fit, "covariates", None)
-    if cov is None:
-        cov = getattr(data, "columns", None)
-    if cov is None:
-        cov = getattr(fit, "columns", None)
-    if cov is None:
-        return None
-    strata = getattr(data, "strata_names", None) or []
-    return [str(c) for c in cov] + [str(c) for c in strata]
+    """The covariate and stratum columns the fit was trained on (the fit protocol's
+    ``training_columns``, ``models.base.FitProtocol``); None for a
+    seam without a fit (``AuditModel.fit`` None)."""
+    return None if fit is None else list(fit.training_columns)
+
+
+def _cause(fit):
+    """The cause a competing-risks fit is for (the fit protocol's ``cause``; 1 when the
+    fit names none)."""
+    return 1 if fit.cause is None else fit.cause
 
 
 def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.05,
@@ -266,7 +265,7 @@ def score_model(model, X_test, time_test, event_test, times, *, data=None, selec
     # a model with a cumulative incidence and no survival (Fine-Gray): competing risks
     incidence = (implementation_of("survival", fit=fit) is None
                  and implementation_of("cumulative_incidence", fit=fit))
-    cause = getattr(fit, "cause", 1) if incidence else None
+    cause = _cause(fit) if incidence else None
     out = read_test_set(X_test, time_test, event_test, cause=cause)
     t = check_times(times, out)
     if tau is not None and not (np.ndim(tau) == 0 and float(tau) > 0):

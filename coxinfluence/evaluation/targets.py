@@ -399,7 +399,7 @@ class BrierScore(_TimeMetric):
         numpy.ndarray of shape (U, m), or None
             One row per unit; None for predictions of ``theta`` alone.
         """
-        n_units = units.n_units if units is not None else getattr(fit, "nobs", 0)
+        n_units = units.n_units if units is not None else fit.nobs
         blocks = self._blocks(int(n_units))
         if blocks is None:
             return super().data_effect(fit, units)

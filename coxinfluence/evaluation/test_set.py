@@ -149,8 +149,7 @@ def test_strata(fit, X_test):
     numpy.ndarray of int or None
         One code per test patient (:func:`coxinfluence.models.predictions.cox_strata`).
     """
-    data = getattr(fit, "data", None)
-    if not getattr(data, "strata_names", None):
+    if not fit.strata_names:               # the fit protocol's (FitProtocol)
         return None
     from coxinfluence.models.predictions import cox_strata
     m = len(X_test) if isinstance(X_test, pd.DataFrame) else np.atleast_2d(X_test).shape[0]

@@ -43,7 +43,7 @@ import pandas as pd
 from coxinfluence.audit.target_base import Target, followup_notes, register_target
 from coxinfluence.data.inputs import CoxInputError
 from coxinfluence.families.new_patients import positive_times
-from coxinfluence.integrations.lifelines_parametric import prediction_fitter
+from coxinfluence.integrations.lifelines_parametric import last_event_time, prediction_fitter
 
 __all__ = ["LifelinesSurvival"]
 
@@ -51,40 +51,17 @@ __all__ = ["LifelinesSurvival"]
 def _fitter(fit):
     """The lifelines fitter behind ``fit`` (its ``source_model``), checked to be named like
     ``fit``'s parameters."""
-    fitter = prediction_fitter(getattr(fit, "source_model", None))
+    fitter = prediction_fitter(fit.source_model)        # FitProtocol.source_model
     if fitter is None:
         raise ValueError("LifelinesSurvival is the survival function of a fitted lifelines "
                          "parametric regression (ci.influence(model, df) of a "
                          "WeibullAFTFitter, ..., ParametricRegressionFitter); this model is "
-                         f"{getattr(fit, 'model_name', type(fit).__name__)}")
+                         f"a {type(fit).__name__}")
     columns = pd.Index(list(fit.columns))
     if not columns.equals(pd.Index(list(fitter.params_.index))):
         raise ValueError(f"the fit's parameters {list(columns)} are not the lifelines "
                          f"model's params_ {list(fitter.params_.index)}")
     return fitter
-
-
-def _last_event_time(fitter):
-    """The last event time of a fitted lifelines regression's training data (module
-    docstring; ``-inf`` without events), or None when it does not keep them."""
-    kind = getattr(getattr(fitter, "_censoring_type", None), "value", "right")
-    if kind == "interval":
-        upper = getattr(fitter, "upper_bound", None)
-        if upper is None:
-            return None
-        upper = np.asarray(upper, dtype=np.float64)
-        upper = upper[np.isfinite(upper)]
-        return float(upper.max()) if upper.size else -np.inf
-    durations = getattr(fitter, "durations", None)
-    if durations is None:
-        return None
-    durations = np.asarray(durations, dtype=np.float64)
-    if kind == "right":
-        event = getattr(fitter, "event_observed", None)
-        if event is None:
-            return None
-        durations = durations[np.asarray(event, dtype=bool)]
-    return float(durations.max()) if durations.size else -np.inf
 
 
 def _blocks(fit):
@@ -156,7 +133,7 @@ class LifelinesSurvival(Target):
         bool
             Whether its ``source_model`` is a lifelines model this target predicts with.
         """
-        return prediction_fitter(getattr(fit, "source_model", None)) is not None
+        return prediction_fitter(fit.source_model) is not None
 
     def columns(self, fit):
         """``"S(t|label)"`` for each (patient, time), patient outer, time inner.
@@ -190,7 +167,7 @@ class LifelinesSurvival(Target):
             A sentence if some times are past the last event time; empty otherwise, and
             when the fitter does not keep its data.
         """
-        last = _last_event_time(_fitter(fit))
+        last = last_event_time(_fitter(fit))
         if last is None:
             return ()
         kind = type(fit.source_model).__name__

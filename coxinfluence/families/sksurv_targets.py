@@ -24,7 +24,7 @@ __all__ = ["RiskScore"]
 
 
 def _centre(fit):
-    c = getattr(fit, "centre", None)
+    c = fit.centre                      # SksurvCoxFit's field (None: not centred)
     return np.zeros(len(fit.coef)) if c is None else np.asarray(c, dtype=np.float64)
 
 
@@ -109,7 +109,7 @@ class RiskScore(CoxLinearPredictor):
             One row per training row (caller's order); None without centring
             (``CoxPHSurvivalAnalysis``).
         """
-        if getattr(fit, "centre", None) is None:
+        if fit.centre is None:
             return None
         n, m = fit.n, self._X(fit)[0].shape[0]
         shift = (_training_rows(fit) - _centre(fit)) @ fit.coef / (n - 1)
@@ -136,7 +136,7 @@ class RiskScore(CoxLinearPredictor):
         """
         theta_loo = np.asarray(theta_loo, dtype=np.float64)
         X = self._X(fit)[0]
-        if getattr(fit, "centre", None) is None:
+        if fit.centre is None:
             return theta_loo @ X.T
         n = fit.n
         mean_loo = (n * _centre(fit)[None, :] - _training_rows(fit)) / (n - 1)

@@ -499,7 +499,7 @@ def _wrap(model, values):
     values = np.asarray(values, dtype=np.float64)
     units = model.units
     if units is None:
-        if model.units_are_rows and getattr(model.fit, "index", None) is None:
+        if model.units_are_rows and model.fit.index is None:    # FitProtocol.index
             return values
         index = model.unit_labels
     elif units.is_rows and units.data.index is None:

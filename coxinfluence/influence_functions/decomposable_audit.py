@@ -40,6 +40,7 @@ import pandas as pd
 from coxinfluence.data.inputs import encode_labels
 from coxinfluence.influence_functions.engine import Engine, MaskKernel
 from coxinfluence.influence_functions.seam import FitSeam, ReportHeader
+from coxinfluence.models.base import FitProtocol
 
 __all__ = ["DecomposableFit", "DecomposableAudit", "minimise"]
 
@@ -52,7 +53,7 @@ _BFGS_STEPS = 2
 _HALVINGS = 40
 
 
-class DecomposableFit:
+class DecomposableFit(FitProtocol):
     """A fitted model with a row-decomposable loss (module docstring): ``loss``,
     ``coef`` (d,), ``columns`` (d names; a ``pd.MultiIndex`` keeps its levels),
     ``index`` (the rows' labels), ``tol`` (the gradient tolerance of the fit and the
@@ -61,7 +62,8 @@ class DecomposableFit:
     ``coef`` defined for this fit, e.g. ``"lifelines_survival"``) and ``source_model`` (the
     library's fitted model whose parameters ``coef`` are, which such targets evaluate; None
     when there is none). ``converged``: ``max |grad L(coef)| <= tol`` and a positive
-    definite Hessian."""
+    definite Hessian. The other members of the fit protocol have
+    ``models.base.FitProtocol``'s defaults."""
 
     def __init__(self, loss, coef, columns, index, *, tol, model_name, facts=None,
                  targets=(), source_model=None):

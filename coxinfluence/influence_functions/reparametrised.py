@@ -39,6 +39,7 @@ import pandas as pd
 
 from coxinfluence.influence_functions.engine_refits import Refits
 from coxinfluence.influence_functions.seam import FitSeam
+from coxinfluence.models.base import FitProtocol
 
 __all__ = ["Reparametrised", "ReparametrisedFit", "TargetIn", "signed_permutation",
            "map_rows"]
@@ -78,7 +79,7 @@ def map_rows(rows, M) -> np.ndarray:
     return out
 
 
-class ReparametrisedFit:
+class ReparametrisedFit(FitProtocol):
     """What the audit reads of a fit in ``theta = A phi`` (``InfluenceResult.fit``;
     targets named in ``own_targets``): ``coef``, ``columns``, ``information``, ``var``,
     ``se``, ``n``, ``index``, ``model_name``, ``converged``; ``base`` the wrapped fit (in
@@ -100,7 +101,7 @@ class ReparametrisedFit:
 
     # the wrapped fit's, whatever the parametrisation
     n = property(lambda self: self.base.n)
-    index = property(lambda self: getattr(self.base, "index", None))
+    index = property(lambda self: self.base.index)
     model_name = property(lambda self: self.base.model_name)
     converged = property(lambda self: bool(self.base.converged))
 

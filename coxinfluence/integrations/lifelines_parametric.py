@@ -64,7 +64,7 @@ from . import Resolved, check_lifelines_inputs, covariate_frame, lifelines_desig
 
 __all__ = ["is_parametric_regression", "resolve_lifelines_parametric",
            "LifelinesLikelihood", "LifelinesNotConvergedWarning", "TOL",
-           "AGREEMENT_SE", "PREDICTION_TARGETS", "prediction_fitter"]
+           "AGREEMENT_SE", "PREDICTION_TARGETS", "prediction_fitter", "last_event_time"]
 
 #: the targets of new patients that follow the model's own predictions
 #: (``coxinfluence.families.lifelines_targets``), offered beside ``coef``
@@ -97,6 +97,53 @@ def prediction_fitter(model):
         return None
     inner = _inner(model)
     return inner if inner is not None and hasattr(inner, "params_") else None
+
+
+def last_event_time(fitter):
+    """The last event time of a fitted lifelines regression's training data.
+
+    ``durations`` where ``event_observed`` (right censoring), every ``durations`` (left
+    censoring: each event happened by then), the finite ``upper_bound`` values (interval
+    censoring); read here, with lifelines' objects, for
+    ``LifelinesSurvival``'s follow-up note.
+
+    Parameters
+    ----------
+    fitter : lifelines fitter
+        A fitted lifelines regression (:func:`prediction_fitter`).
+
+    Returns
+    -------
+    float or None
+        The last event time, ``-inf`` without events, None when the fitter does not keep
+        its training data.
+
+    Examples
+    --------
+    >>> from lifelines import WeibullAFTFitter
+    >>> from lifelines.datasets import load_rossi
+    >>> model = WeibullAFTFitter().fit(load_rossi(), "week", "arrest")
+    >>> last_event_time(model)
+    52.0
+    """
+    kind = getattr(getattr(fitter, "_censoring_type", None), "value", "right")
+    if kind == "interval":
+        upper = getattr(fitter, "upper_bound", None)
+        if upper is None:
+            return None
+        upper = np.asarray(upper, dtype=np.float64)
+        upper = upper[np.isfinite(upper)]
+        return float(upper.max()) if upper.size else -np.inf
+    durations = getattr(fitter, "durations", None)
+    if durations is None:
+        return None
+    durations = np.asarray(durations, dtype=np.float64)
+    if kind == "right":
+        event = getattr(fitter, "event_observed", None)
+        if event is None:
+            return None
+        durations = durations[np.asarray(event, dtype=bool)]
+    return float(durations.max()) if durations.size else -np.inf
 
 
 def is_parametric_regression(model) -> bool:

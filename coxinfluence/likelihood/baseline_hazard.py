@@ -18,7 +18,7 @@ def baseline_ctype(fit, ctype=None):
     """The baseline hazard of survival targets (module docstring): ``ctype`` when given,
     else the fit's own (``CoxFit.ctype``), else R's default for the fit's ties (2 for
     Efron, 1 for Breslow)."""
-    c = getattr(fit, "ctype", None) if ctype is None else ctype
+    c = fit.ctype if ctype is None else ctype
     if c is None:
         c = 2 if fit.data.ties == "efron" else 1
     if c not in (1, 2):

@@ -202,6 +202,20 @@ class AFTFit(FitInterface):
     def covariates(self):
         """The covariates' names (without the intercept and the scales), a list."""
         return list(self.columns[1:self.data.p])
+    @property
+    def has_subjects(self):
+        """Whether the rows were grouped into subjects (``id=``).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> aft = ci.fit_aft(rossi[["fin", "age"]], rossi["week"], rossi["arrest"])
+        >>> aft.has_subjects
+        False
+        """
+        return self.ids is not None
+
 
     @property
     def scale(self):

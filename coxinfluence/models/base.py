@@ -39,7 +39,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["FitInterface", "register_audit", "standard_errors", "wald_z", "normal_quantile"]
+__all__ = ["FitProtocol", "FitInterface", "register_audit", "standard_errors", "wald_z",
+           "normal_quantile"]
 
 #: ``coxinfluence.audit.influence``, set by :func:`register_audit` when the audit is imported
 _AUDIT = None
@@ -138,7 +139,145 @@ def level_text(alpha):
     return f"{100.0 * (1.0 - float(alpha)):g}%"
 
 
-class FitInterface:
+class FitProtocol:
+    """What generic code reads of every fit, each member with its default here.
+
+    The fit protocol: the audit's targets, ``ci.evaluate``, ``ci.calibration``,
+    ``ci.residuals`` and the low-level functions read a fitted model (ours, an
+    integration's adapter, a new family's) only through these members and never probe
+    it (``getattr``/``hasattr``; ``tests/test_architecture.py`` keeps it so). A fit
+    supplies ``coef`` (d,), ``columns`` (d parameter names) and ``n`` (the number of
+    rows), and overrides the defaults that differ:
+
+    - ``index``: the training rows' labels in the caller's order (a ``pandas.Index``), or
+      None where the rows were given as arrays (default None);
+    - ``covariates``: the names of the covariates the model reads from ``X`` (the columns
+      a test set must have; default ``list(columns)``, every parameter a covariate's
+      coefficient; an AFT fit's leave out the intercept and the log scales);
+    - ``strata_names``: the stratum columns of ``X`` (default ``()``);
+    - ``training_columns``: the columns a new patients' frame must have,
+      ``covariates`` then ``strata_names`` (``ci.evaluate``, ``ci.calibration``);
+    - ``ratio_positions``: the positions in ``coef`` of the coefficients a hazard ratio
+      (``target="hr"``) applies to, those of ``covariates`` (default: where
+      ``columns`` names a covariate);
+    - ``cause``: the cause of a competing-risks model, None for other models (default);
+    - ``has_subjects``: whether the rows were grouped into subjects (``id=``; default
+      False), which ``ci.residuals(..., collapse=True)`` sums over;
+    - ``nobs``: the number of rows (``n``);
+    - ``unit_name``: what the report calls a unit of deletion (default "patients");
+    - ``source_model``: the library's fitted model whose parameters ``coef`` are (a
+      lifelines fitter), None for ours (default);
+    - ``prediction_family``: which predictions of ``coxinfluence.models.predictions``
+      apply, "cox", "aft" or "fine_gray" (default None: none of them).
+
+    See Also
+    --------
+    FitInterface : The interface of this package's fits (coefficient tables, covariance).
+
+    Examples
+    --------
+    A new family's fit inherits the defaults and declares its covariates:
+
+    >>> from coxinfluence.models.base import FitProtocol
+    >>> class WeibullPHFit(FitProtocol):
+    ...     columns = ["Intercept", "age", "prio", "log_shape"]
+    ...     covariates = ["age", "prio"]
+    ...     n = 432
+    >>> fit = WeibullPHFit()
+    >>> fit.ratio_positions, fit.training_columns, fit.nobs, fit.unit_name
+    ([1, 2], ['age', 'prio'], 432, 'patients')
+    """
+
+    #: the training rows' labels (caller's order), None for rows given as arrays
+    index = None
+    #: the stratum columns of ``X``
+    strata_names = ()
+    #: the cause of a competing-risks model (None: not one)
+    cause = None
+    #: what the report calls a unit of deletion
+    unit_name = "patients"
+    #: the library's fitted model whose parameters ``coef`` are (None: ours)
+    source_model = None
+    #: the model family, "cox", "aft" or "fine_gray": which predictions of
+    #: ``coxinfluence.models.predictions`` apply (set by each fit class)
+    prediction_family = None
+
+    @property
+    def covariates(self) -> list:
+        """The covariates the model reads from ``X`` (default: every parameter's name).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> aft = ci.fit_aft(rossi[["fin", "age"]], rossi["week"], rossi["arrest"])
+        >>> aft.columns, aft.covariates
+        (['(Intercept)', 'fin', 'age', 'Log(scale)'], ['fin', 'age'])
+        """
+        return list(self.columns)
+
+    @property
+    def training_columns(self) -> list:
+        """The columns a frame of new patients must have: ``covariates``, ``strata_names``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age"]], rossi["week"], rossi["arrest"],
+        ...                  strata=rossi["race"])
+        >>> fit.training_columns
+        ['fin', 'age', 'race']
+        """
+        return [str(c) for c in self.covariates] + [str(c) for c in self.strata_names]
+
+    @property
+    def ratio_positions(self) -> list:
+        """The positions in ``coef`` of the covariates' coefficients (``target="hr"``).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> aft = ci.fit_aft(rossi[["fin", "age"]], rossi["week"], rossi["arrest"])
+        >>> aft.ratio_positions
+        [1, 2]
+        """
+        covariates = set(self.covariates)
+        return [k for k, c in enumerate(self.columns) if c in covariates]
+
+    @property
+    def has_subjects(self) -> bool:
+        """Whether the rows were grouped into subjects (``id=``; default False).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> ci.fit_cox(rossi[["fin", "age"]], rossi["week"], rossi["arrest"]).has_subjects
+        False
+        """
+        return False
+
+    @property
+    def nobs(self) -> int:
+        """The number of rows fitted.
+
+        R's ``nobs(coxph)`` is the number of events instead (here ``n_events``).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> fit.nobs, fit.n_units, fit.n_events
+        (432, 432, 114)
+        """
+        return int(self.n)
+
+
+class FitInterface(FitProtocol):
     """The interface every fit shares: coefficients, covariance, limits, table, counts.
 
     :class:`~coxinfluence.CoxFit` (:func:`~coxinfluence.fit_cox`),
@@ -164,9 +303,6 @@ class FitInterface:
     (:meth:`cov_params` with ``robust=None``).
     """
 
-    #: the model family, "cox", "aft" or "fine_gray": which predictions of
-    #: :mod:`coxinfluence.models.predictions` apply (set by each fit class)
-    prediction_family = None
     #: the name of the ``params`` index
     _params_index_name = "covariate"
     #: the name of ``exp(coef)`` in the summary (None: no ratio columns)
@@ -454,24 +590,6 @@ class FitInterface:
         out = pd.DataFrame(table, index=list(self.columns))
         out.attrs["variance"] = words
         return out
-
-    # ------------------------------------------------------------------ counts
-    @property
-    def nobs(self) -> int:
-        """The number of rows fitted.
-
-        R's ``nobs(coxph)`` is the number of events instead (here ``n_events``).
-
-        Examples
-        --------
-        >>> from lifelines.datasets import load_rossi
-        >>> rossi = load_rossi()
-        >>> X = rossi.drop(columns=["week", "arrest"])
-        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
-        >>> fit.nobs, fit.n_units, fit.n_events
-        (432, 432, 114)
-        """
-        return int(self.n)
 
     # --------------------------------------------------------------------- AIC
     @property

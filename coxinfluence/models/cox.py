@@ -371,6 +371,9 @@ class CoxFit(FitInterface):
     array([0.684, 0.944, 1.369, 0.861, 0.648, 0.919, 1.096])
     """
 
+    #: the training means a risk score subtracts (scikit-survival's centred estimators:
+    #: ``SksurvCoxFit.centre``); None: not centred
+    centre = None
     prediction_family = "cox"
 
     coef: np.ndarray
@@ -396,6 +399,53 @@ class CoxFit(FitInterface):
     def columns(self):
         """The covariates' names (a DataFrame's columns, else ``x0``, ``x1``, ...)."""
         return list(self.data.columns)
+    @property
+    def index(self):
+        """The training rows' labels in the caller's order, or None for arrays.
+
+        A DataFrame's index (the fit protocol's ``index``,
+        ``models.base.FitProtocol``).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age"]], rossi["week"], rossi["arrest"])
+        >>> fit.index[:3].tolist()
+        [0, 1, 2]
+        """
+        return self.data.index
+
+    @property
+    def strata_names(self):
+        """The stratum columns of ``X``, a tuple; empty without strata.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age"]], rossi["week"], rossi["arrest"],
+        ...                  strata=rossi["race"])
+        >>> fit.strata_names
+        ('race',)
+        """
+        return tuple(self.data.strata_names or ())
+
+    @property
+    def has_subjects(self):
+        """Whether the rows were grouped into subjects (``id=``).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age"]], rossi["week"], rossi["arrest"],
+        ...                  id=rossi.index)
+        >>> fit.has_subjects
+        True
+        """
+        return self.data.ids is not None
+
 
     @cached_property
     def risk_sets(self) -> RiskSets:

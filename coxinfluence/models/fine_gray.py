@@ -19,7 +19,7 @@ likelihood): ``aic`` raises ``AttributeError``.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from types import SimpleNamespace
 
@@ -180,9 +180,9 @@ class FineGrayFit(FitInterface):
     converged: bool
     n_iter: int
     data: FineGrayData
-    cause: object
-    columns: list
-    index: object               # the caller's pandas index, or None
+    cause: object = field()     # field(): no default (FitProtocol's cause is None)
+    columns: list = field()
+    index: object = field()     # the caller's pandas index, or None
     group_labels: pd.Index      # the censoring groups, in code order
     status: np.ndarray          # the caller's status codes, caller order
     tol: float = 1e-10

@@ -84,6 +84,7 @@ from coxinfluence.data.new_patients import (
 from coxinfluence.likelihood.aft import DISTRIBUTIONS, EXACT, INTERVAL, LEFT
 from coxinfluence.likelihood.baseline_hazard import cumulative_mask, hazard_increments
 from coxinfluence.likelihood.fine_gray import baseline_jumps
+from coxinfluence.models.base import FitProtocol
 
 __all__ = ["predict_lp", "predict_risk", "predict_cumulative_hazard", "predict_survival",
            "predict_quantile", "predict_cumulative_incidence",
@@ -583,9 +584,10 @@ def _family(fit, what, families):
     TypeError saying which fits have ``what``."""
     known = {"cox": "a CoxFit (ci.fit_cox)", "aft": "an AFTFit (ci.fit_aft)",
              "fine_gray": "a FineGrayFit (ci.fit_fine_gray)"}
-    # each fit class names its family (FitInterface.prediction_family); a fit module
-    # imports this one, so no isinstance on the fit classes here
-    family = getattr(type(fit), "prediction_family", None)
+    # each fit class names its family (FitProtocol.prediction_family); a fit module
+    # imports this one, so no isinstance on the fit classes here; ``fit`` is any object
+    # a user passes, checked to be a fit first
+    family = fit.prediction_family if isinstance(fit, FitProtocol) else None
     if family in families:
         return family
     fits = " or ".join(known[name] for name in families)
