@@ -206,7 +206,7 @@ class InfluenceResult:
         ``undefined`` (the exact change does not exist: deleting the unit leaves the model
         undefined, e.g. a covariate constant; NaN), ``unstable`` (the first-order
         estimate is predicted to be off:
-        :mod:`coxinfluence.influence_functions.stability`), ``refit_failed`` (its exact
+        ``coxinfluence.influence_functions.stability``), ``refit_failed`` (its exact
         refit failed), ``unverified_top`` (``"auto"`` could not refit it, and it may
         belong in the top 10); a model may add its own (e.g. the elastic net's
         ``selection_changes``).

@@ -25,7 +25,7 @@ alone or quantities dispatched on the model:
   as the implementation for the fit.
 
 The families' implementations live in :mod:`coxinfluence.families` and register
-themselves on import: a Cox model's (:mod:`coxinfluence.families.cox_targets`: the linear
+themselves on import: a Cox model's (``coxinfluence.families.cox_targets``: the linear
 predictor, the relative risk, ``S(t|x)`` with its data effect), an AFT model's
 (:mod:`coxinfluence.families.aft_targets`: ``S(t|x)``, the quantiles, the time ratios of
 ``target="tr"``), a lifelines parametric regression's
@@ -239,10 +239,10 @@ class LinearPredictor(Dispatched):
     """The linear predictor of new patients, each model family's own.
 
     A Cox model's ``x'theta`` (not centred;
-    :class:`~coxinfluence.families.cox_targets.CoxLinearPredictor`, the value of
+    ``CoxLinearPredictor``, the value of
     ``predict_lp``, ``J = X_new``), a scikit-survival estimator's ``predict(X_new)``
     (centred for ``CoxnetSurvivalAnalysis``:
-    :class:`~coxinfluence.families.sksurv_targets.RiskScore`), an AFT model's ``x'beta``
+    ``RiskScore``), an AFT model's ``x'beta``
     with the intercept, where the model offers it. One column per patient,
     ``"lp[<label>]"``.
 
@@ -288,17 +288,17 @@ class Survival(Dispatched):
 
     The model's own survival function: a Cox model's (``CoxFit``, lifelines
     ``CoxPHFitter``, statsmodels, scikit-survival:
-    :class:`~coxinfluence.families.cox_targets.CoxSurvival`, the baseline hazard
+    ``CoxSurvival``, the baseline hazard
     ``ctype`` theirs or chosen), an AFT model's (``AFTFit`` and lifelines' AFT fitters:
-    :class:`~coxinfluence.families.aft_targets.AFTSurvival`), a lifelines parametric
+    ``AFTSurvival``), a lifelines parametric
     regression's ``predict_survival_function``
-    (:class:`~coxinfluence.families.lifelines_targets.LifelinesSurvival`; ``X_new`` then
+    (``LifelinesSurvival``; ``X_new`` then
     the raw frame lifelines takes). One column per (patient, time), ``"S(t|label)"``, patient
     outer, time inner.
 
     For a Cox model the baseline hazard is estimated from the data, so a deleted patient
     changes ``S(t|x)`` directly as well as through ``theta`` (the data effect,
-    :mod:`coxinfluence.families.cox_targets`); a parametric model's depends on ``theta`` alone.
+    ``coxinfluence.families.cox_targets``); a parametric model's depends on ``theta`` alone.
 
     Parameters
     ----------
@@ -367,7 +367,7 @@ class Quantile(Dispatched):
     """The ``p``-quantiles of new patients' survival times, the model's own.
 
     An AFT model's ``exp(x'beta + sigma w_p)``, R's ``predict(fit, newdata, type =
-    "quantile", p = p)`` (:class:`~coxinfluence.families.aft_targets.SurvivalQuantile`).
+    "quantile", p = p)`` (``SurvivalQuantile``).
     ``p = 0.5``: the median survival time. One column per (patient, p),
     ``"Q(p|label)"``.
 

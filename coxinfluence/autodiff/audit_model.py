@@ -3,7 +3,7 @@
 :class:`AutodiffModel` puts a loss ``L(theta, presence)`` of
 :mod:`coxinfluence.autodiff.losses` (or any loss object with ``n_objects`` and
 ``loss(theta, presence)``) on the influence engine
-(:class:`coxinfluence.influence_functions.engine.Engine`), so that the audit of a Cox
+(``coxinfluence.influence_functions.engine.Engine``), so that the audit of a Cox
 model (``method="auto"`` with its verified top, flags, likelihood displacement, LMAX,
 dfbetas, the top table) is the same code for a GLM, the neural Cox model or any other
 loss. The unit of deletion is the loss's object (presence 0). The model supplies the
@@ -86,7 +86,7 @@ class AutodiffModel(Engine, FitProtocol):
     """A loss fitted at ``theta_hat``, as the audit sees it: ``ci.influence(AutodiffModel(loss))``.
 
     The loss on the influence engine
-    (:class:`coxinfluence.influence_functions.engine.Engine`), its derivatives by JAX
+    (``coxinfluence.influence_functions.engine.Engine``), its derivatives by JAX
     (module docstring): the unit of deletion is the loss's object (presence 0). The
     gradient and the Hessian (``information``) at ``theta_hat`` are computed on
     construction.

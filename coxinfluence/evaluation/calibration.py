@@ -251,8 +251,8 @@ def calibration(model, X_test, time_test, event_test, time, *, q=10, bandwidth=N
 
     As ``riskRegression::plotCalibration(Score(list(risk), Surv(time, event) ~ 1, data =
     test, times = time, plots = "calibration"), plot = FALSE)`` with ``method =
-    "quantile"`` (:attr:`Calibration.table`) and ``method = "nne"``
-    (:attr:`Calibration.curve`); the formulas in :mod:`coxinfluence.evaluation.calibration`.
+    "quantile"`` (``Calibration.table``) and ``method = "nne"``
+    (``Calibration.curve``); the formulas in ``coxinfluence.evaluation.calibration``.
     The predicted risk is ``1 - S(t|x)``, or for a Fine-Gray model its cumulative
     incidence ``F(t|x)`` of the fit's cause, the observed risk then Aalen-Johansen's
     (Score's ``Hist(time, status)`` with ``cause``).

@@ -73,8 +73,8 @@ def evaluate(model, X_test, time_test, event_test, times, *, data=None, alpha=0.
     cause's events by ``t`` are controls weighted by ``1 / G(T_i-)``), and the IBS; no
     concordance rows.
 
-    The formulas are in :mod:`coxinfluence.evaluation.scores`. Each metric is also a
-    target of the audit (:mod:`coxinfluence.evaluation.targets`): which training
+    The formulas are in ``coxinfluence.evaluation.scores``. Each metric is also a
+    target of the audit (``coxinfluence.evaluation.targets``): which training
     patients move it.
 
     Parameters

@@ -4,7 +4,7 @@
 the change of the model's test-set Brier score to each training unit: the metric is
 computed from the model's predictions for the test patients, which move when a training
 unit is deleted and the model refitted. The test outcomes and their censoring weights
-(:mod:`coxinfluence.evaluation.scores`) do not depend on the training data.
+(``coxinfluence.evaluation.scores``) do not depend on the training data.
 
 Each target is built on a prediction target of ``ci.targets`` evaluated on the fit (the
 model family's own formula, :class:`~coxinfluence.targets.Survival` for the Brier score
@@ -283,8 +283,8 @@ class BrierScore(_TimeMetric):
     """The test set's IPCW Brier score at times, as a target of the audit.
 
     ``B(t) = (1/n) sum_i [case_i S_i(t)^2 / G(T_i-) + control_i (1 - S_i(t))^2 / G(t)]``
-    over the test patients (``riskRegression::Score``'s, :mod:`coxinfluence.evaluation.
-    scores`), ``S_i(t)`` the model's predicted survival (``ci.targets.Survival``), ``G``
+    over the test patients (``riskRegression::Score``'s, ``coxinfluence.evaluation.scores``),
+    ``S_i(t)`` the model's predicted survival (``ci.targets.Survival``), ``G``
     the Kaplan-Meier of the test set's censoring. Differentiable in the predictions: the
     first-order change is the chain rule. One column per time, ``"brier(t)"``; lower is
     better.
@@ -463,7 +463,7 @@ class IntegratedBrierScore(BrierScore):
 
     riskRegression's ``IBS`` at the last of ``times``: ``sum_k w_k B(t_k)``, the Brier
     score (:class:`BrierScore`) integrated by left rectangles from 0 and divided by the
-    last time (:func:`coxinfluence.evaluation.scores.ibs_weights`); give a fine grid of
+    last time (``coxinfluence.evaluation.scores.ibs_weights``); give a fine grid of
     times. One column, ``"ibs(t_last)"``.
 
     Parameters
@@ -555,7 +555,7 @@ class TimeDependentAUC(_Surrogate, _TimeMetric):
 
     ``AUC(t)``: the IPCW probability that a test patient who died by ``t`` has a higher
     predicted risk ``1 - S(t|x)`` than one still followed after ``t``, ties 1/2
-    (``riskRegression::Score``'s, :mod:`coxinfluence.evaluation.scores`). A step function
+    (``riskRegression::Score``'s, ``coxinfluence.evaluation.scores``). A step function
     of the coefficients: its value (and every exact change) is exact, its first-order
     change that of a smooth surrogate (:attr:`first_order`; module docstring). One
     column per time, ``"auc(t)"``; higher is better.

@@ -38,13 +38,18 @@ __all__ = ["vif", "reid_influence", "newton_loo", "exact_loo", "family_seam"]
 
 
 def vif(fit, *, method="auto", groups=None):
-    """The VIF of every unit, on the paper's scale.
+    r"""The VIF of every unit, on the paper's scale.
 
-    ``VIF_n(g) = -(H/n)^{-1} (grad L - grad L_{-g})`` at ``theta_hat``, with ``n`` the
-    number of units and ``L_{-g}`` the loss with all rows of unit ``g`` deleted. It is
-    ``-n * ci.influence(fit, method="vif").theta_change`` and approximates
-    ``n (theta_hat - theta_hat_{-g})``; the estimated leave-one-out change is
-    ``-VIF_n(g) / n``.
+    .. math::
+
+        \mathrm{VIF}_n(g) = -\left(\frac{H}{n}\right)^{-1}
+            \left(\nabla L(\hat\theta) - \nabla L_{-g}(\hat\theta)\right),
+
+    with :math:`n` the number of units, :math:`H` the Hessian of the loss :math:`L` at
+    :math:`\hat\theta` and :math:`L_{-g}` the loss with all rows of unit :math:`g` deleted.
+    It is ``-n * ci.influence(fit, method="vif").theta_change`` and approximates
+    :math:`n (\hat\theta - \hat\theta_{-g})`; the estimated leave-one-out change is
+    :math:`-\mathrm{VIF}_n(g) / n`.
 
     Parameters
     ----------
@@ -56,7 +61,7 @@ def vif(fit, *, method="auto", groups=None):
         method="vif")``.
     method : {"auto", "series", "direct"}, default "auto"
         The Cox algorithm
-        (:func:`coxinfluence.influence_functions.vif.gradient_differences`); the other
+        (``coxinfluence.influence_functions.vif.gradient_differences``); the other
         families have one closed form, whichever name is given.
     groups : array-like, optional
         Clusters deleted whole: one label per row, in the caller's order. Default: the
@@ -134,19 +139,20 @@ def vif(fit, *, method="auto", groups=None):
 
 
 def reid_influence(fit, groups=None):
-    """Reid's (1985) empirical influence function of every unit, on the paper's scale.
+    r"""Reid's (1985) empirical influence function of every unit, on the paper's scale.
 
-    ``IF_n(g)`` is ``-n * ci.influence(fit, method="reid").theta_change``, with ``n`` the
-    number of units: the infinitesimal (case-weight derivative) version of the VIF, which
-    approximates ``n (theta_hat - theta_hat_{-g})``.
+    :math:`\mathrm{IF}_n(g)` is ``-n * ci.influence(fit, method="reid").theta_change``,
+    with :math:`n` the number of units: the infinitesimal (case-weight derivative) version
+    of the VIF, which approximates :math:`n (\hat\theta - \hat\theta_{-g})`.
 
     - For a ``CoxFit``, ``IF_n / n`` is R's ``resid(fit, "dfbeta")`` (``collapse=id`` for
       subjects and clusters); the score residuals are
-      :func:`coxinfluence.influence_functions.reid.score_residuals`.
+      ``coxinfluence.influence_functions.reid.score_residuals``.
     - For an ``AFTFit`` it is the VIF (a decomposable loss) and ``w_i`` times R's
       ``residuals(survreg, "dfbeta")`` (which is per unit of case weight).
     - For a ``FineGrayFit`` it is crr's influence function, censoring term included
-      (``sum_g (IF_n(g)/n)(IF_n(g)/n)'`` is crr's sandwich variance).
+      (:math:`\sum_g (\mathrm{IF}_n(g)/n)(\mathrm{IF}_n(g)/n)^\top` is crr's sandwich
+      variance).
 
     Parameters
     ----------
@@ -232,7 +238,7 @@ def newton_loo(fit, *, groups=None, method="auto"):
         fit's subjects (``id=``) when it has them, else its rows. Not for a Fine-Gray fit.
     method : {"auto", "series", "direct"}, default "auto"
         The Cox algorithm for the deleted Hessians
-        (:func:`coxinfluence.influence_functions.deleted_hessians.deleted_hessians`) and
+        (``coxinfluence.influence_functions.deleted_hessians.deleted_hessians``) and
         gradients (as :func:`vif`'s); the other families have one closed form, whichever
         name is given.
 
@@ -363,7 +369,7 @@ def exact_loo(fit, *, groups=None, executor=None, progress=None, batch_size=None
     Notes
     -----
     For a ``CoxFit`` the refits are warm-started at the closed-form Halley estimate and
-    batched (:mod:`coxinfluence.influence_functions.engine_refits`): every unit is refitted
+    batched (``coxinfluence.influence_functions.engine_refits``): every unit is refitted
     in the same batch as in the serial run, so results with an executor are bit-for-bit
     those of the serial run; on a dask cluster the data are scattered once to every
     worker.

@@ -1,7 +1,7 @@
 """Parametric accelerated failure time (AFT) regression, as R's ``survreg``.
 
 ``fit_aft`` minimises the negative log-likelihood of
-:mod:`coxinfluence.likelihood.aft` (``log T = x'beta + sigma W``; Weibull, exponential,
+``coxinfluence.likelihood.aft`` (``log T = x'beta + sigma W``; Weibull, exponential,
 log-normal, log-logistic; right, left and interval censoring, delayed entry, case
 weights, one scale per stratum) by Newton-Raphson with step halving
 (:mod:`coxinfluence.numerics.newton`), and returns an :class:`AFTFit`: the parameters in
@@ -58,7 +58,7 @@ DIST_NAMES = {"weibull": "Weibull", "exponential": "Exponential", "lognormal": "
 def aft_gradient_tolerance(data, tol):
     """``tol``, or the gradient's rounding floor when that is larger:
     ``4 eps sum_i w_i max_j |x_ij|`` (the design with its intercept), as
-    :func:`coxinfluence.likelihood.objective.gradient_tolerance` for Cox."""
+    ``coxinfluence.likelihood.objective.gradient_tolerance`` for Cox."""
     top = np.abs(data.X).max(axis=1)
     return max(tol, 4 * np.finfo(np.float64).eps * float(data.weights @ top))
 
@@ -68,7 +68,7 @@ class AFTFit(FitInterface):
     """A fitted parametric AFT model, made by :func:`~coxinfluence.fit_aft`: R's ``survreg``.
 
     ``log T = x'beta + sigma W``. The interface every fit shares
-    (:class:`~coxinfluence.models.base.FitInterface`): ``params``, ``se``,
+    (``FitInterface``): ``params``, ``se``,
     ``cov_params(robust=False)``, ``conf_int(alpha=0.05, robust=False)`` (of every
     parameter, ``Log(scale)`` included; R's ``confint`` gives those of the
     coefficients), ``summary(robust=False)`` (with ``exp(Value)`` and its limits: the
@@ -97,7 +97,7 @@ class AFTFit(FitInterface):
     n_iter : int
         The Newton iterations taken.
     data : AFTData
-        The validated :class:`coxinfluence.likelihood.aft.AFTData`, in the caller's row
+        The validated ``coxinfluence.likelihood.aft.AFTData``, in the caller's row
         order.
     columns : list of str
         The parameters' names, as R names them: ``(Intercept)``, the covariates,
@@ -122,7 +122,6 @@ class AFTFit(FitInterface):
     --------
     coxinfluence.fit_aft : Makes it.
     coxinfluence.influence : The audit of a fit.
-    coxinfluence.models.base.FitInterface : The interface every fit shares.
 
     Notes
     -----
@@ -194,7 +193,7 @@ class AFTFit(FitInterface):
 
     @cached_property
     def likelihood(self) -> AFTLikelihood:
-        """The fit's :class:`~coxinfluence.likelihood.aft.AFTLikelihood` (loss, gradient,
+        """The fit's ``AFTLikelihood`` (loss, gradient,
         Hessian, per-row scores, with deletions)."""
         return AFTLikelihood(self.data)
 
@@ -202,6 +201,7 @@ class AFTFit(FitInterface):
     def covariates(self):
         """The covariates' names (without the intercept and the scales), a list."""
         return list(self.columns[1:self.data.p])
+
     @property
     def has_subjects(self):
         """Whether the rows were grouped into subjects (``id=``).
@@ -215,7 +215,6 @@ class AFTFit(FitInterface):
         False
         """
         return self.ids is not None
-
 
     @property
     def scale(self):
@@ -286,7 +285,7 @@ class AFTFit(FitInterface):
         thetas : array_like, shape (B, k) or (k,)
             Parameter vectors in R's order, one per row.
         deleted : Deletion or array_like, optional
-            The rows kept: a :class:`~coxinfluence.data.deletion.Deletion` over the
+            The rows kept: a ``Deletion`` over the
             caller's rows, or a (B, n) presence array; None: all rows.
 
         Returns
@@ -461,7 +460,7 @@ class AFTFit(FitInterface):
         """The survival probability ``S(t | x)`` of new patients at ``times``.
 
         ``S0((log t - x'beta) / sigma)``: R's ``1 - psurvreg(t, lp, scale, dist)``
-        (:func:`coxinfluence.models.predictions.predict_survival`).
+        (``coxinfluence.models.predictions.predict_survival``).
 
         Parameters
         ----------
@@ -503,7 +502,7 @@ class AFTFit(FitInterface):
         """The ``p``-quantile ``exp(x'beta + sigma w_p)`` of new patients' survival times.
 
         R's ``predict(fit, newdata, type = "quantile", p = p)``
-        (:func:`coxinfluence.models.predictions.predict_quantile`).
+        (``coxinfluence.models.predictions.predict_quantile``).
 
         Parameters
         ----------
@@ -543,7 +542,7 @@ class AFTFit(FitInterface):
         """The linear predictor ``x'beta`` of new patients, with the intercept.
 
         R's ``predict(fit, newdata, type = "lp")`` (survreg's lp is not centred;
-        :func:`coxinfluence.models.predictions.predict_lp`).
+        ``coxinfluence.models.predictions.predict_lp``).
 
         Parameters
         ----------
@@ -810,7 +809,7 @@ def polish(objective, res, tol, steps=3):
     """Plain Newton steps for the problems of ``res`` (a converged
     :class:`~coxinfluence.numerics.newton.NewtonResult`) whose gradient is still above
     ``tol``, each kept only where it lowers ``max |gradient|``. Newton's step test
-    (:func:`~coxinfluence.numerics.newton.converged`) stops once the step is at rounding
+    (``converged``) stops once the step is at rounding
     level in ``theta``; with covariates in large units (age in years) the gradient can
     then still be 1e-9, which one more step takes to rounding (1e-12)."""
     from coxinfluence.numerics.newton import solve_batch
@@ -840,7 +839,7 @@ def fit_aft(X, time, event=None, dist="weibull", *, upper=None, entry=None, weig
 
     ``log T = x'beta + sigma W``, with ``W`` extreme-value (Weibull, exponential),
     normal (log-normal) or logistic (log-logistic). Minimises the negative
-    log-likelihood (:mod:`coxinfluence.likelihood.aft`; right, left and interval
+    log-likelihood (``coxinfluence.likelihood.aft``; right, left and interval
     censoring, delayed entry, case weights, one scale per stratum) by Newton-Raphson
     with step halving, from a least-squares start.
 
@@ -878,12 +877,12 @@ def fit_aft(X, time, event=None, dist="weibull", *, upper=None, entry=None, weig
         does not depend on ``id``: each row is a term of the likelihood.
     tol : float, default 1e-10
         Convergence when ``max |gradient| <= tol`` (or the gradient's rounding floor,
-        :func:`aft_gradient_tolerance`) and the Newton step is small
-        (:func:`coxinfluence.numerics.newton.converged`).
+        ``aft_gradient_tolerance``) and the Newton step is small
+        (``coxinfluence.numerics.newton.converged``).
     max_iter : int, default 50
         Newton iterations before a :class:`~coxinfluence.ConvergenceWarning`.
     init : array_like, shape (k,), optional
-        Starting parameters in R's order (default: :func:`least_squares_start`).
+        Starting parameters in R's order (default: ``least_squares_start``).
 
     Returns
     -------

@@ -1,10 +1,10 @@
 """The Fine-Gray subdistribution hazard model, R's ``cmprsk::crr``: ``fit_fine_gray``.
 
-The loss is :mod:`coxinfluence.likelihood.fine_gray`'s (minus crr's log
+The loss is ``coxinfluence.likelihood.fine_gray``'s (minus crr's log
 pseudo-likelihood), minimised by Newton-Raphson with step halving from 0
 (:mod:`coxinfluence.numerics.newton`), each step O(n d^2) after one sort: no expanded
 data. ``var`` is crr's sandwich, which includes the censoring distribution's term
-(:func:`coxinfluence.likelihood.fine_gray.crr_scores`); ``naive_var`` the model-based
+(``coxinfluence.likelihood.fine_gray.crr_scores``); ``naive_var`` the model-based
 ``I^{-1}`` (crr's ``invinf``).
 
 The fit has the interface every fit shares (:class:`~coxinfluence.models.base.
@@ -92,7 +92,7 @@ class FineGrayFit(FitInterface):
     """A fitted Fine-Gray model for one cause, made by :func:`~coxinfluence.fit_fine_gray`.
 
     R's ``cmprsk::crr`` fit. The interface every fit shares
-    (:class:`~coxinfluence.models.base.FitInterface`): ``params``, ``se``,
+    (``FitInterface``): ``params``, ``se``,
     ``cov_params(robust=False)``, ``conf_int(alpha=0.05, robust=False)``,
     ``summary(robust=False)``, ``loglik``, ``nobs``, ``n_units`` (the subjects: one row
     each), ``n_events`` (failures of the cause), ``influence(...)``; predictions for new
@@ -111,11 +111,11 @@ class FineGrayFit(FitInterface):
         The loss's gradient at ``coef`` (about 0 when converged).
     converged : bool
         Whether Newton-Raphson converged (False after a
-        :class:`FineGrayConvergenceWarning`).
+        ``FineGrayConvergenceWarning``).
     n_iter : int
         The Newton iterations taken.
     data : FineGrayData
-        The validated, sorted data (:mod:`coxinfluence.likelihood.fine_gray`).
+        The validated, sorted data (``coxinfluence.likelihood.fine_gray``).
     cause : int
         The cause modelled (crr's ``failcode``).
     columns : list of str
@@ -137,7 +137,6 @@ class FineGrayFit(FitInterface):
     --------
     coxinfluence.fit_fine_gray : Makes it.
     coxinfluence.influence : The audit of a fit.
-    coxinfluence.models.base.FitInterface : The interface every fit shares.
 
     Notes
     -----
@@ -201,7 +200,7 @@ class FineGrayFit(FitInterface):
 
     @property
     def likelihood(self) -> FineGrayLikelihood:
-        """The fit's :class:`~coxinfluence.likelihood.fine_gray.FineGrayLikelihood`
+        """The fit's ``FineGrayLikelihood``
         (loss, gradient, Hessian, with deletions)."""
         return FineGrayLikelihood(self.data)
 
@@ -239,7 +238,7 @@ class FineGrayFit(FitInterface):
         """crr's ``eta_i + psi_i`` per subject, times the subject's case weight.
 
         The score with the censoring term
-        (:func:`~coxinfluence.likelihood.fine_gray.crr_scores`), an (n, d) array in the
+        (``crr_scores``), an (n, d) array in the
         caller's order.
         """
         return self.data.to_caller_order(crr_scores(self.data, self.coef))
@@ -344,7 +343,7 @@ class FineGrayFit(FitInterface):
             Coefficient vectors, one per row.
         deleted : optional
             The subjects deleted, one problem per row of ``thetas``, as
-            :class:`~coxinfluence.likelihood.fine_gray.FineGrayLikelihood` takes them
+            ``FineGrayLikelihood`` takes them
             (the censoring Kaplan-Meier is re-estimated without them); None: all.
 
         Returns
@@ -417,7 +416,7 @@ class FineGrayFit(FitInterface):
 
         ``1 - exp(-Lambda_10(t) exp(x'beta))``: ``cmprsk::predict.crr(fit, cov1 =
         X_new)`` read at ``times``
-        (:func:`coxinfluence.models.predictions.predict_cumulative_incidence`).
+        (``coxinfluence.models.predictions.predict_cumulative_incidence``).
 
         Parameters
         ----------
@@ -462,7 +461,7 @@ class FineGrayFit(FitInterface):
     def predict_lp(self, X_new):
         """The linear predictor ``x'beta`` of new patients, not centred.
 
-        (:func:`coxinfluence.models.predictions.predict_lp`.)
+        (``coxinfluence.models.predictions.predict_lp``.)
 
         Parameters
         ----------
@@ -495,7 +494,7 @@ class FineGrayFit(FitInterface):
     def predict_risk(self, X_new):
         """``exp(x'beta)`` of new patients: the subdistribution hazard ratio to ``x = 0``.
 
-        (:func:`coxinfluence.models.predictions.predict_risk`.)
+        (``coxinfluence.models.predictions.predict_risk``.)
 
         Parameters
         ----------
@@ -611,7 +610,7 @@ def fit_fine_gray(X, time, status, cause=1, *, cengroup=None, weights=None, stra
     cengroup)``. Subjects who failed from another cause stay in the risk sets, weighted
     through the Kaplan-Meier estimate of the censoring distribution (per censoring
     group). The loss (minus crr's log pseudo-likelihood,
-    :mod:`coxinfluence.likelihood.fine_gray`) is minimised by Newton-Raphson with step
+    ``coxinfluence.likelihood.fine_gray``) is minimised by Newton-Raphson with step
     halving from 0, each step O(n d^2) after one sort: no expanded data.
 
     Parameters
@@ -631,7 +630,7 @@ def fit_fine_gray(X, time, status, cause=1, *, cengroup=None, weights=None, stra
     weights : array_like, shape (n,), optional
         Positive case weights: a subject of weight ``w`` counts ``w`` times in the risk
         sets, the failure counts and its group's censoring Kaplan-Meier (weights of 2 =
-        the subject duplicated; :mod:`coxinfluence.likelihood.fine_gray`). ``var`` is
+        the subject duplicated; ``coxinfluence.likelihood.fine_gray``). ``var`` is
         then the sandwich of the weighted scores (coxph's robust convention).
     strata : array_like or pandas.DataFrame, optional
         Labels, or a DataFrame of stratum columns: separate risk sets (baselines) per
@@ -641,14 +640,14 @@ def fit_fine_gray(X, time, status, cause=1, *, cengroup=None, weights=None, stra
         Breslow (crr's) or R's weighted Efron approximation (``coxph`` on the data
         expanded as ``survival::finegray`` does: each of the ``n_k`` tied failures
         carries the mean weight,
-        :class:`~coxinfluence.likelihood.efron.TieTerms`), so with Efron integer
+        ``TieTerms``), so with Efron integer
         weights are not duplicated subjects.
     tol : float, default 1e-10
         Convergence when ``max |gradient| <= tol`` (or the gradient's rounding floor,
-        :func:`fine_gray_gradient_tolerance`) and the Newton step is small
-        (:func:`coxinfluence.numerics.newton.converged`).
+        ``fine_gray_gradient_tolerance``) and the Newton step is small
+        (``coxinfluence.numerics.newton.converged``).
     max_iter : int, default 50
-        Newton iterations before a :class:`FineGrayConvergenceWarning`.
+        Newton iterations before a ``FineGrayConvergenceWarning``.
     init : array_like, shape (d,), optional
         Starting coefficients (default zeros, as crr).
     entry : None
