@@ -2,7 +2,7 @@
 
 ``cox_loss``, ``cox_gradient`` and ``cox_hessian`` evaluate the negative log partial
 likelihood (R's weighted Efron or Breslow ties, strata, case weights; the formula is in
-:mod:`coxinfluence.likelihood.risk_sets`, which holds its one implementation) for the caller's data.
+``coxinfluence.likelihood.risk_sets``, which holds its one implementation) for the caller's data.
 ``fit_cox`` minimises it by Newton-Raphson with step halving (:mod:`coxinfluence.numerics.newton`)
 and returns a :class:`CoxFit`, the object every influence function takes.
 """
@@ -134,7 +134,7 @@ def cox_loss(theta, X, time, event, *, start=None, weights=None, strata=None,
     where ``R_g`` is the risk set of tie group ``g`` (same stratum, time >= t_g, and
     with delayed entry start < t_g) and ``D_g`` its events (Therneau & Grambsch 2000,
     eq. 3.6; R survival ``coxfit6.c``). The one implementation is
-    :mod:`coxinfluence.likelihood.risk_sets`.
+    ``coxinfluence.likelihood.risk_sets``.
 
     Examples
     --------
@@ -290,7 +290,7 @@ def cox_hessian(theta, X, time, event, *, start=None, weights=None, strata=None,
 class CoxFit(FitInterface):
     """A fitted Cox proportional hazards model, made by :func:`~coxinfluence.fit_cox`.
 
-    The interface every fit shares (:class:`~coxinfluence.models.base.FitInterface`):
+    The interface every fit shares (``FitInterface``):
     ``params``, ``se``, ``cov_params(robust=None)``, ``conf_int(alpha=0.05,
     robust=None)``, ``summary(robust=None)``, ``loglik``, ``nobs``, ``n_units``,
     ``n_events``, ``aic`` (R's ``AIC(coxph)``: ``-2 loglik + 2 d``; none for a penalised
@@ -330,7 +330,7 @@ class CoxFit(FitInterface):
         integration): it has ``.value(thetas)`` and ``.strength``. None for
         ``fit_cox``.
     ctype : {None, 1, 2}, optional
-        The baseline hazard of survival predictions (:mod:`coxinfluence.families.cox_targets`,
+        The baseline hazard of survival predictions (``coxinfluence.families.cox_targets``,
         :meth:`predict_survival`), as R's ``survfit(fit, ctype=)``: 1 = Breslow /
         Nelson-Aalen type (the events' weight over the risk-set sum at each event
         time), 2 = with Efron's tie correction; None (``fit_cox``) = R's default for the
@@ -346,7 +346,6 @@ class CoxFit(FitInterface):
     --------
     coxinfluence.fit_cox : Makes it.
     coxinfluence.influence : The audit of a fit.
-    coxinfluence.models.base.FitInterface : The interface every fit shares.
 
     Notes
     -----
@@ -399,6 +398,7 @@ class CoxFit(FitInterface):
     def columns(self):
         """The covariates' names (a DataFrame's columns, else ``x0``, ``x1``, ...)."""
         return list(self.data.columns)
+
     @property
     def index(self):
         """The training rows' labels in the caller's order, or None for arrays.
@@ -446,12 +446,11 @@ class CoxFit(FitInterface):
         """
         return self.data.ids is not None
 
-
     @cached_property
     def risk_sets(self) -> RiskSets:
         """The risk-set kernels of the fitted data.
 
-        A :class:`~coxinfluence.likelihood.risk_sets.RiskSets`: the loss, gradient and
+        A ``RiskSets``: the loss, gradient and
         Hessian with deletions, computed once per fit and reused.
         """
         return RiskSets(self.data)
@@ -467,7 +466,7 @@ class CoxFit(FitInterface):
         thetas : array_like, shape (B, d) or (d,)
             Coefficient vectors, one per row.
         deleted : Deletion, optional
-            A :class:`~coxinfluence.data.deletion.Deletion` over the sorted rows, one
+            A ``Deletion`` over the sorted rows, one
             problem per row of ``thetas``; None: all rows.
 
         Returns
@@ -585,7 +584,7 @@ class CoxFit(FitInterface):
         delta : array_like, shape (U, d)
             Per-unit gradient differences, in the unit order of ``units``.
         units : Units
-            The units (a :class:`coxinfluence.data.units.Units`).
+            The units (a ``coxinfluence.data.units.Units``).
         overwrite : bool, default False
             Write the result into ``delta`` (a float64 array the caller owns), so 10^7
             rows need no second (U, d) array.
@@ -600,7 +599,7 @@ class CoxFit(FitInterface):
         -----
         Solved by blocks of units with one LU factorisation (LAPACK getrf/getrs, as
         ``np.linalg.solve``), each block small enough for OpenBLAS to solve it on the
-        calling thread (:mod:`coxinfluence.numerics.rows`: its helper threads, once
+        calling thread (``coxinfluence.numerics.rows``: its helper threads, once
         woken, spin and slow the audit's other passes on a machine with few cores).
         """
         from scipy.linalg import lu_factor, lu_solve
@@ -756,7 +755,7 @@ class CoxFit(FitInterface):
         """The survival probability ``S(t | x)`` of new patients at ``times``.
 
         ``exp(-Lambda_0(t) exp(x'beta))``, R's ``survfit(fit, newdata)$surv`` read at
-        ``times`` (:func:`coxinfluence.models.predictions.predict_survival`).
+        ``times`` (``coxinfluence.models.predictions.predict_survival``).
 
         Parameters
         ----------
@@ -801,7 +800,7 @@ class CoxFit(FitInterface):
         """The cumulative hazard ``Lambda_0(t) exp(x'beta)`` of new patients at ``times``.
 
         R's ``survfit(fit, newdata)$cumhaz`` read at ``times``
-        (:func:`coxinfluence.models.predictions.predict_cumulative_hazard`).
+        (``coxinfluence.models.predictions.predict_cumulative_hazard``).
 
         Parameters
         ----------
@@ -844,7 +843,7 @@ class CoxFit(FitInterface):
         """The relative risk ``exp(x'beta)`` of new patients, not centred.
 
         R's ``predict(fit, newdata, type = "risk", reference = "zero")``
-        (:func:`coxinfluence.models.predictions.predict_risk`).
+        (``coxinfluence.models.predictions.predict_risk``).
 
         Parameters
         ----------
@@ -874,7 +873,7 @@ class CoxFit(FitInterface):
         """The linear predictor ``x'beta`` of new patients, not centred.
 
         R's ``predict(fit, newdata, type = "lp", reference = "zero")``
-        (:func:`coxinfluence.models.predictions.predict_lp`); subtract ``predict_lp`` of
+        (``coxinfluence.models.predictions.predict_lp``); subtract ``predict_lp`` of
         the training means to centre it as R's default and lifelines do.
 
         Parameters
@@ -996,14 +995,14 @@ def fit_cox(X, time, event, *, start=None, entry=None, id=None, weights=None, st
     tol : float, default 1e-10
         Convergence when ``max |gradient| <= tol`` (or the gradient's rounding floor
         when huge case weights make it larger:
-        :func:`coxinfluence.likelihood.objective.gradient_tolerance`) and the Newton
+        ``coxinfluence.likelihood.objective.gradient_tolerance``) and the Newton
         step is at most ``1e-6 (1 + max |coef|)``, or the step is at rounding level
-        (:func:`coxinfluence.numerics.newton.converged`).
+        (``coxinfluence.numerics.newton.converged``).
     max_iter : int, default 50
         Newton iterations before giving up with a :class:`ConvergenceWarning`.
     init : array_like, shape (d,), optional
         Starting coefficients (default zeros, as R; from 2^20 rows on, the fit of a
-        subsample of about 2^16 rows: :func:`subsample_start`).
+        subsample of about 2^16 rows: ``subsample_start``).
     at_risk_at_entry : bool, default False
         With ``start``, a row is also at risk at its entry time, on ``[start, time]``
         (statsmodels' ``PHReg(entry=...)``, Stata's convention; the statsmodels
