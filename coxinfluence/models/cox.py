@@ -370,10 +370,10 @@ class CoxFit(FitInterface):
     array([0.684, 0.944, 1.369, 0.861, 0.648, 0.919, 1.096])
     """
 
+    prediction_family = "cox"
     #: the training means a risk score subtracts (scikit-survival's centred estimators:
     #: ``SksurvCoxFit.centre``); None: not centred
     centre = None
-    prediction_family = "cox"
 
     coef: np.ndarray
     loglik: float
