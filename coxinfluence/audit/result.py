@@ -171,12 +171,32 @@ class InfluenceResult:
         """What a result row is: "patients" (rows or subjects) or "clusters".
 
         A model behind the seam may name its own (``unit_name``, e.g. "objects").
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> res = ci.influence(fit)
+        >>> res.unit_name
+        'patients'
+        >>> ci.influence(fit, method="reid", groups=rossi.index % 40).unit_name
+        'clusters'
         """
         return unit_name_of(self.model, self._resolved)
 
     @property
     def units_text(self) -> str:
-        """E.g. "103 patients (172 rows)", or "686 patients" when a patient is a row."""
+        """E.g. "103 patients (172 rows)", or "686 patients" when a patient is a row.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> ci.influence(fit, method="reid", groups=rossi.index % 40).units_text
+        '40 clusters (432 rows)'
+        """
         U, n = len(self.loo_change), self.model.n_rows
         return f"{U} {self.unit_name}" + ("" if U == n and self.model.units_are_rows
                                           else f" ({n} rows)")
@@ -185,7 +205,18 @@ class InfluenceResult:
     def robust(self) -> bool:
         """Whether the SE the model reports, :attr:`target_se` and the report's table, is
         the robust (sandwich) one. dfbetas divide by the model-based SE whatever it is
-        (:attr:`dfbetas`; :attr:`dfbetas_robust` by the robust one)."""
+        (:attr:`dfbetas`; :attr:`dfbetas_robust` by the robust one).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> ci.influence(fit, method="vif").robust
+        False
+        >>> ci.influence(fit, method="vif", robust=True).robust
+        True
+        """
         return self._resolved is not None and self._resolved.robust
 
     # ------------------------------------------------------------------- trust
@@ -193,7 +224,19 @@ class InfluenceResult:
     def verified(self) -> pd.Series:
         """(bool, per unit) whose numbers come from an exact refit that converged to a
         maximum: all units for ``method="exact"`` (but undefined and failed ones), the
-        refitted ones for ``"auto"``, none for the approximations."""
+        refitted ones for ``"auto"``, none for the approximations.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> res = ci.influence(fit)
+        >>> bool(res.verified.loc[res.top(10).index].all())
+        True
+        >>> bool(ci.influence(fit, method="vif").verified.any())
+        False
+        """
         out = np.zeros(len(self.loo_change), dtype=bool)
         if self.refits is not None:
             out[self.refits.codes[self.refits.ok]] = True
@@ -210,6 +253,17 @@ class InfluenceResult:
         refit failed), ``unverified_top`` (``"auto"`` could not refit it, and it may
         belong in the top 10); a model may add its own (e.g. the elastic net's
         ``selection_changes``).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> res = ci.influence(fit)
+        >>> res.flags.columns.tolist()
+        ['undefined', 'unstable', 'refit_failed', 'unverified_top']
+        >>> res.flags.sum().tolist()
+        [0, 3, 0, 0]
         """
         if self._flags is None:
             self._flags = _flags(self)
@@ -217,7 +271,19 @@ class InfluenceResult:
 
     @property
     def flagged(self) -> pd.Series:
-        """(bool, per unit) any flag."""
+        """(bool, per unit) any flag.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> res = ci.influence(fit)
+        >>> int(res.flagged.sum())
+        3
+        >>> bool(res.verified[res.flagged].all())
+        True
+        """
         return self.flags.any(axis=1).rename("flagged")
 
     # ---------------------------------------------------------------- derived tables
@@ -242,6 +308,15 @@ class InfluenceResult:
         weights, as R's ``coxph``); for ``S(t|x)`` plus the baseline hazard's own variance,
         as R's ``survfit`` (:meth:`coxinfluence.targets.Target.baseline_variance`).
         :attr:`dfbetas` divide by :attr:`dfbetas_se` instead.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> res = ci.influence(fit, method="vif")
+        >>> bool(np.allclose(res.target_se, fit.se))
+        True
         """
         return self._se(self.robust)
 
@@ -253,6 +328,15 @@ class InfluenceResult:
         the information, whether or not the model reports robust standard errors: R's
         ``residuals(fit, "dfbetas")`` divides by ``sqrt(diag(fit$naive.var))`` (coxph and
         survreg alike). Equal to :attr:`target_se` when :attr:`robust` is False.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> res = ci.influence(fit, method="vif", groups=rossi.index % 40, robust=True)
+        >>> bool(np.allclose(res.dfbetas_se, fit.naive_se))
+        True
         """
         return self._se(False)
 
@@ -308,6 +392,17 @@ class InfluenceResult:
 
         The quadratic form of the first-order change (VIF for ``auto``; the method's own
         change for "vif", "reid", "newton"; NaN for "exact"), ``I`` the information.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> res = ci.influence(fit)
+        >>> res.ld_approx.nlargest(2).round(4)
+        100    0.2102
+        118    0.1440
+        Name: ld_approx, dtype: float64
         """
         if self.method == "exact":
             ld = np.full(len(self.loo_change), np.nan)
@@ -326,6 +421,17 @@ class InfluenceResult:
 
         The full-data log likelihood at the refit (minus the penalised objective for
         penalised fits), where the unit was refitted to a maximum; else NaN.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> res = ci.influence(fit)
+        >>> res.ld_exact.nlargest(2).round(4)
+        100    0.2249
+        118    0.1525
+        Name: ld_exact, dtype: float64
         """
         ld = np.full(len(self.loo_change), np.nan)
         if self.objective_loo is not None:
@@ -338,6 +444,18 @@ class InfluenceResult:
 
         Exact (:attr:`ld_exact`) where the unit was refitted, NaN where its refit is
         undefined or failed, else the quadratic form (:attr:`ld_approx`).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> res = ci.influence(fit)
+        >>> ld = res.likelihood_displacement
+        >>> bool(np.allclose(ld[res.verified], res.ld_exact[res.verified]))
+        True
+        >>> bool(np.allclose(ld[~res.verified], res.ld_approx[~res.verified]))
+        True
         """
         exact = self.ld_exact.to_numpy()
         refitted = np.zeros(exact.shape[0], dtype=bool)
@@ -356,6 +474,19 @@ class InfluenceResult:
         under case-weight perturbation; ``U`` (n_units, d) the per-unit score residuals
         (summed over a unit's rows: ``U_g = I IF_n(g) / n``, Reid's IF). The squares
         sum to 1; the sign of an eigenvector is arbitrary, hence the absolute value.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> res = ci.influence(fit)
+        >>> res.lmax.nlargest(2).round(4)
+        100    0.3862
+        270    0.3050
+        Name: lmax, dtype: float64
+        >>> round(float((res.lmax ** 2).sum()), 10)
+        1.0
         """
         return pd.Series(lmax_from_scores(self.model.unit_scores(), self.model.information),
                          index=self.loo_change.index, name="lmax")
@@ -370,6 +501,17 @@ class InfluenceResult:
         ``method="auto"`` verifies for every target but the coefficients
         (``coxinfluence.audit.verification``). With one target column, the order of
         ``|loo_change|``. NaN where the change is.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> res = ci.influence(fit)
+        >>> res.target_influence.nlargest(2).round(4)
+        100    0.4703
+        118    0.3653
+        Name: target_influence, dtype: float64
         """
         return pd.Series(target_magnitude(self.loo_change.to_numpy(),
                                           self.dfbetas_se.to_numpy()),
@@ -483,6 +625,18 @@ class InfluenceResult:
         See Also
         --------
         top_vif_error : The same in absolute terms, among the top units.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> res = ci.influence(fit)
+        >>> label, ld_vif, ld_exact = res.largest_error()
+        >>> print(f"{label}: VIF {ld_vif:.4f}, exact {ld_exact:.4f}")
+        241: VIF 0.0578, exact 0.0694
+        >>> ci.influence(fit, method="vif").largest_error() is None
+        True
         """
         if self.approx is None:
             return None
@@ -590,6 +744,16 @@ class InfluenceResult:
         -------
         InfluenceResult
             The same target, ``method="exact"``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> vif = ci.influence(fit, method="vif")
+        >>> ex = vif.exact()
+        >>> ex.method, int(ex.verified.sum()), vif.exact() is ex
+        ('exact', 432, True)
         """
         if self.method == "exact":
             return self
@@ -623,6 +787,16 @@ class InfluenceResult:
         ------
         ValueError
             If a column is not one of ``loo_change``'s.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> res = ci.influence(fit)
+        >>> fig = res.plot_index(columns=["prio"])
+        >>> len(fig.axes)
+        1
         """
         from coxinfluence.plotting import index_plot
         return index_plot(self, columns=columns, label_top=label_top,
@@ -650,6 +824,16 @@ class InfluenceResult:
         ------
         ValueError
             If a column is not one of ``loo_change``'s.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> vif = ci.influence(fit, method="vif")
+        >>> fig = vif.plot_vs_exact(columns=["age", "prio"])
+        >>> len(fig.axes)
+        2
         """
         from coxinfluence.plotting import scatter_vs
         return scatter_vs(self, exact if exact is not None else self.exact(), columns=columns)
