@@ -391,12 +391,32 @@ class CoxFit(FitInterface):
 
     @property
     def n(self):
-        """The number of rows fitted (``nobs``)."""
+        """The number of rows fitted (``nobs``).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> fit.n, fit.nobs
+        (432, 432)
+        """
         return self.data.n
 
     @property
     def columns(self):
-        """The covariates' names (a DataFrame's columns, else ``x0``, ``x1``, ...)."""
+        """The covariates' names (a DataFrame's columns, else ``x0``, ``x1``, ...).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> fit.columns
+        ['fin', 'age', 'prio']
+        >>> ci.fit_cox(rossi[["fin", "age"]].to_numpy(), rossi["week"], rossi["arrest"]).columns
+        ['x0', 'x1']
+        """
         return list(self.data.columns)
 
     @property
@@ -452,6 +472,14 @@ class CoxFit(FitInterface):
 
         A ``RiskSets``: the loss, gradient and
         Hessian with deletions, computed once per fit and reused.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> fit.risk_sets is fit.risk_sets
+        True
         """
         return RiskSets(self.data)
 
@@ -623,6 +651,16 @@ class CoxFit(FitInterface):
 
         R's ``fit$naive.var`` (``fit$var`` when R's fit is not robust), whatever
         :attr:`robust_default`: ``cov_params()`` is the covariance the summaries show.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> bool(np.allclose(fit.var @ fit.information, np.eye(3)))
+        True
+        >>> bool(np.allclose(np.sqrt(np.diag(fit.var)), fit.se))
+        True
         """
         return np.linalg.inv(self.information)
 
@@ -712,7 +750,16 @@ class CoxFit(FitInterface):
 
     @property
     def hazard_ratios(self):
-        """The hazard ratios ``exp(coef)``, an array (the summary's ``exp(coef)``)."""
+        """The hazard ratios ``exp(coef)``, an array (the summary's ``exp(coef)``).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> fit.hazard_ratios.round(4)
+        array([0.7068, 0.9351, 1.1017])
+        """
         return np.exp(self.coef)
 
     def _summary_head(self, se, robust):
@@ -727,12 +774,30 @@ class CoxFit(FitInterface):
 
     @property
     def n_units(self) -> int:
-        """The number of units of deletion: the subjects (``id=``), else the rows."""
+        """The number of units of deletion: the subjects (``id=``), else the rows.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> fit.n_units
+        432
+        """
         return len(self.data.id_labels) if self.data.ids is not None else self.n
 
     @property
     def n_events(self) -> int:
-        """The number of rows with an event (R's ``fit$nevent``; not weighted)."""
+        """The number of rows with an event (R's ``fit$nevent``; not weighted).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> fit.n_events
+        114
+        """
         return int(np.count_nonzero(self.data.event))
 
     @property
