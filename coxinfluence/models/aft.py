@@ -178,28 +178,80 @@ class AFTFit(FitInterface):
 
     @property
     def dist(self):
-        """The distribution: "weibull", "exponential", "lognormal" or "loglogistic"."""
+        """The distribution: "weibull", "exponential", "lognormal" or "loglogistic".
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> fit.dist
+        'weibull'
+        """
         return self.data.dist
 
     @property
     def n(self):
-        """The number of rows fitted (``nobs``)."""
+        """The number of rows fitted (``nobs``).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> fit.n, fit.n_events
+        (432, 114)
+        """
         return self.data.n
 
     @property
     def model_name(self):
-        """The model's name as the report shows it, e.g. "Weibull AFT (survreg)"."""
+        """The model's name as the report shows it, e.g. "Weibull AFT (survreg)".
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> fit.model_name
+        'Weibull AFT (survreg)'
+        """
         return f"{DIST_NAMES[self.dist]} AFT (survreg)"
 
     @cached_property
     def likelihood(self) -> AFTLikelihood:
         """The fit's ``AFTLikelihood`` (loss, gradient,
-        Hessian, per-row scores, with deletions)."""
+        Hessian, per-row scores, with deletions).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> fit.likelihood is fit.likelihood
+        True
+        """
         return AFTLikelihood(self.data)
 
     @property
     def covariates(self):
-        """The covariates' names (without the intercept and the scales), a list."""
+        """The covariates' names (without the intercept and the scales), a list.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> fit.covariates
+        ['fin', 'age', 'race', 'wexp', 'mar', 'paro', 'prio']
+        >>> fit.columns[0], fit.columns[-1]
+        ('(Intercept)', 'Log(scale)')
+        """
         return list(self.columns[1:self.data.p])
 
     @property
@@ -257,7 +309,19 @@ class AFTFit(FitInterface):
 
     @property
     def var(self):
-        """The model-based covariance, the inverse information: R's ``vcov(fit)``."""
+        """The model-based covariance, the inverse information: R's ``vcov(fit)``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> fit.var.shape
+        (9, 9)
+        >>> bool(np.allclose(fit.var @ fit.information, np.eye(9)))
+        True
+        """
         return np.linalg.inv(self.information)
 
     @property
@@ -322,6 +386,18 @@ class AFTFit(FitInterface):
         -------
         numpy.ndarray, shape (n, k)
             One row per data row (caller's order), without the case weight.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> scores = fit.row_scores()
+        >>> scores.shape
+        (432, 9)
+        >>> bool(np.abs(scores.sum(axis=0)).max() < 1e-6)
+        True
         """
         return self.likelihood.row_scores(self.coef)
 
@@ -362,6 +438,18 @@ class AFTFit(FitInterface):
             ``(codes, labels)``: each row's unit code and the sorted labels, of
             ``groups`` when given, else of the subjects (``id=``); None when both are
             None (the units are the rows).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> fit.clusters() is None
+        True
+        >>> codes, labels = fit.clusters(rossi.index % 40)
+        >>> codes[:5], len(labels)
+        (array([0, 1, 2, 3, 4]), 40)
         """
         if groups is not None:
             return encode_labels(groups, self.n, "groups", self.index)
@@ -410,7 +498,17 @@ class AFTFit(FitInterface):
 
     @property
     def n_units(self) -> int:
-        """The number of units of deletion: the subjects (``id=``), else the rows."""
+        """The number of units of deletion: the subjects (``id=``), else the rows.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> fit.n_units
+        432
+        """
         return len(self.id_labels) if self.ids is not None else self.n
 
     @property
@@ -418,6 +516,15 @@ class AFTFit(FitInterface):
         """The number of rows with an exact (uncensored) time.
 
         Left-, right- and interval-censored rows are not counted.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi.drop(columns=["week", "arrest"])
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> fit.n_events
+        114
         """
         return int(np.count_nonzero(self.data.kind == EXACT))
 
