@@ -190,23 +190,79 @@ class FineGrayFit(FitInterface):
 
     @property
     def n(self):
-        """The number of subjects (rows) fitted (``nobs``)."""
+        """The number of subjects (rows) fitted (``nobs``).
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(1)
+        >>> n = 200
+        >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2), "treated": rng.integers(0, 2, n)})
+        >>> t1 = rng.exponential(1 / np.exp(0.5 * X["age"] - 0.7 * X["treated"]))
+        >>> t2, censor = rng.exponential(2.0, n), rng.exponential(3.0, n)
+        >>> time = np.minimum.reduce([t1, t2, censor]).round(3)
+        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> fit = ci.fit_fine_gray(X, time, status, cause=1)
+        >>> fit.n, fit.nobs
+        (200, 200)
+        """
         return self.data.n
 
     @property
     def model_name(self):
-        """The model's name as the report shows it, e.g. "Fine-Gray, cause 1"."""
+        """The model's name as the report shows it, e.g. "Fine-Gray, cause 1".
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(1)
+        >>> n = 200
+        >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2), "treated": rng.integers(0, 2, n)})
+        >>> t1 = rng.exponential(1 / np.exp(0.5 * X["age"] - 0.7 * X["treated"]))
+        >>> t2, censor = rng.exponential(2.0, n), rng.exponential(3.0, n)
+        >>> time = np.minimum.reduce([t1, t2, censor]).round(3)
+        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> fit = ci.fit_fine_gray(X, time, status, cause=1)
+        >>> fit.model_name
+        'Fine-Gray, cause 1'
+        """
         return f"Fine-Gray, cause {_plain(self.cause)}"
 
     @property
     def likelihood(self) -> FineGrayLikelihood:
         """The fit's ``FineGrayLikelihood``
-        (loss, gradient, Hessian, with deletions)."""
+        (loss, gradient, Hessian, with deletions).
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(1)
+        >>> n = 200
+        >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2), "treated": rng.integers(0, 2, n)})
+        >>> t1 = rng.exponential(1 / np.exp(0.5 * X["age"] - 0.7 * X["treated"]))
+        >>> t2, censor = rng.exponential(2.0, n), rng.exponential(3.0, n)
+        >>> time = np.minimum.reduce([t1, t2, censor]).round(3)
+        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> fit = ci.fit_fine_gray(X, time, status, cause=1)
+        >>> type(fit.likelihood).__name__
+        'FineGrayLikelihood'
+        """
         return FineGrayLikelihood(self.data)
 
     @property
     def n_units(self) -> int:
-        """The number of units of deletion: the subjects, one row each."""
+        """The number of units of deletion: the subjects, one row each.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(1)
+        >>> n = 200
+        >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2), "treated": rng.integers(0, 2, n)})
+        >>> t1 = rng.exponential(1 / np.exp(0.5 * X["age"] - 0.7 * X["treated"]))
+        >>> t2, censor = rng.exponential(2.0, n), rng.exponential(3.0, n)
+        >>> time = np.minimum.reduce([t1, t2, censor]).round(3)
+        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> fit = ci.fit_fine_gray(X, time, status, cause=1)
+        >>> fit.n_units
+        200
+        """
         return self.n
 
     @property
@@ -230,7 +286,21 @@ class FineGrayFit(FitInterface):
 
     @property
     def n_competing(self):
-        """The number of failures of the other causes (competing events)."""
+        """The number of failures of the other causes (competing events).
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(1)
+        >>> n = 200
+        >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2), "treated": rng.integers(0, 2, n)})
+        >>> t1 = rng.exponential(1 / np.exp(0.5 * X["age"] - 0.7 * X["treated"]))
+        >>> t2, censor = rng.exponential(2.0, n), rng.exponential(3.0, n)
+        >>> time = np.minimum.reduce([t1, t2, censor]).round(3)
+        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> fit = ci.fit_fine_gray(X, time, status, cause=1)
+        >>> fit.n_events, fit.n_competing
+        (96, 63)
+        """
         return int((self.data.kind == COMPETING).sum())
 
     @cached_property
@@ -240,6 +310,19 @@ class FineGrayFit(FitInterface):
         The score with the censoring term
         (``crr_scores``), an (n, d) array in the
         caller's order.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(1)
+        >>> n = 200
+        >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2), "treated": rng.integers(0, 2, n)})
+        >>> t1 = rng.exponential(1 / np.exp(0.5 * X["age"] - 0.7 * X["treated"]))
+        >>> t2, censor = rng.exponential(2.0, n), rng.exponential(3.0, n)
+        >>> time = np.minimum.reduce([t1, t2, censor]).round(3)
+        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> fit = ci.fit_fine_gray(X, time, status, cause=1)
+        >>> fit.scores.shape
+        (200, 2)
         """
         return self.data.to_caller_order(crr_scores(self.data, self.coef))
 
@@ -249,6 +332,19 @@ class FineGrayFit(FitInterface):
 
         It treats the censoring weights as known, so it is not a valid variance of the
         estimate: ``var`` (the sandwich) is.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(1)
+        >>> n = 200
+        >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2), "treated": rng.integers(0, 2, n)})
+        >>> t1 = rng.exponential(1 / np.exp(0.5 * X["age"] - 0.7 * X["treated"]))
+        >>> t2, censor = rng.exponential(2.0, n), rng.exponential(3.0, n)
+        >>> time = np.minimum.reduce([t1, t2, censor]).round(3)
+        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> fit = ci.fit_fine_gray(X, time, status, cause=1)
+        >>> bool(np.allclose(fit.naive_var @ fit.information, np.eye(2)))
+        True
         """
         return np.linalg.inv(self.information)
 
@@ -259,6 +355,20 @@ class FineGrayFit(FitInterface):
         ``s_i = eta_i + psi_i`` (:attr:`scores`). With case weights ``s_i`` is the
         weighted score ``w_i (eta_i + psi_i)`` (coxph's robust convention: not the
         variance of the duplicated data).
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(1)
+        >>> n = 200
+        >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2), "treated": rng.integers(0, 2, n)})
+        >>> t1 = rng.exponential(1 / np.exp(0.5 * X["age"] - 0.7 * X["treated"]))
+        >>> t2, censor = rng.exponential(2.0, n), rng.exponential(3.0, n)
+        >>> time = np.minimum.reduce([t1, t2, censor]).round(3)
+        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> fit = ci.fit_fine_gray(X, time, status, cause=1)
+        >>> sandwich = fit.naive_var @ (fit.scores.T @ fit.scores) @ fit.naive_var
+        >>> bool(np.allclose(fit.var, sandwich))
+        True
         """
         S = self.scores
         return self.naive_var @ (S.T @ S) @ self.naive_var
@@ -330,7 +440,21 @@ class FineGrayFit(FitInterface):
     def aic(self):
         """Not defined: crr has no AIC (its log pseudo-likelihood, with the censoring
         weights estimated, is no likelihood), so this raises ``AttributeError``
-        (``hasattr(fit, "aic")`` is False)."""
+        (``hasattr(fit, "aic")`` is False).
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(1)
+        >>> n = 200
+        >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2), "treated": rng.integers(0, 2, n)})
+        >>> t1 = rng.exponential(1 / np.exp(0.5 * X["age"] - 0.7 * X["treated"]))
+        >>> t2, censor = rng.exponential(2.0, n), rng.exponential(3.0, n)
+        >>> time = np.minimum.reduce([t1, t2, censor]).round(3)
+        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> fit = ci.fit_fine_gray(X, time, status, cause=1)
+        >>> hasattr(fit, "aic")
+        False
+        """
         raise AttributeError("aic: the Fine-Gray model has no AIC (R's crr defines none: "
                              "its log pseudo-likelihood is not a likelihood)")
 
@@ -350,6 +474,21 @@ class FineGrayFit(FitInterface):
         -------
         numpy.ndarray, shape (m,)
             The loss.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(1)
+        >>> n = 200
+        >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2), "treated": rng.integers(0, 2, n)})
+        >>> t1 = rng.exponential(1 / np.exp(0.5 * X["age"] - 0.7 * X["treated"]))
+        >>> t2, censor = rng.exponential(2.0, n), rng.exponential(3.0, n)
+        >>> time = np.minimum.reduce([t1, t2, censor]).round(3)
+        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> fit = ci.fit_fine_gray(X, time, status, cause=1)
+        >>> bool(np.isclose(fit.objective(fit.coef)[0], -fit.loglik))
+        True
+        >>> fit.objective(np.vstack([fit.coef, np.zeros(2)])).round(3)
+        array([454.158, 459.875])
         """
         thetas = np.atleast_2d(np.asarray(thetas, dtype=np.float64))
         return self.likelihood.evaluate(thetas, deleted, hessian=False)[0]
