@@ -16,7 +16,10 @@ import numpy as np
 import pandas as pd
 
 
-def _plt():
+def pyplot():
+    """matplotlib's ``pyplot``, imported on first use (``import coxinfluence`` loads no
+    matplotlib), with the non-interactive Agg backend unless the user (or Jupyter's inline
+    backend) chose one: figures are returned, never shown."""
     import matplotlib
     if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
         try:
@@ -28,7 +31,7 @@ def _plt():
 
 
 def _grid(m, width=3.6, height=2.8, max_cols=3):
-    plt = _plt()
+    plt = pyplot()
     ncols = min(max_cols, m)
     nrows = int(np.ceil(m / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows),

@@ -222,9 +222,9 @@ class Calibration:
         matplotlib.figure.Figure
             The figure (not shown).
         """
-        from coxinfluence.plotting import _plt
+        from coxinfluence.plotting import pyplot
         if ax is None:
-            fig, ax = _plt().subplots(figsize=(4.2, 4.0), constrained_layout=True)
+            fig, ax = pyplot().subplots(figsize=(4.2, 4.0), constrained_layout=True)
         else:
             fig = ax.figure
         hi = float(np.nanmax([1e-9, self.table.predicted.max(), self.table.observed.max(),
