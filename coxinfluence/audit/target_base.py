@@ -136,6 +136,19 @@ class Target:
         -------
         bool
             Whether ``fit`` is a ``fit_type``; False where it is None (the base class).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> surv = ci.targets.Survival(X.iloc[:2], [20, 40])
+        >>> impl = type(surv.implementation(fit=fit))
+        >>> impl.__name__, impl.evaluates(fit)
+        ('CoxSurvival', True)
+        >>> impl.evaluates(ci.fit_aft(X, rossi["week"], rossi["arrest"]))
+        False
         """
         return cls.fit_type is not None and isinstance(fit, cls.fit_type)
 
@@ -157,6 +170,16 @@ class Target:
         ------
         NotImplementedError
             In the base class: a subclass defines it.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> hr = ci.targets.HazardRatios()
+        >>> hr.columns(fit)
+        ['HR fin', 'HR age', 'HR prio']
         """
         raise NotImplementedError
 
@@ -181,6 +204,16 @@ class Target:
         ------
         NotImplementedError
             In the base class: a subclass defines it.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> hr = ci.targets.HazardRatios()
+        >>> hr.value(fit, fit.coef[None, :]).round(4)
+        array([[0.7068, 0.9351, 1.1017]])
         """
         raise NotImplementedError
 
@@ -201,6 +234,16 @@ class Target:
         ------
         NotImplementedError
             In the base class: a subclass defines it.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> hr = ci.targets.HazardRatios()
+        >>> bool(np.allclose(hr.jacobian(fit), np.diag(np.exp(fit.coef))))
+        True
         """
         raise NotImplementedError
 
@@ -221,6 +264,19 @@ class Target:
         -------
         numpy.ndarray of shape (U, m), or None
             One row per unit; None (zero) for targets of ``theta`` alone (the default).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> surv = ci.targets.Survival(X.iloc[:2], [20, 40])
+        >>> hr = ci.targets.HazardRatios()
+        >>> hr.data_effect(fit) is None
+        True
+        >>> surv.data_effect(fit).shape
+        (432, 4)
         """
         return None
 
@@ -243,6 +299,18 @@ class Target:
         numpy.ndarray, shape (U, m)
             One row per unit; by default :meth:`value` at ``theta_loo`` (targets of
             ``theta`` alone).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> hr = ci.targets.HazardRatios()
+        >>> theta_loo = ci.exact_loo(fit).to_numpy()
+        >>> values = hr.refit_values(fit, theta_loo)
+        >>> bool(np.allclose(values, np.exp(theta_loo)))
+        True
         """
         return self.value(fit, theta_loo)
 
@@ -262,6 +330,18 @@ class Target:
         -------
         numpy.ndarray of shape (m,), or None
             None for targets of ``theta`` alone (the default).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> surv = ci.targets.Survival(X.iloc[:2], [20, 40])
+        >>> ci.targets.HazardRatios().baseline_variance(fit) is None
+        True
+        >>> surv.baseline_variance(fit).shape
+        (4,)
         """
         return None
 
@@ -282,6 +362,18 @@ class Target:
         tuple of str
             One sentence per stratum with times past its last event time; empty for
             targets without times (the default).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> ci.targets.Survival(X.iloc[:1], [40]).followup_notes(fit)
+        ()
+        >>> note, = ci.targets.Survival(X.iloc[:1], [60]).followup_notes(fit)
+        >>> note[:60]
+        'S(t|x) at time 60: past the last event time of the data, 52;'
         """
         return ()
 
@@ -468,7 +560,18 @@ class Dispatched(Target):
 
     @property
     def quantity(self):
-        """The quantity this target asks for: its ``name`` (e.g. ``"survival"``)."""
+        """The quantity this target asks for: its ``name`` (e.g. ``"survival"``).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> surv = ci.targets.Survival(X.iloc[:2], [20, 40])
+        >>> surv.quantity
+        'survival'
+        """
         return self.name
 
     def implementation(self, names=None, fit=None, model_name=None):
@@ -499,6 +602,16 @@ class Dispatched(Target):
         ValueError
             When the model has no implementation of the quantity, or an option given
             (not None) is not one of the implementation's.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> surv = ci.targets.Survival(X.iloc[:2], [20, 40])
+        >>> type(surv.implementation(fit=fit)).__name__
+        'CoxSurvival'
         """
         cls = implementation_of(self.name, names, fit)
         model = f" ({model_name})" if model_name else ""
