@@ -108,6 +108,16 @@ class Coefficients(Target):
         -------
         list of str
             One name per parameter.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> target = ci.targets.Coefficients()
+        >>> target.columns(fit)
+        ['fin', 'age', 'prio']
         """
         return list(fit.columns)
 
@@ -125,6 +135,16 @@ class Coefficients(Target):
         -------
         numpy.ndarray, shape (B, d)
             ``theta`` as float64.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> target = ci.targets.Coefficients()
+        >>> target.value(fit, fit.coef[None, :]).round(4)
+        array([[-0.347 , -0.0671,  0.0969]])
         """
         return np.asarray(theta, dtype=np.float64)
 
@@ -140,6 +160,16 @@ class Coefficients(Target):
         -------
         numpy.ndarray, shape (d, d)
             The identity matrix.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> target = ci.targets.Coefficients()
+        >>> bool(np.allclose(target.jacobian(fit), np.eye(3)))
+        True
         """
         return np.eye(len(fit.coef))
 
@@ -193,6 +223,16 @@ class HazardRatios(Target):
         -------
         list of str
             One name per covariate's coefficient.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> hr = ci.targets.HazardRatios()
+        >>> hr.columns(fit)
+        ['HR fin', 'HR age', 'HR prio']
         """
         names = list(fit.columns)
         return [f"HR {names[k]}" for k in fit.ratio_positions]
@@ -211,6 +251,16 @@ class HazardRatios(Target):
         -------
         numpy.ndarray, shape (B, p)
             The hazard ratios at each row of ``theta``, one column per covariate.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> hr = ci.targets.HazardRatios()
+        >>> hr.value(fit, fit.coef[None, :]).round(4)
+        array([[0.7068, 0.9351, 1.1017]])
         """
         theta = np.asarray(theta, dtype=np.float64)
         return np.exp(theta[:, np.asarray(fit.ratio_positions, dtype=int)])
@@ -227,6 +277,16 @@ class HazardRatios(Target):
         -------
         numpy.ndarray, shape (p, d)
             Zero but for the fitted hazard ratio ``exp(theta_j)`` in column ``j``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> hr = ci.targets.HazardRatios()
+        >>> bool(np.allclose(hr.jacobian(fit), np.diag(np.exp(fit.coef))))
+        True
         """
         coef = np.asarray(fit.coef, dtype=np.float64)
         cols = np.asarray(fit.ratio_positions, dtype=int)

@@ -391,6 +391,16 @@ class TimeRatios(Target):
         -------
         list of str
             One name per covariate (not the intercept, not the scales).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> tr = ci.targets.TimeRatios()
+        >>> tr.columns(fit)
+        ['TR fin', 'TR age', 'TR prio']
         """
         return [f"TR {c}" for c in fit.covariates]
 
@@ -408,6 +418,16 @@ class TimeRatios(Target):
         -------
         numpy.ndarray, shape (B, p - 1)
             One column per covariate.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> tr = ci.targets.TimeRatios()
+        >>> tr.value(fit, fit.coef[None, :]).round(4)
+        array([[1.2834, 1.0489, 0.9326]])
         """
         return np.exp(np.asarray(theta, dtype=np.float64)[:, self._positions(fit)])
 
@@ -423,6 +443,16 @@ class TimeRatios(Target):
         -------
         numpy.ndarray, shape (p - 1, d)
             Zero but for ``exp(beta_j)`` in covariate j's column.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> tr = ci.targets.TimeRatios()
+        >>> tr.jacobian(fit).shape
+        (3, 5)
         """
         cols = self._positions(fit)
         J = np.zeros((cols.size, len(fit.coef)))

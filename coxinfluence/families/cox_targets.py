@@ -105,6 +105,16 @@ class _NewPatientTarget(Target):
         list of str
             One name per new patient, labelled by ``X_new``'s index (0, 1, ... for an
             array).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> rr = ci.targets.RelativeRisk(X.iloc[:2])
+        >>> rr.columns(fit)
+        ['rr[0]', 'rr[1]']
         """
         return [f"{self.prefix}[{lab}]" for lab in self._X(fit)[1]]
 
@@ -215,6 +225,16 @@ class RelativeRisk(_NewPatientTarget):
         -------
         numpy.ndarray, shape (B, P)
             One column per new patient.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> rr = ci.targets.RelativeRisk(X.iloc[:2])
+        >>> rr.value(fit, fit.coef[None, :]).round(4)
+        array([[0.2185, 0.6487]])
         """
         return np.exp(linear_predictor(theta, self._X(fit)[0]))
 
@@ -230,6 +250,17 @@ class RelativeRisk(_NewPatientTarget):
         -------
         numpy.ndarray, shape (P, d)
             One row per new patient.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_cox(X, rossi["week"], rossi["arrest"])
+        >>> rr = ci.targets.RelativeRisk(X.iloc[:2])
+        >>> J = rr.jacobian(fit)
+        >>> bool(np.allclose(J, rr.value(fit, fit.coef[None, :]).T * X.iloc[:2].to_numpy()))
+        True
         """
         X = self._X(fit)[0]
         return np.exp(X @ fit.coef)[:, None] * X
