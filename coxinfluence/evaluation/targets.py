@@ -159,6 +159,18 @@ class _TestSetMetric(Target):
         numpy.ndarray, shape (B, m)
             The metric (one column per entry, :meth:`columns`) from the model's
             predictions for the test patients at each row of ``theta``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_gbsg2
+        >>> gbsg = load_gbsg2()
+        >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+        >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+        >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+        >>> y = (gbsg.time[test], gbsg.cens[test])
+        >>> target = ci.targets.BrierScore(X[test], *y, times=[365, 730])
+        >>> np.round(target.value(fit, fit.coef[None, :]), 4)
+        array([[0.0743, 0.1729]])
         """
         return self._metric(self._shape(self._surv(fit, theta)))
 
@@ -177,6 +189,18 @@ class _TestSetMetric(Target):
         -------
         numpy.ndarray, shape (m, d)
             ``sum_{i,t} dg/dpred_{it} dpred_{it}/dtheta``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_gbsg2
+        >>> gbsg = load_gbsg2()
+        >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+        >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+        >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+        >>> y = (gbsg.time[test], gbsg.cens[test])
+        >>> target = ci.targets.BrierScore(X[test], *y, times=[365, 730])
+        >>> target.jacobian(fit).shape
+        (2, 5)
         """
         pred, flip = self._pred(fit)
         at = self._shape(self._surv(fit, np.asarray(fit.coef)[None, :]))[0]
@@ -201,6 +225,18 @@ class _TestSetMetric(Target):
         -------
         numpy.ndarray of shape (U, m), or None
             One row per unit.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_gbsg2
+        >>> gbsg = load_gbsg2()
+        >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+        >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+        >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+        >>> y = (gbsg.time[test], gbsg.cens[test])
+        >>> target = ci.targets.TimeDependentAUC(X[test], *y, times=[365, 730])
+        >>> target.data_effect(fit).shape
+        (458, 2)
         """
         pred, flip = self._pred(fit)
         eff = pred.data_effect(fit, units)
@@ -227,6 +263,18 @@ class _TestSetMetric(Target):
         numpy.ndarray, shape (U, m)
             The metric from the predictions of each refitted model (NaN where not
             refitted).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_gbsg2
+        >>> gbsg = load_gbsg2()
+        >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+        >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+        >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+        >>> y = (gbsg.time[test], gbsg.cens[test])
+        >>> target = ci.targets.TimeDependentAUC(X[test], *y, times=[365, 730])
+        >>> target.refit_values(fit, ci.exact_loo(fit).to_numpy()).shape
+        (458, 2)
         """
         pred, flip = self._pred(fit)
         pred = np.asarray(pred.refit_values(fit, theta_loo, units), dtype=np.float64)
@@ -249,6 +297,18 @@ class _TestSetMetric(Target):
         -------
         tuple of str
             The sentences of the prediction target (empty if none).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_gbsg2
+        >>> gbsg = load_gbsg2()
+        >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+        >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+        >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+        >>> y = (gbsg.time[test], gbsg.cens[test])
+        >>> target = ci.targets.BrierScore(X[test], *y, times=[365, 730])
+        >>> target.followup_notes(fit)
+        ()
         """
         return tuple(self._pred(fit)[0].followup_notes(fit))
 
@@ -275,6 +335,18 @@ class _TimeMetric(_TestSetMetric):
         -------
         list of str
             E.g. ``["brier(365)", "brier(730)"]``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_gbsg2
+        >>> gbsg = load_gbsg2()
+        >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+        >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+        >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+        >>> y = (gbsg.time[test], gbsg.cens[test])
+        >>> target = ci.targets.BrierScore(X[test], *y, times=[365, 730])
+        >>> target.columns(fit)
+        ['brier(365)', 'brier(730)']
         """
         return [f"{self.label}({t:g})" for t in self.times]
 
@@ -398,6 +470,18 @@ class BrierScore(_TimeMetric):
         -------
         numpy.ndarray of shape (U, m), or None
             One row per unit; None for predictions of ``theta`` alone.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_gbsg2
+        >>> gbsg = load_gbsg2()
+        >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+        >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+        >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+        >>> y = (gbsg.time[test], gbsg.cens[test])
+        >>> target = ci.targets.BrierScore(X[test], *y, times=[365, 730])
+        >>> target.data_effect(fit).shape
+        (458, 2)
         """
         n_units = units.n_units if units is not None else fit.nobs
         blocks = self._blocks(int(n_units))
@@ -436,6 +520,19 @@ class BrierScore(_TimeMetric):
         -------
         numpy.ndarray, shape (U, m)
             The metric of each refitted model (NaN where not refitted).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_gbsg2
+        >>> gbsg = load_gbsg2()
+        >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+        >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+        >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+        >>> y = (gbsg.time[test], gbsg.cens[test])
+        >>> target = ci.targets.BrierScore(X[test], *y, times=[365, 730])
+        >>> values = target.refit_values(fit, ci.exact_loo(fit).to_numpy())
+        >>> values.shape
+        (458, 2)
         """
         theta_loo = np.asarray(theta_loo, dtype=np.float64)
         blocks = self._blocks(theta_loo.shape[0])
@@ -517,6 +614,18 @@ class IntegratedBrierScore(BrierScore):
         -------
         list of str
             The column name.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_gbsg2
+        >>> gbsg = load_gbsg2()
+        >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+        >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+        >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+        >>> y = (gbsg.time[test], gbsg.cens[test])
+        >>> target = ci.targets.IntegratedBrierScore(X[test], *y, times=np.arange(200, 1501, 100))
+        >>> target.columns(fit)
+        ['ibs(1500)']
         """
         return [f"ibs({self.times[-1]:g})"]
 
@@ -736,6 +845,18 @@ class Concordance(_Surrogate, _TestSetMetric):
         -------
         list of str
             The column name.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_gbsg2
+        >>> gbsg = load_gbsg2()
+        >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+        >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+        >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+        >>> y = (gbsg.time[test], gbsg.cens[test])
+        >>> target = ci.targets.Concordance(X[test], *y)
+        >>> target.columns(fit)
+        ['c_harrell']
         """
         return [f"c_{self.kind}"]
 
@@ -778,6 +899,18 @@ class Concordance(_Surrogate, _TestSetMetric):
         -------
         numpy.ndarray, shape (B, 1)
             The concordance of each row's risk scores.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_gbsg2
+        >>> gbsg = load_gbsg2()
+        >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+        >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+        >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+        >>> y = (gbsg.time[test], gbsg.cens[test])
+        >>> target = ci.targets.Concordance(X[test], *y)
+        >>> np.round(target.value(fit, fit.coef[None, :]), 4)
+        array([[0.6849]])
         """
         pred, sign = self._with(fit)
         s = self._scores(fit, pred.value(fit, theta), sign)
@@ -795,6 +928,18 @@ class Concordance(_Surrogate, _TestSetMetric):
         -------
         numpy.ndarray, shape (1, d)
             ``d C_h / dtheta``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_gbsg2
+        >>> gbsg = load_gbsg2()
+        >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+        >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+        >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+        >>> y = (gbsg.time[test], gbsg.cens[test])
+        >>> target = ci.targets.Concordance(X[test], *y)
+        >>> target.jacobian(fit).shape
+        (1, 5)
         """
         pred, sign = self._with(fit)
         v = np.asarray(pred.value(fit, np.asarray(fit.coef)[None, :]), dtype=np.float64)[0]
@@ -825,6 +970,18 @@ class Concordance(_Surrogate, _TestSetMetric):
         -------
         numpy.ndarray of shape (U, 1), or None
             None for scores of ``theta`` alone (a linear predictor, an AFT median).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_gbsg2
+        >>> gbsg = load_gbsg2()
+        >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+        >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+        >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+        >>> y = (gbsg.time[test], gbsg.cens[test])
+        >>> target = ci.targets.Concordance(X[test], *y)
+        >>> target.data_effect(fit) is None
+        True
         """
         pred, sign = self._with(fit)
         eff = pred.data_effect(fit, units)
@@ -850,6 +1007,18 @@ class Concordance(_Surrogate, _TestSetMetric):
         -------
         numpy.ndarray, shape (U, 1)
             The concordance of each refitted model (NaN where not refitted).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_gbsg2
+        >>> gbsg = load_gbsg2()
+        >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+        >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+        >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+        >>> y = (gbsg.time[test], gbsg.cens[test])
+        >>> target = ci.targets.Concordance(X[test], *y)
+        >>> target.refit_values(fit, ci.exact_loo(fit).to_numpy()).shape
+        (458, 1)
         """
         pred, sign = self._with(fit)
         v = np.asarray(pred.refit_values(fit, theta_loo, units), dtype=np.float64)
@@ -872,5 +1041,17 @@ class Concordance(_Surrogate, _TestSetMetric):
         -------
         tuple
             Empty.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_gbsg2
+        >>> gbsg = load_gbsg2()
+        >>> X = gbsg[["age", "tsize", "pnodes", "progrec", "estrec"]]
+        >>> train, test = gbsg.index % 3 != 2, gbsg.index % 3 == 2
+        >>> fit = ci.fit_cox(X[train], gbsg.time[train], gbsg.cens[train])
+        >>> y = (gbsg.time[test], gbsg.cens[test])
+        >>> target = ci.targets.Concordance(X[test], *y)
+        >>> target.followup_notes(fit)
+        ()
         """
         return ()

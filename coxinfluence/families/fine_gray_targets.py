@@ -157,6 +157,19 @@ class CumulativeIncidence(Target):
         -------
         list of str
             ``P T`` column names.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(1)
+        >>> n = 200
+        >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2),
+        ...                   "treated": rng.integers(0, 2, n)})
+        >>> time = rng.exponential(1.0, n).round(3)
+        >>> status = rng.choice([0, 1, 2], size=n, p=[0.3, 0.4, 0.3])
+        >>> fg = ci.fit_fine_gray(X, time, status, cause=1)
+        >>> target = ci.targets.CumulativeIncidence(X.iloc[:2], times=[0.5, 1.0])
+        >>> target.columns(fg)
+        ['F(0.5|0)', 'F(1|0)', 'F(0.5|1)', 'F(1|1)']
         """
         return [f"F({t:g}|{lab})" for lab in self._X(fit)[1] for t in self.times]
 
@@ -184,6 +197,22 @@ class CumulativeIncidence(Target):
         -------
         tuple of str
             One sentence per stratum with times past the cause's last failure time there.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(1)
+        >>> n = 200
+        >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2),
+        ...                   "treated": rng.integers(0, 2, n)})
+        >>> time = rng.exponential(1.0, n).round(3)
+        >>> status = rng.choice([0, 1, 2], size=n, p=[0.3, 0.4, 0.3])
+        >>> fg = ci.fit_fine_gray(X, time, status, cause=1)
+        >>> target = ci.targets.CumulativeIncidence(X.iloc[:2], times=[0.5, 1.0])
+        >>> target.followup_notes(fg)
+        ()
+        >>> late = ci.targets.CumulativeIncidence(X.iloc[:1], times=[6.0])
+        >>> late.followup_notes(fg)[0].split(":")[0]
+        'F(t|x) at time 6'
         """
         return follow_up_notes(fit, self.times, self._codes(fit), self._X(fit)[1], "F(t|x)")
 
@@ -209,6 +238,19 @@ class CumulativeIncidence(Target):
         -------
         numpy.ndarray, shape (B, P T)
             In the order of :meth:`columns`.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(1)
+        >>> n = 200
+        >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2),
+        ...                   "treated": rng.integers(0, 2, n)})
+        >>> time = rng.exponential(1.0, n).round(3)
+        >>> status = rng.choice([0, 1, 2], size=n, p=[0.3, 0.4, 0.3])
+        >>> fg = ci.fit_fine_gray(X, time, status, cause=1)
+        >>> target = ci.targets.CumulativeIncidence(X.iloc[:2], times=[0.5, 1.0])
+        >>> np.round(target.value(fg, fg.coef[None, :]), 4)
+        array([[0.2157, 0.295 , 0.1763, 0.2434]])
         """
         theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
         return self._cif(fit, theta, np.ones((theta.shape[0], fit.data.n)))
@@ -228,6 +270,19 @@ class CumulativeIncidence(Target):
         -------
         numpy.ndarray, shape (P T, d)
             One row per column of the target.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(1)
+        >>> n = 200
+        >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2),
+        ...                   "treated": rng.integers(0, 2, n)})
+        >>> time = rng.exponential(1.0, n).round(3)
+        >>> status = rng.choice([0, 1, 2], size=n, p=[0.3, 0.4, 0.3])
+        >>> fg = ci.fit_fine_gray(X, time, status, cause=1)
+        >>> target = ci.targets.CumulativeIncidence(X.iloc[:2], times=[0.5, 1.0])
+        >>> target.jacobian(fg).shape
+        (4, 2)
         """
         lin, cum, jumps, xbar = self._parts(fit, fit.coef[None, :], np.ones((1, fit.data.n)))
         survive = 1.0 - cumulative_incidence(lin, cum)[0].reshape(lin.shape[1], -1)   # (P, T)
@@ -263,6 +318,19 @@ class CumulativeIncidence(Target):
         ------
         ValueError
             If ``units`` is given.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(1)
+        >>> n = 200
+        >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2),
+        ...                   "treated": rng.integers(0, 2, n)})
+        >>> time = rng.exponential(1.0, n).round(3)
+        >>> status = rng.choice([0, 1, 2], size=n, p=[0.3, 0.4, 0.3])
+        >>> fg = ci.fit_fine_gray(X, time, status, cause=1)
+        >>> target = ci.targets.CumulativeIncidence(X.iloc[:2], times=[0.5, 1.0])
+        >>> target.data_effect(fg).shape
+        (200, 4)
         """
         _no_units(units)
         data = fit.data
@@ -304,6 +372,19 @@ class CumulativeIncidence(Target):
         ------
         ValueError
             If ``units`` is given.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(1)
+        >>> n = 200
+        >>> X = pd.DataFrame({"age": rng.normal(size=n).round(2),
+        ...                   "treated": rng.integers(0, 2, n)})
+        >>> time = rng.exponential(1.0, n).round(3)
+        >>> status = rng.choice([0, 1, 2], size=n, p=[0.3, 0.4, 0.3])
+        >>> fg = ci.fit_fine_gray(X, time, status, cause=1)
+        >>> target = ci.targets.CumulativeIncidence(X.iloc[:2], times=[0.5, 1.0])
+        >>> target.refit_values(fg, ci.exact_loo(fg).to_numpy()).shape
+        (200, 4)
         """
         _no_units(units)
         data = fit.data
