@@ -186,12 +186,32 @@ class CoxData:
 
     @property
     def n(self):
-        """The number of rows."""
+        """The number of rows.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> data = fit.data
+        >>> data.n
+        432
+        """
         return self.X.shape[0]
 
     @property
     def d(self):
-        """The number of covariates."""
+        """The number of covariates.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> data = fit.data
+        >>> data.d
+        3
+        """
         return self.X.shape[1]
 
     @cached_property
@@ -200,17 +220,48 @@ class CoxData:
 
         Turns ``X' diag(c_b) X`` for a batch of weight vectors ``c`` into one matrix
         product ``c @ X_outer``.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> data = fit.data
+        >>> data.X_outer.shape
+        (432, 9)
+        >>> bool(np.allclose(data.X_outer[0], np.outer(data.X[0], data.X[0]).ravel()))
+        True
         """
         return (self.X[:, :, None] * self.X[:, None, :]).reshape(self.n, -1)
 
     @property
     def n_groups(self):
-        """The number of tie groups (distinct (stratum, time) pairs)."""
+        """The number of tie groups (distinct (stratum, time) pairs).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> data = fit.data
+        >>> data.n_groups
+        49
+        """
         return self.group_start.shape[0]
 
     @cached_property
     def inverse_order(self):
-        """The sorted position of each caller's row: ``inverse_order[i]``, read-only."""
+        """The sorted position of each caller's row: ``inverse_order[i]``, read-only.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> data = fit.data
+        >>> bool(np.array_equal(data.time[data.inverse_order], rossi["week"]))
+        True
+        """
         inv = np.empty_like(self.order)
         inv[self.order] = np.arange(self.order.size)
         inv.flags.writeable = False
@@ -249,6 +300,15 @@ class CoxData:
     @property
     def term_mean_weight(self):
         """``m_g`` of each Efron term: the mean case weight of the events of its group.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> data = fit.data
+        >>> data.term_mean_weight.shape, float(data.term_mean_weight.max())
+        ((114,), 1.0)
         """
         return (self.group_event_weight / np.maximum(self.group_n_events, 1))[self.term_group]
 
@@ -293,6 +353,17 @@ class CoxData:
         -------
         CoxData
             The rows and columns kept, in sorted order.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> data = fit.data
+        >>> keep = np.arange(data.n) < 100
+        >>> sub = data.with_rows_and_columns(keep, [0, 2])
+        >>> sub.n, sub.d
+        (100, 2)
         """
         keep = np.asarray(keep_sorted, dtype=bool)
         return build_cox_data(self.X[keep][:, cols], self.time[keep], self.event[keep],
@@ -308,6 +379,15 @@ class CoxData:
 
         True: on ``[start, time]``, statsmodels' and Stata's convention; False (the
         default): on ``(start, time]``, R's and lifelines' (``EntryStructure``).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> data = fit.data
+        >>> data.at_risk_at_entry
+        False
         """
         return self.entry is not None and self.entry.at_risk_at_entry
 
