@@ -44,6 +44,7 @@ from coxinfluence.influence_functions.any_fit import (
 )
 from coxinfluence.influence_functions.reid import score_residuals
 from coxinfluence.models.aft import AFTFit, fit_aft
+from coxinfluence.models.cause_specific import CauseSpecificFit, fit_cause_specific
 from coxinfluence.models.cox import (
     ConvergenceWarning,
     CoxFit,
@@ -69,6 +70,7 @@ __all__ = [
     "NotConvergedError",
     "fit_cox", "cox_loss", "cox_gradient", "cox_hessian", "fit_aft", "AFTFit",
     "fit_fine_gray", "FineGrayFit",
+    "fit_cause_specific", "CauseSpecificFit",
     "residuals", "ph_test",
     "reid_influence", "score_residuals", "vif", "exact_loo", "newton_loo",
     "influence", "InfluenceResult", "targets", "datasets", "metrics",

@@ -1,0 +1,80 @@
+# Reference numbers from riskRegression's CSC (cause-specific Cox models) and its predict
+# (absolute risk, its standard error and iid decomposition) for tests/test_cause_specific.py.
+#
+# Usage: Rscript cause_specific_reference.R OUTDIR
+# Writes into OUTDIR:
+#   data_pbc.csv: survival::pbc's time, status (0 censored, 1 transplant, 2 death), age,
+#     logbili = log(bili), albumin, edema, and entry = pmin(time / 3, 200) (a delayed entry);
+#   reference.csv, long format case, quantity, row, col, value. Cases: efron (~ age +
+#     logbili), breslow (cause 1 ~ age + logbili, cause 2 ~ age + logbili + albumin, ties
+#     "breslow"), strata (+ strata(edema)), entry (Hist(time, status, entry = entry)),
+#     weights (weights = w, w from 0.5 to 2: coefficients and SEs only, predictCox refuses
+#     weighted fits). Quantities: coef_k, se_k (sqrt(diag(vcov(model k)))), loglik_k;
+#     risk_k_pl1 / risk_k_pl0 (predict(..., cause = k, product.limit = TRUE / FALSE)$absRisk,
+#     row the new patient, col the time), riskse_k (absRisk.se), iid_k (absRisk.iid, row the
+#     subject, col patient * length(times) + time, 0-based); loo_coef (row the deleted
+#     subject, 0-based: CSC refitted without it, every cause's coefficients) and
+#     loo_risk_1 (its absolute risk of cause 1, product limit).
+# New patients: rows 1, 5, 9, 100 (1-based); times 500, 1000, 2000, 3000.
+suppressPackageStartupMessages({library(survival); library(riskRegression)})
+args <- commandArgs(trailingOnly = TRUE)
+outdir <- args[1]
+dir.create(outdir, showWarnings = FALSE, recursive = TRUE)
+d <- data.frame(time = pbc$time, status = pbc$status, age = pbc$age,
+                logbili = log(pbc$bili), albumin = pbc$albumin, edema = pbc$edema)
+d$entry <- pmin(d$time / 3, 200)
+d$w <- seq(0.5, 2, length.out = nrow(d))
+write.csv(d, file.path(outdir, "data_pbc.csv"), row.names = FALSE)
+nd <- d[c(1, 5, 9, 100), ]
+times <- c(500, 1000, 2000, 3000)
+loo_rows <- c(0, 1, 2, 55, 200)
+out <- list()
+put <- function(case, quantity, m) {
+  m <- as.matrix(m)
+  out[[length(out) + 1]] <<- data.frame(case = case, quantity = quantity,
+                                        row = as.vector(row(m)) - 1, col = as.vector(col(m)) - 1,
+                                        value = as.vector(m))
+}
+fitters <- list(
+  efron = function(data) CSC(Hist(time, status) ~ age + logbili, data = data),
+  breslow = function(data) CSC(list(Hist(time, status) ~ age + logbili,
+                                    Hist(time, status) ~ age + logbili + albumin),
+                               data = data, ties = "breslow"),
+  strata = function(data) CSC(Hist(time, status) ~ age + logbili + strata(edema), data = data),
+  entry = function(data) CSC(Hist(time, status, entry = entry) ~ age + logbili, data = data),
+  weights = function(data) CSC(Hist(time, status) ~ age + logbili, data = data, weights = data$w)
+)
+for (case in names(fitters)) {
+  fit <- fitters[[case]](d)
+  for (k in 1:2) {
+    m <- fit$models[[k]]
+    put(case, paste0("coef_", k), coef(m))
+    put(case, paste0("se_", k), sqrt(diag(vcov(m))))
+    put(case, paste0("loglik_", k), m$loglik[2])
+  }
+  if (case == "weights") next
+  for (k in 1:2) {
+    p <- predict(fit, newdata = nd, times = times, cause = k, se = TRUE, iid = TRUE,
+                 product.limit = TRUE)
+    put(case, paste0("risk_", k, "_pl1"), p$absRisk)
+    put(case, paste0("riskse_", k), p$absRisk.se)
+    iid <- p$absRisk.iid            # subjects x times x patients
+    flat <- matrix(NA_real_, dim(iid)[1], dim(iid)[2] * dim(iid)[3])
+    for (j in seq_len(dim(iid)[3])) for (t in seq_len(dim(iid)[2]))
+      flat[, (j - 1) * dim(iid)[2] + t] <- iid[, t, j]
+    put(case, paste0("iid_", k), flat)
+    p0 <- predict(fit, newdata = nd, times = times, cause = k, product.limit = FALSE)
+    put(case, paste0("risk_", k, "_pl0"), p0$absRisk)
+  }
+  loo_coef <- NULL; loo_risk <- NULL
+  for (r in loo_rows) {
+    refit <- fitters[[case]](d[-(r + 1), ])
+    loo_coef <- rbind(loo_coef, unlist(lapply(refit$models, coef)))
+    p <- predict(refit, newdata = nd, times = times, cause = 1, product.limit = TRUE)
+    loo_risk <- rbind(loo_risk, as.vector(t(p$absRisk)))
+  }
+  put(case, "loo_coef", loo_coef)
+  put(case, "loo_risk_1", loo_risk)
+}
+put("all", "loo_rows", loo_rows)
+write.csv(do.call(rbind, out), file.path(outdir, "reference.csv"), row.names = FALSE)

@@ -1,0 +1,94 @@
+"""Cause-specific Cox models (``ci.fit_cause_specific``) against riskRegression's CSC and
+its predict (golden fixtures of ``tests/r/cause_specific_reference.R``)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import coxinfluence as ci
+
+FIXTURES = Path(__file__).parent / "fixtures" / "r_cause_specific"
+DATA = pd.read_csv(FIXTURES / "data_pbc.csv")
+REF = pd.read_csv(FIXTURES / "reference.csv")
+NEW = DATA.iloc[[0, 4, 8, 99]]
+TIMES = [500.0, 1000.0, 2000.0, 3000.0]
+CASES = ("efron", "breslow", "strata", "entry", "weights")
+
+
+def reference(case, quantity):
+    rows = REF[(REF["case"] == case) & (REF["quantity"] == quantity)]
+    out = np.full((rows["row"].max() + 1, rows["col"].max() + 1), np.nan)
+    out[rows["row"], rows["col"]] = rows["value"]
+    return out
+
+
+def fit_case(case, data=DATA):
+    X = data[["age", "logbili", "albumin"]]
+    kwargs = {}
+    causes = {1: ["age", "logbili"], 2: ["age", "logbili"]}
+    if case == "breslow":
+        kwargs["ties"] = "breslow"
+        causes = {1: ["age", "logbili"], 2: ["age", "logbili", "albumin"]}
+    elif case == "strata":
+        kwargs["strata"] = data["edema"]
+    elif case == "entry":
+        kwargs["entry"] = data["entry"]
+    elif case == "weights":
+        kwargs["weights"] = data["w"]
+    return ci.fit_cause_specific(X, data["time"], data["status"], causes=causes, **kwargs)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_coefficients_and_standard_errors_are_csc(case):
+    fit = fit_case(case)
+    assert fit.causes == [1, 2]
+    coef = np.concatenate([reference(case, f"coef_{k}").ravel() for k in (1, 2)])
+    se = np.concatenate([reference(case, f"se_{k}").ravel() for k in (1, 2)])
+    np.testing.assert_allclose(fit.coef, coef, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(fit.se, se, rtol=1e-8)
+    np.testing.assert_allclose(fit.params.to_numpy(), coef, rtol=1e-8, atol=1e-10)
+    loglik = sum(reference(case, f"loglik_{k}")[0, 0] for k in (1, 2))
+    assert fit.loglik == pytest.approx(loglik, rel=1e-10)
+    assert fit.aic == pytest.approx(-2 * loglik + 2 * len(coef), rel=1e-10)
+    assert fit.params.index[0] == "cause 1: age"
+    V = fit.cov_params(robust=False)
+    assert V.shape == (len(coef), len(coef))
+    d1 = len(fit.models[0].coef)
+    assert np.all(V.to_numpy()[:d1, d1:] == 0.0)           # the model-based: block diagonal
+    assert fit.robust_default == (case == "weights")        # R's coxph: non-integer weights
+    limits = fit.conf_int()
+    np.testing.assert_allclose(limits["upper"] - limits["lower"], 2 * 1.959963984540054 * se,
+                               rtol=1e-8)
+    assert list(fit.summary().index) == fit.columns
+
+
+@pytest.mark.parametrize("case", ("efron", "breslow", "strata", "entry"))
+@pytest.mark.parametrize("cause", (1, 2))
+@pytest.mark.parametrize("product_limit", (True, False))
+def test_absolute_risk_is_csc_predict(case, cause, product_limit):
+    fit = fit_case(case)
+    strata = NEW["edema"] if case == "strata" else None
+    risk = fit.predict_absolute_risk(NEW, TIMES, cause=cause, product_limit=product_limit,
+                                     strata=strata)
+    expected = reference(case, f"risk_{cause}_pl{int(product_limit)}")
+    np.testing.assert_allclose(risk.to_numpy(), expected, rtol=1e-8, atol=1e-12)
+    assert list(risk.index) == list(NEW.index)
+
+
+def test_absolute_risk_refuses_an_unknown_cause_and_a_missing_model():
+    fit = fit_case("efron")
+    with pytest.raises(ValueError, match="cause must be one of"):
+        fit.predict_absolute_risk(NEW, TIMES, cause=3)
+    only = ci.fit_cause_specific(DATA[["age"]], DATA["time"], DATA["status"], causes=[2])
+    with pytest.raises(ValueError, match="every cause"):
+        only.predict_absolute_risk(NEW, TIMES, cause=2)
+
+
+def test_robust_covariance_blocks_are_each_models():
+    fit = fit_case("efron")
+    V = fit.robust_covariance()
+    np.testing.assert_allclose(V[:2, :2], fit.models[0].robust_covariance(), rtol=1e-12)
+    np.testing.assert_allclose(V[2:, 2:], fit.models[1].robust_covariance(), rtol=1e-12)
