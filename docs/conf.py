@@ -76,8 +76,12 @@ _MATHJAX_PARTS = ("MathJax.js", "config/TeX-AMS_CHTML.js", "extensions", "jax/in
                   "localization/en")
 
 
-def _mathjax_static() -> Path:
-    """Copy MathJax's files the site needs into _build/mathjax_static/mathjax/."""
+def _mathjax_static(app=None) -> Path:
+    """Copy MathJax's files the site needs into _build/mathjax_static/mathjax/ when an
+    HTML site is built (other builders, e.g. the tests' autosummary run, need none)."""
+    _MATHJAX_STATIC.mkdir(parents=True, exist_ok=True)
+    if app is None or app.builder.format != "html":
+        return _MATHJAX_STATIC
     if not (MATHJAX_SOURCE / "MathJax.js").exists():
         raise RuntimeError(
             f"MathJax not found at {MATHJAX_SOURCE}: `apt-get install -y libjs-mathjax`, or "
@@ -147,7 +151,7 @@ os.environ.setdefault("COXINFLUENCE_NO_DOWNLOAD", "1")   # never reach the netwo
 # -- HTML ------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = f"coxinfluence {release}"
-html_static_path: list[str] = [str(_mathjax_static())]
+html_static_path: list[str] = [str(_mathjax_static())]   # filled when the build starts
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
@@ -176,4 +180,5 @@ def _write_demo_report(app):
 
 
 def setup(app):
+    app.connect("builder-inited", _mathjax_static)
     app.connect("builder-inited", _write_demo_report)
