@@ -299,7 +299,8 @@ class InfluenceResult:
 
     @property
     def target_se(self) -> pd.Series:
-        """Delta-method standard error ``sqrt(diag(J V J'))`` of each target column.
+        r"""Delta-method standard error :math:`\sqrt{\operatorname{diag}(J V J^\top)}` of
+        each target column.
 
         ``V`` is the covariance the model reports (:attr:`robust`): model-based
         ``I^{-1}``, or the robust (grouped sandwich) :meth:`CoxFit.robust_covariance`
@@ -322,12 +323,13 @@ class InfluenceResult:
 
     @property
     def dfbetas_se(self) -> pd.Series:
-        """The standard error :attr:`dfbetas` divide by: the model-based one.
+        r"""The standard error :attr:`dfbetas` divide by: the model-based one.
 
-        ``sqrt(diag(J I^{-1} J'))`` (plus the baseline's variance for ``S(t|x)``), ``I``
-        the information, whether or not the model reports robust standard errors: R's
-        ``residuals(fit, "dfbetas")`` divides by ``sqrt(diag(fit$naive.var))`` (coxph and
-        survreg alike). Equal to :attr:`target_se` when :attr:`robust` is False.
+        :math:`\sqrt{\operatorname{diag}(J I^{-1} J^\top)}` (plus the baseline's variance
+        for ``S(t|x)``), :math:`I` the information, whether or not the model reports robust
+        standard errors: R's ``residuals(fit, "dfbetas")`` divides by
+        ``sqrt(diag(fit$naive.var))`` (coxph and survreg alike). Equal to
+        :attr:`target_se` when :attr:`robust` is False.
 
         Examples
         --------
@@ -388,10 +390,10 @@ class InfluenceResult:
 
     @property
     def ld_approx(self) -> pd.Series:
-        """The approximate likelihood displacement ``Delta_i' I Delta_i``.
+        r"""The approximate likelihood displacement :math:`\Delta_g^\top I \Delta_g`.
 
         The quadratic form of the first-order change (VIF for ``auto``; the method's own
-        change for "vif", "reid", "newton"; NaN for "exact"), ``I`` the information.
+        change for "vif", "reid", "newton"; NaN for "exact"), :math:`I` the information.
 
         Examples
         --------
@@ -417,7 +419,8 @@ class InfluenceResult:
 
     @property
     def ld_exact(self) -> pd.Series:
-        """The exact likelihood displacement ``2 [logL(theta_hat) - logL(theta_hat_{-i})]``.
+        r"""The exact likelihood displacement
+        :math:`2 [\log L(\hat\theta) - \log L(\hat\theta_{-g})]`.
 
         The full-data log likelihood at the refit (minus the penalised objective for
         penalised fits), where the unit was refitted to a maximum; else NaN.

@@ -74,7 +74,7 @@ def _data_for(theta, X, time, event, start, weights, strata, ties):
 
 def cox_loss(theta, X, time, event, *, start=None, weights=None, strata=None,
              ties="efron"):
-    """Negative log partial likelihood at ``theta``, summed over events.
+    r"""Negative log partial likelihood at ``theta``, summed over events.
 
     Minus R's ``coxph(...)$loglik`` at these coefficients (``fit$loglik[2]`` at the
     fitted ones).
@@ -122,17 +122,17 @@ def cox_loss(theta, X, time, event, *, start=None, weights=None, strata=None,
     The loss is the *negative* log partial likelihood, summed (not averaged) over
     events, with R's weighted Efron (default) or Breslow ties and strata:
 
-    ::
+    .. math::
 
-        L(theta) = sum_s sum_g [ -sum_{k in D_g} w_k eta_k
-                                 + m_g sum_{r=0}^{d_g-1} log(S0_g - c_r S0D_g) ],
+        L(\theta) = \sum_s \sum_g \Big[ -\sum_{k \in D_g} w_k \eta_k
+            + m_g \sum_{r=0}^{d_g - 1} \log\big(S^0_g - c_r S^{0D}_g\big) \Big],
 
-        eta = X theta,  S0_g = sum_{j in R_g} w_j exp(eta_j),
-        S0D_g = sum_{k in D_g} w_k exp(eta_k),
-        m_g = sum_{k in D_g} w_k / d_g,  c_r = r / d_g (Efron) or 0 (Breslow),
-
-    where ``R_g`` is the risk set of tie group ``g`` (same stratum, time >= t_g, and
-    with delayed entry start < t_g) and ``D_g`` its events (Therneau & Grambsch 2000,
+    with :math:`\eta = X\theta`, :math:`S^0_g = \sum_{j \in R_g} w_j e^{\eta_j}`,
+    :math:`S^{0D}_g = \sum_{k \in D_g} w_k e^{\eta_k}`,
+    :math:`m_g = \sum_{k \in D_g} w_k / d_g` and :math:`c_r = r / d_g` (Efron) or 0
+    (Breslow), where :math:`R_g` is the risk set of tie group :math:`g` (same stratum,
+    :math:`t \ge t_g`, and with delayed entry :math:`\mathrm{start} < t_g`) and
+    :math:`D_g` its :math:`d_g` events (Therneau & Grambsch 2000,
     eq. 3.6; R survival ``coxfit6.c``). The one implementation is
     ``coxinfluence.likelihood.risk_sets``.
 
