@@ -55,6 +55,7 @@ from coxinfluence.models.cox import (
     fit_cox,
 )
 from coxinfluence.models.fine_gray import FineGrayFit, fit_fine_gray
+from coxinfluence.models.multistate import MultiStateFit, fit_multistate
 
 # the families register themselves with the one dispatcher when imported
 # (coxinfluence.influence_functions.registry): import them all here
@@ -71,6 +72,7 @@ __all__ = [
     "fit_cox", "cox_loss", "cox_gradient", "cox_hessian", "fit_aft", "AFTFit",
     "fit_fine_gray", "FineGrayFit",
     "fit_cause_specific", "CauseSpecificFit",
+    "fit_multistate", "MultiStateFit",
     "residuals", "ph_test",
     "reid_influence", "score_residuals", "vif", "exact_loo", "newton_loo",
     "influence", "InfluenceResult", "targets", "datasets", "metrics",

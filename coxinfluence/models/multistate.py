@@ -1,0 +1,704 @@
+"""Markov multi-state Cox models, as survival 3.x fits them (issue 47, item 3).
+
+Data in R's counting-process form: one row per interval ``(start, stop]`` of a subject
+(``id``), ``state`` the state entered at ``stop`` (0: none, the interval ends censored or
+at a change of covariates). Each subject starts in ``initial_state`` (R's ``"(s0)"`` when
+not given) and is, on each of its rows, in the state its previous row entered (R's
+``survcheck``). The states are the initial one and the states entered (sorted), numbered
+1, 2, ... as R numbers them; a transition ``a:b`` is a pair (from, to) seen at least once.
+
+Transition ``a:b`` is a Cox model of its own (:func:`~coxinfluence.fit_cox`): the rows at
+risk in state ``a`` (delayed entry through ``start``), the event "enters ``b``", Efron's
+ties, the subjects as units. The log partial likelihood of the model is the sum of the
+transitions' (R's ``coxph(Surv(tstart, tstop, state) ~ x, id = id)`` with ``state`` a
+factor whose first level is censoring: its coefficients ``x_a:b``, ``fit$loglik``); the
+transitions share no coefficient, so the information is block diagonal. R's default
+variance with ``id`` is the robust one, ``fit$var = D'D`` with ``D`` each subject's
+dfbeta over every transition (a subject's rows in several transitions correlate); the
+model-based one is R's ``fit$naive.var``.
+
+State probabilities of a new patient (``survfit(fit, newdata)$pstate``): the
+Aalen-Johansen product ``p(t) = p(0) prod_{s <= t} (I + dA(s))`` over the event times,
+``dA_ab(s)`` the jump of transition ``a:b``'s Breslow (Efron-corrected, R's ``ctype = 2``)
+cumulative hazard ``exp(x'beta_ab) dLambda_ab(s)`` and ``dA_aa = -sum_b dA_ab``; every
+patient starts in the initial state. ``tests/test_multistate_r.py`` checks coefficients,
+both variances, ``loglik`` and ``pstate`` against R (``tests/r/multistate_reference.R``:
+survival's ``mgus2`` and a simulated illness-death set; ties, delayed entry).
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from coxinfluence.data.inputs import CoxInputError
+from coxinfluence.data.units import resolve_units
+from coxinfluence.likelihood.score_residuals import score_residuals_sorted
+from coxinfluence.models.base import FitInterface, standard_errors
+from coxinfluence.models.cox import fit_cox
+
+__all__ = ["MultiStateFit", "fit_multistate", "state_probabilities", "simulate_illness_death"]
+
+#: R's name of the initial state when none is given (``survcheck``'s ``"(s0)"``)
+INITIAL = "(s0)"
+
+
+def _origins(start, stop, state, ids, entered):
+    """(n,) each row's state code (0 the initial state, k the k-th entered state): the
+    state its subject's previous row entered (rows ordered by ``start`` within subject)."""
+    order = np.lexsort((start, stop, ids))
+    origin = np.zeros(len(state), dtype=int)
+    current, last = 0, None
+    for r in order:
+        if ids[r] != last:
+            current, last = 0, ids[r]
+        origin[r] = current
+        if state[r] != 0:
+            current = entered[r]
+    return origin
+
+
+def transitions_of(state_codes, origin):
+    """The transitions ``(a, b)`` (0-based state codes) with at least one row, sorted."""
+    seen = {(int(a), int(b)) for a, b in zip(origin, state_codes) if b != 0}
+    return sorted(seen)
+
+
+class MultiStateFit(FitInterface):
+    """A fitted Markov multi-state Cox model, made by :func:`~coxinfluence.fit_multistate`.
+
+    One Cox model per transition (``fits``, each a :class:`~coxinfluence.CoxFit` of the
+    rows at risk in its origin state), the interface every fit shares: ``params`` named
+    ``"x_a:b"`` (R's), ``se`` (robust by default, as R), ``cov_params``, ``conf_int``,
+    ``summary``, ``loglik``, ``aic``, ``nobs``; :meth:`predict_state_probabilities`.
+
+    Parameters
+    ----------
+    fits : list of CoxFit
+        The transitions' Cox models, in the order of ``transitions``.
+    transitions : list of tuple
+        ``(a, b)``: the 0-based codes of the origin and target states.
+    states : list of str
+        The states' names, the initial one first.
+    frame : pandas.DataFrame
+        The covariates (caller's rows and index).
+    ids : numpy.ndarray
+        The subject of each row (caller's order).
+    state_codes : numpy.ndarray
+        The state each row enters (0-based code, 0: censored).
+    rows : list of numpy.ndarray, optional
+        Each transition's rows (positions in ``frame``).
+
+    Examples
+    --------
+    >>> from coxinfluence.models.multistate import simulate_illness_death
+    >>> fit = ci.fit_multistate(*simulate_illness_death())
+    >>> fit.transition_names
+    ['1:2', '1:3', '2:3']
+    """
+
+    model_name = "Markov multi-state Cox"
+    _model_variance = "model-based (inverse information; R's naive.var)"
+    has_subjects = True
+
+    def __init__(self, fits, transitions, states, frame, ids, state_codes, rows=None):
+        self.rows = rows
+        self.fits, self.transitions, self.states = list(fits), list(transitions), list(states)
+        self.frame, self.ids, self.state_codes = frame, np.asarray(ids), state_codes
+        self._covariates = [str(c) for c in frame.columns]
+        self.index = frame.index
+        self.n = len(frame)
+        self.coef = np.concatenate([f.coef for f in self.fits])
+        self.columns = [f"{c}_{name}" for name in self.transition_names
+                        for c in self._covariates]
+        self.information = _block_diagonal([f.information for f in self.fits])
+        self.converged = all(f.converged for f in self.fits)
+
+    @property
+    def ties(self):
+        """The ties of the partial likelihoods ("efron" or "breslow").
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> ci.fit_multistate(*simulate_illness_death()).ties
+        'efron'
+        """
+        return self.fits[0].ties
+
+    @cached_property
+    def transition_rows(self):
+        """Per transition ``(start, stop, event, X, subject)``: its rows (caller's order),
+        the subject as a position in :attr:`unit_labels`.
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> fit = ci.fit_multistate(*simulate_illness_death())
+        >>> len(fit.transition_rows) == len(fit.transitions)
+        True
+        """
+        X = self.frame.to_numpy(dtype=np.float64)
+        subject = self.unit_labels.get_indexer(self.ids)
+        out = []
+        for (_, b), rows in zip(self.transitions, self.rows):
+            out.append((self.starts[rows], self.stops[rows],
+                        (self.state_codes[rows] == b).astype(np.float64), X[rows],
+                        subject[rows]))
+        return out
+
+    @property
+    def covariates(self):
+        """The covariates read from ``X`` (each transition has a coefficient of each).
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> ci.fit_multistate(*simulate_illness_death()).covariates
+        ['x1', 'x2']
+        """
+        return list(self._covariates)
+
+    @property
+    def transition_names(self):
+        """R's names of the transitions, ``"a:b"`` with the states numbered from 1.
+
+        Returns
+        -------
+        list of str
+            One per transition, in the order of the coefficients.
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> fit = ci.fit_multistate(*simulate_illness_death())
+        >>> fit.states
+        ['(s0)', '1', '2']
+        >>> fit.transition_names
+        ['1:2', '1:3', '2:3']
+        """
+        return [f"{a + 1}:{b + 1}" for a, b in self.transitions]
+
+    @property
+    def slices(self):
+        """The positions of each transition's coefficients in ``coef``.
+
+        Returns
+        -------
+        list of slice
+            One per transition.
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> fit = ci.fit_multistate(*simulate_illness_death())
+        >>> fit.slices[1]
+        slice(2, 4, None)
+        """
+        d = len(self.covariates)
+        return [slice(k * d, (k + 1) * d) for k in range(len(self.fits))]
+
+    @property
+    def ratio_positions(self):
+        """Every coefficient is a covariate's, for its transition (``target="hr"``).
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> fit = ci.fit_multistate(*simulate_illness_death())
+        >>> fit.ratio_positions
+        [0, 1, 2, 3, 4, 5]
+        """
+        return list(range(len(self.coef)))
+
+    @cached_property
+    def unit_labels(self):
+        """The subjects, sorted (the units of deletion).
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> fit = ci.fit_multistate(*simulate_illness_death())
+        >>> len(fit.unit_labels) == fit.n_units
+        True
+        """
+        return pd.Index(np.unique(self.ids))
+
+    @property
+    def n_units(self):
+        """The number of subjects.
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> ci.fit_multistate(*simulate_illness_death()).n_units
+        150
+        """
+        return len(self.unit_labels)
+
+    @property
+    def n_events(self):
+        """The number of transitions observed (rows entering a state; R's ``nevent``).
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> ci.fit_multistate(*simulate_illness_death()).n_events
+        132
+        """
+        return int(np.count_nonzero(self.state_codes))
+
+    @property
+    def loglik(self):
+        """The log partial likelihood, the transitions' summed (R's ``fit$loglik[2]``).
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> round(ci.fit_multistate(*simulate_illness_death()).loglik, 4)
+        -498.6431
+        """
+        return float(sum(f.loglik for f in self.fits))
+
+    @property
+    def var(self):
+        """The model-based covariance, the inverse information (R's ``fit$naive.var``).
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> ci.fit_multistate(*simulate_illness_death()).var.shape
+        (6, 6)
+        """
+        return _block_diagonal([f.var for f in self.fits])
+
+    @property
+    def naive_se(self):
+        """The model-based standard errors (R's ``se(coef)``).
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> ci.fit_multistate(*simulate_illness_death()).naive_se.shape
+        (6,)
+        """
+        return standard_errors(np.diag(self.var))
+
+    @property
+    def se(self):
+        """The standard errors of the default (robust) variance, R's ``robust se``.
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> fit = ci.fit_multistate(*simulate_illness_death())
+        >>> bool((fit.se > 0).all())
+        True
+        """
+        return self._se(None)
+
+    @property
+    def robust_default(self):
+        """True: R's multi-state ``coxph`` with ``id`` reports the robust variance.
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> ci.fit_multistate(*simulate_illness_death()).robust_default
+        True
+        """
+        return True
+
+    def _robust_reason(self):
+        return "by subject, as R's multi-state coxph with id"
+
+    def dfbeta(self):
+        """Each subject's dfbeta over every transition, ``D`` of the robust variance.
+
+        ``D[g] = I^{-1} U_g``, ``U_g`` subject g's score residuals summed over its rows
+        (zero in a transition it never is at risk for): about ``theta_hat -
+        theta_hat_{-g}`` (R's ``resid(fit, "dfbeta", collapse = id)`` of each transition).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per subject (sorted), one column per coefficient.
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> fit = ci.fit_multistate(*simulate_illness_death())
+        >>> D = fit.dfbeta().to_numpy()
+        >>> bool(np.allclose(D.T @ D, fit.cov_params(robust=True)))
+        True
+        """
+        D = np.zeros((self.n_units, len(self.coef)))
+        for fit, sl in zip(self.fits, self.slices):
+            units = resolve_units(fit)
+            scores = fit.data.weights[:, None] * score_residuals_sorted(fit.risk_sets, fit.coef)
+            rows = self.unit_labels.get_indexer(units.labels)
+            D[rows, sl] = units.collapse(scores) @ fit.var
+        return pd.DataFrame(D, index=self.unit_labels, columns=self.columns)
+
+    def robust_covariance(self, groups=None):
+        """The robust covariance ``D'D`` by subject (R's ``fit$var``).
+
+        Parameters
+        ----------
+        groups : None
+            Must be None: the units are the subjects.
+
+        Returns
+        -------
+        numpy.ndarray, shape (d, d)
+
+        Raises
+        ------
+        ValueError
+            If ``groups`` is given.
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> fit = ci.fit_multistate(*simulate_illness_death())
+        >>> fit.robust_covariance().shape
+        (6, 6)
+        """
+        if groups is not None:
+            raise ValueError("a multi-state fit's units are its subjects: groups= is not "
+                             "supported")
+        D = self.dfbeta().to_numpy()
+        return D.T @ D
+
+    def objective(self, thetas):
+        """The negative log partial likelihood at each row of ``thetas`` (m, d).
+
+        Parameters
+        ----------
+        thetas : array_like, shape (m, d)
+
+        Returns
+        -------
+        numpy.ndarray, shape (m,)
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> fit = ci.fit_multistate(*simulate_illness_death())
+        >>> bool(np.isclose(fit.objective(fit.coef[None, :])[0], -fit.loglik))
+        True
+        """
+        thetas = np.atleast_2d(np.asarray(thetas, dtype=np.float64))
+        return sum(f.objective(thetas[:, sl]) for f, sl in zip(self.fits, self.slices))
+
+    def _summary_head(self, se, robust):
+        head = {"coef": self.coef, "exp(coef)": np.exp(self.coef),
+                "se(coef)": self.naive_se if robust else se}
+        if robust:
+            head["robust se"] = se
+        return head
+
+    def _html_head(self):
+        import html
+        states = ", ".join(f"{k + 1} = {s}" for k, s in enumerate(self.states))
+        return (f"<p><b>Markov multi-state Cox model</b>: n = {self.n}, subjects = "
+                f"{self.n_units}, events = {self.n_events}, states {html.escape(states)}, "
+                f"log-likelihood = {self.loglik:.6g}</p>")
+
+    def new_patients(self, X_new):
+        """``(X, labels)``: the new patients' covariates in the fit's order.
+
+        Parameters
+        ----------
+        X_new : pandas.DataFrame or array_like
+            A DataFrame with the covariate columns, or an array in their order.
+
+        Returns
+        -------
+        tuple
+            ``(X (P, d) float64, labels (P,) pandas.Index)``.
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> fit = ci.fit_multistate(*simulate_illness_death())
+        >>> fit.new_patients([[0.0, 1.0]])[0]
+        array([[0., 1.]])
+        """
+        if isinstance(X_new, pd.DataFrame):
+            return X_new[self.covariates].to_numpy(dtype=np.float64), X_new.index
+        X = np.atleast_2d(np.asarray(X_new, dtype=np.float64))
+        if X.shape[1] != len(self.covariates):
+            raise CoxInputError(f"X_new needs {len(self.covariates)} columns "
+                                f"({self.covariates}); got {X.shape[1]}")
+        return X, pd.RangeIndex(len(X))
+
+    def predict_state_probabilities(self, X_new, times):
+        """The probability of being in each state at ``times`` (Aalen-Johansen).
+
+        R's ``summary(survfit(fit, newdata), times)$pstate``: every patient starts in the
+        initial state; the transitions' hazards are their Cox models' (module docstring).
+
+        Parameters
+        ----------
+        X_new : pandas.DataFrame or array_like
+            The new patients (covariate columns by name, or an array in their order).
+        times : float or array_like
+            Times (non-negative).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Rows ``(patient, time)``, columns the states; each row sums to 1.
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> fit = ci.fit_multistate(*simulate_illness_death())
+        >>> p = fit.predict_state_probabilities([[0.0, 1.0]], [5, 10])
+        >>> p.round(3)
+                       (s0)      1      2
+        patient time
+        0       5.0   0.533  0.150  0.316
+                10.0  0.341  0.218  0.441
+        """
+        X, labels = self.new_patients(X_new)
+        times = np.atleast_1d(np.asarray(times, dtype=np.float64))
+        if not (np.isfinite(times).all() and (times >= 0).all()):
+            raise ValueError("times must be finite and non-negative")
+        p = state_probabilities(self, self.coef[None, :], X, times)[0]       # (P, T, S)
+        index = pd.MultiIndex.from_product([labels, times], names=["patient", "time"])
+        return pd.DataFrame(p.reshape(-1, len(self.states)), index=index,
+                            columns=list(self.states))
+
+    def __repr__(self):
+        return (f"MultiStateFit(states={self.states}, transitions={self.transition_names}, "
+                f"n={self.n}, subjects={self.n_units})")
+
+
+def _block_diagonal(blocks):
+    d = sum(b.shape[0] for b in blocks)
+    out = np.zeros((d, d))
+    k = 0
+    for b in blocks:
+        out[k:k + b.shape[0], k:k + b.shape[0]] = b
+        k += b.shape[0]
+    return out
+
+
+def event_grid(fit, horizon):
+    """The distinct event times of every transition up to ``horizon``."""
+    times = [rows[1][rows[2] > 0] for rows in fit.transition_rows]
+    grid = np.unique(np.concatenate(times))
+    return grid[grid <= horizon]
+
+
+def hazard_jumps(fit, k, theta, grid, drop=None):
+    """(B, J) transition ``k``'s baseline hazard jumps at ``grid`` (at coefficients
+    ``theta`` (B, d_k), on the scale shifted by ``shift`` (B,)), and ``shift``; ``drop``
+    (B,) a subject code to leave out per problem (-1: none).
+
+    R's ``survfit.coxphms`` (its ``multihaz``): ``d / (S0 - (d - 1) / (2 d) Se / d)``
+    with Efron's ties (``ctype = 2``; ``Se / d`` the mean risk of the events at the
+    time), ``d / S0`` with Breslow's.
+    """
+    start, stop, event, X, subject = fit.transition_rows[k]
+    lp = np.atleast_2d(theta) @ X.T                                      # (B, n_k)
+    shift = lp.max(axis=1)
+    r = np.exp(lp - shift[:, None])
+    presence = np.ones_like(r)
+    if drop is not None:
+        presence = (subject[None, :] != np.asarray(drop)[:, None]).astype(np.float64)
+        r = r * presence
+    at_risk = ((start[None, :] < grid[:, None])
+               & (stop[None, :] >= grid[:, None])).T.astype(np.float64)      # (n_k, J)
+    events = ((stop[None, :] == grid[:, None]) & (event[None, :] > 0)).T.astype(np.float64)
+    S0, Se, d = r @ at_risk, r @ events, presence @ events
+    if fit.ties == "efron":
+        den = S0 - (d - 1.0) / (2.0 * np.maximum(d, 1.0) ** 2) * Se
+    else:
+        den = S0
+    return np.where(d > 0, d / np.where(d > 0, den, 1.0), 0.0), shift
+
+
+def state_probabilities(fit, theta, X, times, drop=None):
+    """(B, P, T, S) state probabilities at coefficients ``theta`` (B, d).
+
+    R's ``survfit.coxphms`` (``stype = 2``): ``p(t) = p(0) prod_{s <= t} exp(dA(s))``,
+    the matrix exponential of each event time's hazard matrix, every patient starting in
+    the initial state. ``drop`` (B,): per problem a subject code (position in
+    ``fit.unit_labels``) whose rows are left out of every baseline (-1: none).
+    """
+    from scipy.linalg import expm
+    theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
+    times = np.asarray(times, dtype=np.float64)
+    B, P, S = theta.shape[0], X.shape[0], len(fit.states)
+    grid = event_grid(fit, times.max() if times.size else 0.0)
+    rates = []
+    for k, sl in enumerate(fit.slices):
+        inc, shift = hazard_jumps(fit, k, theta[:, sl], grid, drop)           # (B, J)
+        risk = np.exp(theta[:, sl] @ X.T - shift[:, None])                   # (B, P)
+        rates.append(risk[:, :, None] * inc[:, None, :])                     # (B, P, J)
+    p = np.zeros((B, P, S))
+    p[:, :, 0] = 1.0
+    after = np.searchsorted(grid, times, side="right") - 1
+    out = np.empty((B, P, times.size, S))
+    for t in np.flatnonzero(after < 0):
+        out[:, :, t] = p
+    for j in range(grid.size):
+        H = np.zeros((B, P, S, S))
+        for (a, b), rate in zip(fit.transitions, rates):
+            H[:, :, a, b] += rate[:, :, j]
+            H[:, :, a, a] -= rate[:, :, j]
+        p = np.einsum("bps,bpst->bpt", p, expm(H))
+        for t in np.flatnonzero(after == j):
+            out[:, :, t] = p
+    return out
+
+
+def fit_multistate(X, start, stop, state, id, initial_state=None, ties="efron",
+                   tol=1e-10, max_iter=50) -> MultiStateFit:
+    """Fit a Markov multi-state Cox model, one Cox model per transition (R's survival).
+
+    R's ``coxph(Surv(start, stop, state) ~ X, id = id)`` with ``state`` a factor whose
+    first level is censoring (the module :mod:`coxinfluence.models.multistate` has the
+    model): the transitions are inferred as R's ``survcheck`` shows them, and each is
+    :func:`~coxinfluence.fit_cox` on the rows at risk in its origin state, the event
+    "enters the target state", delayed entry through ``start``.
+
+    Parameters
+    ----------
+    X : pandas.DataFrame or array_like, shape (n, d)
+        Numeric covariates (the same for every transition); a DataFrame's columns name
+        them, its index the rows.
+    start, stop : array_like, shape (n,)
+        Each row's interval ``(start, stop]``.
+    state : array_like, shape (n,)
+        The state entered at ``stop``: 0 for none (censored); other values are the
+        states' labels (sorted to number them, as R's factor levels).
+    id : array_like, shape (n,)
+        The subject of each row (its rows are deleted together by the audit).
+    initial_state : str, optional
+        The name of the state every subject starts in (default R's ``"(s0)"``).
+    ties : {"efron", "breslow"}, default "efron"
+        Ties of each transition's partial likelihood.
+    tol : float, default 1e-10
+        Newton-Raphson's gradient tolerance (each transition).
+    max_iter : int, default 50
+        Newton-Raphson's iteration limit (each transition).
+
+    Returns
+    -------
+    MultiStateFit
+
+    Raises
+    ------
+    coxinfluence.InputError
+        If the rows' lengths differ or no transition is observed.
+
+    See Also
+    --------
+    coxinfluence.fit_cox : Each transition's model.
+
+    Examples
+    --------
+    A simulated illness-death set (healthy -> ill -> dead, healthy -> dead):
+
+    >>> from coxinfluence.models.multistate import simulate_illness_death
+    >>> X, start, stop, state, id = simulate_illness_death()
+    >>> fit = ci.fit_multistate(X, start, stop, state, id)
+    >>> fit.params.round(4)
+    covariate
+    x1_1:2    0.7318
+    x2_1:2    0.0408
+    x1_1:3   -0.0577
+    x2_1:3    0.8990
+    x1_2:3    0.3531
+    x2_2:3   -0.2135
+    Name: coef, dtype: float64
+    >>> fit.summary()[["coef", "robust se"]].round(4).head(2)
+              coef  robust se
+    x1_1:2  0.7318     0.1231
+    x2_1:2  0.0408     0.2630
+    """
+    frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(
+        np.asarray(X, dtype=np.float64)).rename(columns=lambda c: f"x{c + 1}")
+    n = len(frame)
+    start = np.asarray(start, dtype=np.float64)
+    stop = np.asarray(stop, dtype=np.float64)
+    ids = np.asarray(id)
+    raw = np.asarray(state)
+    if not all(len(a) == n for a in (start, stop, raw, ids)):
+        raise CoxInputError("X, start, stop, state and id must have one entry per row")
+    censored = np.array([v == 0 or (isinstance(v, str) and v == "0") for v in raw])
+    labels = sorted(set(raw[~censored].tolist()))
+    initial = INITIAL if initial_state is None else str(initial_state)
+    names = [str(v) for v in labels]
+    states = [initial] + [s for s in names if s != initial]
+    code = {lab: states.index(str(lab)) for lab in labels}
+    state_codes = np.array([0 if c else code[v] for v, c in zip(raw.tolist(), censored)])
+    origin = _origins(start, stop, state_codes, ids, state_codes)
+    transitions = transitions_of(state_codes, origin)
+    if not transitions:
+        raise CoxInputError("no transition is observed (every state is 0)")
+    fits, all_rows = [], []
+    for a, b in transitions:
+        rows = np.flatnonzero(origin == a)
+        all_rows.append(rows)
+        fits.append(fit_cox(frame.iloc[rows], stop[rows],
+                            (state_codes[rows] == b).astype(np.float64), start=start[rows],
+                            id=ids[rows], ties=ties, tol=tol, max_iter=max_iter))
+    out = MultiStateFit(fits, transitions, states, frame, ids, state_codes, all_rows)
+    out.starts, out.stops = start, stop
+    return out
+
+
+def simulate_illness_death(n_subjects=150, seed=1):
+    """A simulated illness-death data set in counting-process form.
+
+    Healthy (the initial state) -> ill (state 1) -> dead (state 2), and healthy -> dead;
+    subjects enter at integer times 0..4 (delayed entry), times are integers (ties),
+    covariates ``x1`` (normal) and ``x2`` (binary); hazards ``0.06 exp(0.5 x1)`` (1:2),
+    ``0.03 exp(0.4 x2)`` (1:3), ``0.08 exp(0.3 x1 - 0.5 x2)`` (2:3); censoring 5..30
+    after entry.
+
+    Parameters
+    ----------
+    n_subjects : int, default 150
+        The number of subjects.
+    seed : int, default 1
+        The seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    tuple
+        ``(X, start, stop, state, id)``, the arguments of :func:`fit_multistate`: ``X`` a
+        DataFrame (columns ``x1``, ``x2``), ``state`` 0 (censored), 1 (ill) or 2 (dead).
+
+    Examples
+    --------
+    >>> from coxinfluence.models.multistate import simulate_illness_death
+    >>> X, start, stop, state, id = simulate_illness_death(n_subjects=5)
+    >>> len(X) == len(state) == len(id)
+    True
+    """
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n_subjects):
+        x1, x2 = round(float(rng.normal()), 3), float(rng.uniform() < 0.4)
+        entry = int(rng.integers(0, 5))
+        t12 = entry + np.ceil(rng.exponential(1 / (0.06 * np.exp(0.5 * x1))))
+        t13 = entry + np.ceil(rng.exponential(1 / (0.03 * np.exp(0.4 * x2))))
+        cens = entry + int(rng.integers(5, 31))
+        if t12 <= t13 and t12 < cens:
+            t23 = t12 + np.ceil(rng.exponential(1 / (0.08 * np.exp(0.3 * x1 - 0.5 * x2))))
+            rows.append((i, entry, t12, 1, x1, x2))
+            rows.append((i, t12, min(t23, cens), 2 if t23 <= cens else 0, x1, x2))
+        elif t13 < cens:
+            rows.append((i, entry, t13, 2, x1, x2))
+        else:
+            rows.append((i, entry, cens, 0, x1, x2))
+    df = pd.DataFrame(rows, columns=["id", "start", "stop", "state", "x1", "x2"])
+    return (df[["x1", "x2"]], df["start"].to_numpy(float), df["stop"].to_numpy(float),
+            df["state"].to_numpy(int), df["id"].to_numpy())
