@@ -131,12 +131,12 @@ def test_the_scope_is_the_public_api():
 
 # Issue 45: an Examples section on every public method, the most used classes first (203
 # public methods had none before it). These classes have one on each (CoxFit but for
-# paper_scale, which takes the package's internal units); the deprecated targets' methods
-# and classes added since are not listed yet.
+# paper_scale, which takes the package's internal units); LifelinesSurvival's and
+# RiskScore's methods and classes added since are not listed yet.
 EXAMPLES_EVERYWHERE = (
     "coxinfluence.CoxFit", "coxinfluence.CoxData", "coxinfluence.InfluenceResult",
     "coxinfluence.AFTFit", "coxinfluence.FineGrayFit", "coxinfluence.CumulativeIncidence",
-    "coxinfluence.datasets.Split",
+    "coxinfluence.datasets.Split", "coxinfluence.AFTSurvival", "coxinfluence.SurvivalQuantile",
     *(f"coxinfluence.targets.{name}" for name in (
         "Target", "Coefficients", "HazardRatios", "TimeRatios", "RelativeRisk",
         "LinearPredictor", "Survival", "Quantile", "CumulativeIncidence", "BrierScore",

@@ -105,6 +105,16 @@ class _AFTNewPatients(Target):
         -------
         numpy.ndarray, shape (U, m)
             One row per unit; NaN where the refit is.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> surv = ci.targets.Survival(X.iloc[:2], [20, 40]).implementation(fit=fit)
+        >>> surv.refit_values(fit, ci.exact_loo(fit).to_numpy()).shape
+        (432, 4)
         """
         theta = np.atleast_2d(np.asarray(theta_loo, dtype=np.float64))
         ok = np.isfinite(theta).all(axis=1)
@@ -175,6 +185,16 @@ class AFTSurvival(_AFTNewPatients):
         -------
         list of str
             ``P T`` column names.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> surv = ci.targets.Survival(X.iloc[:2], [20, 40]).implementation(fit=fit)
+        >>> type(surv).__name__, surv.columns(fit)
+        ('AFTSurvival', ['S(20|0)', 'S(40|0)', 'S(20|1)', 'S(40|1)'])
         """
         return [f"S({t:g}|{lab})" for lab in self._X(fit)[1] for t in self.times]
 
@@ -195,6 +215,16 @@ class AFTSurvival(_AFTNewPatients):
         -------
         tuple of str
             One sentence per stratum with times past its last event time.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> surv = ci.targets.Survival(X.iloc[:2], [20, 40]).implementation(fit=fit)
+        >>> surv.followup_notes(fit)
+        ()
         """
         design, codes, labels = self._design(fit)
         return follow_up_notes(fit, self.times, codes, labels, "S(t|x)")
@@ -218,6 +248,16 @@ class AFTSurvival(_AFTNewPatients):
         -------
         numpy.ndarray, shape (B, P T)
             In the order of :meth:`columns`.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> surv = ci.targets.Survival(X.iloc[:2], [20, 40]).implementation(fit=fit)
+        >>> np.round(surv.value(fit, fit.coef[None, :]), 4)
+        array([[0.9286, 0.8223, 0.8021, 0.5587]])
         """
         design, codes, _ = self._design(fit)
         S = aft_survival(fit, theta, design, codes, self.times)
@@ -237,6 +277,16 @@ class AFTSurvival(_AFTNewPatients):
         -------
         numpy.ndarray, shape (P T, d)
             One row per column of the target.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> surv = ci.targets.Survival(X.iloc[:2], [20, 40]).implementation(fit=fit)
+        >>> surv.jacobian(fit).shape
+        (4, 5)
         """
         z, design, codes, s = self._z(fit, fit.coef)
         z, s = z[0], s[0]                                            # (P, T), (P,)
@@ -294,6 +344,16 @@ class SurvivalQuantile(_AFTNewPatients):
         -------
         list of str
             One name per (patient, p).
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> q = ci.targets.Quantile(X.iloc[:2], 0.5).implementation(fit=fit)
+        >>> type(q).__name__, q.columns(fit)
+        ('SurvivalQuantile', ['Q(0.5|0)', 'Q(0.5|1)'])
         """
         return [f"Q({q:g}|{lab})" for lab in self._X(fit)[1] for q in self.p]
 
@@ -316,6 +376,16 @@ class SurvivalQuantile(_AFTNewPatients):
         -------
         numpy.ndarray, shape (B, m)
             In the order of :meth:`columns`.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> q = ci.targets.Quantile(X.iloc[:2], 0.5).implementation(fit=fit)
+        >>> np.round(q.value(fit, fit.coef[None, :]), 3)
+        array([[98.728, 45.308]])
         """
         Q = self._quantiles(fit, theta)[0]
         return Q.reshape(Q.shape[0], -1)
@@ -334,6 +404,16 @@ class SurvivalQuantile(_AFTNewPatients):
         -------
         numpy.ndarray, shape (m, d)
             One row per column of the target.
+
+        Examples
+        --------
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()
+        >>> X = rossi[["fin", "age", "prio"]]
+        >>> fit = ci.fit_aft(X, rossi["week"], rossi["arrest"])
+        >>> q = ci.targets.Quantile(X.iloc[:2], 0.5).implementation(fit=fit)
+        >>> q.jacobian(fit).shape
+        (2, 5)
         """
         Q, design, codes, s, w = self._quantiles(fit, fit.coef)
         Q, s = Q[0], s[0]                                            # (P, k), (P,)
