@@ -14,6 +14,8 @@ register themselves when imported; this module imports them all and re-exports t
 - :class:`RelativeRisk` ``(X_new)``: ``exp(x'beta)`` of a Cox model (the paper's target);
 - :class:`Quantile` ``(X_new, p=0.5)``: the quantiles of the survival time (AFT);
 - :class:`CumulativeIncidence` ``(X_new, times)``: a Fine-Gray model's cumulative incidence;
+- :class:`StateProbability` ``(X_new, times, state=None)``: a multi-state model's state
+  occupancy probabilities (Aalen-Johansen, R's ``survfit(fit, newdata)$pstate``);
 - :class:`BrierScore`, :class:`IntegratedBrierScore`, :class:`TimeDependentAUC`,
   :class:`Concordance` ``(X_test, time_test, event_test, ...)``: a test set's performance
   (``coxinfluence.evaluation.targets``; ``ci.evaluate`` gives the metrics with their
@@ -78,6 +80,7 @@ from coxinfluence.families.cox_targets import (  # noqa: F401
 )
 from coxinfluence.families.fine_gray_targets import CumulativeIncidence
 from coxinfluence.families.lifelines_targets import LifelinesSurvival  # noqa: F401
+from coxinfluence.families.multistate_targets import StateProbability
 from coxinfluence.families.sksurv_targets import RiskScore  # noqa: F401
 
 # the public names: the targets and what a family author registers; the engine's helpers
@@ -85,5 +88,6 @@ from coxinfluence.families.sksurv_targets import RiskScore  # noqa: F401
 # from here but are not the API
 __all__ = ["Target", "Coefficients", "HazardRatios", "TimeRatios", "LinearPredictor",
            "RelativeRisk", "Survival", "Quantile", "CumulativeIncidence",
+           "StateProbability",
            "BrierScore", "IntegratedBrierScore", "TimeDependentAUC", "Concordance",
            "TargetBeyondFollowUpWarning", "register_target"]

@@ -338,10 +338,23 @@ def _autodiff_glm():
                 oracle_refit=lambda case, label: _logit_oracle(_without(case, label)))
 
 
+def _multistate():
+    from coxinfluence.models.multistate import simulate_illness_death
+    X, start, stop, state, ids = simulate_illness_death(n_subjects=60, seed=3)
+    df = X.assign(start=start, stop=stop, state=state, id=[f"p{i:02d}" for i in ids])
+    df.index = pd.Index([f"row{i}" for i in range(len(df))][::-1])
+    return Case("multistate", df, "multistate",
+                lambda d: (ci.fit_multistate(d[["x1", "x2"]], d["start"], d["stop"],
+                                             d["state"], d["id"]), None, {}),
+                unit="id", robust="reid",
+                no_weights="fit_multistate takes no case weights (R's multi-state coxph "
+                           "does; not built yet)")
+
+
 CASES = {c.__name__[1:]: c for c in (
     _cox_rows, _cox_subjects, _cox_clusters, _cox_ridge, _aft, _lifelines_weibull,
     _lifelines_ancillary, _fine_gray, _statsmodels_phreg, _sksurv_coxph, _sksurv_coxnet,
-    _autodiff_glm, _example_family)}
+    _autodiff_glm, _example_family, _multistate)}
 
 
 #: registered families without a case of their own, and where they are covered

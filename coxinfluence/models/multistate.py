@@ -17,11 +17,14 @@ variance with ``id`` is the robust one, ``fit$var = D'D`` with ``D`` each subjec
 dfbeta over every transition (a subject's rows in several transitions correlate); the
 model-based one is R's ``fit$naive.var``.
 
-State probabilities of a new patient (``survfit(fit, newdata)$pstate``): the
-Aalen-Johansen product ``p(t) = p(0) prod_{s <= t} (I + dA(s))`` over the event times,
-``dA_ab(s)`` the jump of transition ``a:b``'s Breslow (Efron-corrected, R's ``ctype = 2``)
-cumulative hazard ``exp(x'beta_ab) dLambda_ab(s)`` and ``dA_aa = -sum_b dA_ab``; every
-patient starts in the initial state. ``tests/test_multistate_r.py`` checks coefficients,
+State probabilities of a new patient (``survfit(fit, newdata)$pstate``, its default
+``stype = 2``): ``p(t) = p(0) prod_{s <= t} exp(dA(s))``, the matrix exponential of each
+event time's hazard matrix, ``dA_ab(s) = exp(x'beta_ab) dLambda_ab(s)`` and ``dA_aa =
+-sum_b dA_ab``; every patient starts in the initial state. The baseline jumps are R's
+``multihaz``: ``d / S0`` with Breslow's ties and, with Efron's (``ctype = 2``), ``d / (S0 -
+(d - 1) / (2 d) * Se / d)`` (``Se`` the events' summed risk: R subtracts the mean event
+risk, not the sum Efron's ``survfit.coxph`` hazard uses; measured against R).
+``tests/test_multistate_r.py`` checks coefficients,
 both variances, ``loglik`` and ``pstate`` against R (``tests/r/multistate_reference.R``:
 survival's ``mgus2`` and a simulated illness-death set; ties, delayed entry).
 """
