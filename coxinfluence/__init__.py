@@ -60,6 +60,7 @@ from coxinfluence.models.multistate import MultiStateFit, fit_multistate
 # the families register themselves with the one dispatcher when imported
 # (coxinfluence.influence_functions.registry): import them all here
 from . import datasets, metrics, targets
+from .influence_functions import cause_specific_audit as _cause_specific_family  # noqa: F401
 from .influence_functions import fine_gray_audit as _fine_gray_family  # noqa: F401
 from .integrations import sksurv as _sksurv_family  # noqa: F401
 

@@ -14,6 +14,8 @@ register themselves when imported; this module imports them all and re-exports t
 - :class:`RelativeRisk` ``(X_new)``: ``exp(x'beta)`` of a Cox model (the paper's target);
 - :class:`Quantile` ``(X_new, p=0.5)``: the quantiles of the survival time (AFT);
 - :class:`CumulativeIncidence` ``(X_new, times)``: a Fine-Gray model's cumulative incidence;
+- :class:`AbsoluteRisk` ``(X_new, times, cause=1)``: the absolute risk of a cause under
+  cause-specific Cox models (R's ``predict(CSC, newdata, times, cause)``);
 - :class:`StateProbability` ``(X_new, times, state=None)``: a multi-state model's state
   occupancy probabilities (Aalen-Johansen, R's ``survfit(fit, newdata)$pstate``);
 - :class:`BrierScore`, :class:`IntegratedBrierScore`, :class:`TimeDependentAUC`,
@@ -71,6 +73,7 @@ from coxinfluence.evaluation.targets import (
     TimeDependentAUC,
 )
 from coxinfluence.families.aft_targets import AFTSurvival, SurvivalQuantile, TimeRatios  # noqa: F401
+from coxinfluence.families.cause_specific_targets import AbsoluteRisk
 from coxinfluence.families.cox_targets import (  # noqa: F401
     CoxLinearPredictor,
     CoxSurvival,
@@ -87,7 +90,7 @@ from coxinfluence.families.sksurv_targets import RiskScore  # noqa: F401
 # (resolve_target, target_change, target_exact, baseline_cumhaz, ...) stay importable
 # from here but are not the API
 __all__ = ["Target", "Coefficients", "HazardRatios", "TimeRatios", "LinearPredictor",
-           "RelativeRisk", "Survival", "Quantile", "CumulativeIncidence",
+           "RelativeRisk", "Survival", "Quantile", "CumulativeIncidence", "AbsoluteRisk",
            "StateProbability",
            "BrierScore", "IntegratedBrierScore", "TimeDependentAUC", "Concordance",
            "TargetBeyondFollowUpWarning", "register_target"]

@@ -15,7 +15,7 @@ DATA = pd.read_csv(FIXTURES / "data_pbc.csv")
 REF = pd.read_csv(FIXTURES / "reference.csv")
 NEW = DATA.iloc[[0, 4, 8, 99]]
 TIMES = [500.0, 1000.0, 2000.0, 3000.0]
-CASES = ("efron", "breslow", "strata", "entry", "weights")
+CASES = ("efron", "breslow", "strata", "entry", "weights", "noties")
 
 
 def reference(case, quantity):
@@ -38,7 +38,8 @@ def fit_case(case, data=DATA):
         kwargs["entry"] = data["entry"]
     elif case == "weights":
         kwargs["weights"] = data["w"]
-    return ci.fit_cause_specific(X, data["time"], data["status"], causes=causes, **kwargs)
+    time = data["tnt"] if case == "noties" else data["time"]
+    return ci.fit_cause_specific(X, time, data["status"], causes=causes, **kwargs)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -65,7 +66,7 @@ def test_coefficients_and_standard_errors_are_csc(case):
     assert list(fit.summary().index) == fit.columns
 
 
-@pytest.mark.parametrize("case", ("efron", "breslow", "strata", "entry"))
+@pytest.mark.parametrize("case", ("efron", "breslow", "strata", "entry", "noties"))
 @pytest.mark.parametrize("cause", (1, 2))
 @pytest.mark.parametrize("product_limit", (True, False))
 def test_absolute_risk_is_csc_predict(case, cause, product_limit):

@@ -351,10 +351,20 @@ def _multistate():
                            "does; not built yet)")
 
 
+def _cause_specific():
+    df = _competing()
+    return Case("cause_specific", df, "cause_specific",
+                lambda d: (ci.fit_cause_specific(d[["x1", "x2"]], d["t"], d["status"],
+                                                 weights=d["w"], strata=d["stratum"]),
+                           None, {}),
+                weights="w", robust="reid",
+                weighted_unit=lambda d: d.index[np.flatnonzero(d["status"] == 0)[0]])
+
+
 CASES = {c.__name__[1:]: c for c in (
     _cox_rows, _cox_subjects, _cox_clusters, _cox_ridge, _aft, _lifelines_weibull,
     _lifelines_ancillary, _fine_gray, _statsmodels_phreg, _sksurv_coxph, _sksurv_coxnet,
-    _autodiff_glm, _example_family, _multistate)}
+    _autodiff_glm, _example_family, _multistate, _cause_specific)}
 
 
 #: registered families without a case of their own, and where they are covered

@@ -4,17 +4,19 @@
 # Usage: Rscript cause_specific_reference.R OUTDIR
 # Writes into OUTDIR:
 #   data_pbc.csv: survival::pbc's time, status (0 censored, 1 transplant, 2 death), age,
-#     logbili = log(bili), albumin, edema, and entry = pmin(time / 3, 200) (a delayed entry);
+#     logbili = log(bili), albumin, edema, entry = pmin(time / 3, 200) (a delayed entry),
+#     w (case weights) and tnt (time without ties, case noties);
 #   reference.csv, long format case, quantity, row, col, value. Cases: efron (~ age +
 #     logbili), breslow (cause 1 ~ age + logbili, cause 2 ~ age + logbili + albumin, ties
 #     "breslow"), strata (+ strata(edema)), entry (Hist(time, status, entry = entry)),
 #     weights (weights = w, w from 0.5 to 2: coefficients and SEs only, predictCox refuses
-#     weighted fits). Quantities: coef_k, se_k (sqrt(diag(vcov(model k)))), loglik_k;
-#     risk_k_pl1 / risk_k_pl0 (predict(..., cause = k, product.limit = TRUE / FALSE)$absRisk,
-#     row the new patient, col the time), riskse_k (absRisk.se), iid_k (absRisk.iid, row the
-#     subject, col patient * length(times) + time, 0-based); loo_coef (row the deleted
-#     subject, 0-based: CSC refitted without it, every cause's coefficients) and
-#     loo_risk_1 (its absolute risk of cause 1, product limit).
+#     weighted fits), noties (Efron, time tnt: no ties). Quantities: coef_k, se_k
+#     (sqrt(diag(vcov(model k)))), loglik_k; risk_k_pl1 / risk_k_pl0 (predict(..., cause =
+#     k, product.limit = TRUE / FALSE)$absRisk, row the new patient, col the time),
+#     riskse_k (absRisk.se); for noties iid_k / iid0_k (absRisk.iid with product.limit =
+#     TRUE / FALSE, row the subject, col patient * length(times) + time, 0-based);
+#     loo_coef (row the deleted subject, 0-based: CSC refitted without it, every cause's
+#     coefficients) and loo_risk_1 (its absolute risk of cause 1, product limit).
 # New patients: rows 1, 5, 9, 100 (1-based); times 500, 1000, 2000, 3000.
 suppressPackageStartupMessages({library(survival); library(riskRegression)})
 args <- commandArgs(trailingOnly = TRUE)
@@ -24,6 +26,8 @@ d <- data.frame(time = pbc$time, status = pbc$status, age = pbc$age,
                 logbili = log(pbc$bili), albumin = pbc$albumin, edema = pbc$edema)
 d$entry <- pmin(d$time / 3, 200)
 d$w <- seq(0.5, 2, length.out = nrow(d))
+set.seed(1)
+d$tnt <- signif(d$time + runif(nrow(d), 0, 0.5), 12)
 write.csv(d, file.path(outdir, "data_pbc.csv"), row.names = FALSE)
 nd <- d[c(1, 5, 9, 100), ]
 times <- c(500, 1000, 2000, 3000)
@@ -42,7 +46,8 @@ fitters <- list(
                                data = data, ties = "breslow"),
   strata = function(data) CSC(Hist(time, status) ~ age + logbili + strata(edema), data = data),
   entry = function(data) CSC(Hist(time, status, entry = entry) ~ age + logbili, data = data),
-  weights = function(data) CSC(Hist(time, status) ~ age + logbili, data = data, weights = data$w)
+  weights = function(data) CSC(Hist(time, status) ~ age + logbili, data = data, weights = data$w),
+  noties = function(data) CSC(Hist(tnt, status) ~ age + logbili, data = data)
 )
 for (case in names(fitters)) {
   fit <- fitters[[case]](d)
@@ -62,9 +67,16 @@ for (case in names(fitters)) {
     flat <- matrix(NA_real_, dim(iid)[1], dim(iid)[2] * dim(iid)[3])
     for (j in seq_len(dim(iid)[3])) for (t in seq_len(dim(iid)[2]))
       flat[, (j - 1) * dim(iid)[2] + t] <- iid[, t, j]
-    put(case, paste0("iid_", k), flat)
-    p0 <- predict(fit, newdata = nd, times = times, cause = k, product.limit = FALSE)
+    if (case == "noties") put(case, paste0("iid_", k), flat)
+    p0 <- predict(fit, newdata = nd, times = times, cause = k, product.limit = FALSE,
+                  iid = TRUE)
     put(case, paste0("risk_", k, "_pl0"), p0$absRisk)
+    if (case == "noties") {
+      iid <- p0$absRisk.iid
+      for (j in seq_len(dim(iid)[3])) for (t in seq_len(dim(iid)[2]))
+        flat[, (j - 1) * dim(iid)[2] + t] <- iid[, t, j]
+      put(case, paste0("iid0_", k), flat)
+    }
   }
   loo_coef <- NULL; loo_risk <- NULL
   for (r in loo_rows) {

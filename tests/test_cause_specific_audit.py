@@ -1,0 +1,156 @@
+"""The audit of cause-specific Cox models (issue 47, item 2): the seam
+(``influence_functions/cause_specific_audit.py``) and ``ci.targets.AbsoluteRisk`` against
+riskRegression's CSC refitted without a subject and its ``absRisk.iid``
+(``tests/r/cause_specific_reference.R``), and against the derivative in a case weight."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_cause_specific import DATA, NEW, TIMES, fit_case, reference
+
+import coxinfluence as ci
+from coxinfluence.influence_functions.cause_specific_audit import CauseSpecificAudit
+
+LOO = reference("all", "loo_rows").ravel().astype(int)
+
+
+def _target(case, cause=1, product_limit=True):
+    strata = NEW["edema"] if case == "strata" else None
+    return ci.targets.AbsoluteRisk(NEW, TIMES, cause=cause, product_limit=product_limit,
+                                   strata=strata)
+
+
+@pytest.mark.parametrize("case", ("efron", "breslow", "strata", "entry"))
+def test_exact_refits_are_csc_refitted_without_the_subject(case):
+    fit = fit_case(case)
+    target = _target(case)
+    coef = ci.influence(fit, method="exact")
+    loo = coef.theta_change.to_numpy()[LOO] + fit.coef
+    np.testing.assert_allclose(loo, reference(case, "loo_coef"), rtol=0, atol=1e-6)
+    risk = ci.influence(fit, method="exact", target=target)
+    expected = reference(case, "loo_risk_1") - target.value(fit, fit.coef)
+    np.testing.assert_allclose(risk.loo_change.to_numpy()[LOO], expected, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("cause", (1, 2))
+@pytest.mark.parametrize("product_limit", (False, True))
+def test_reid_change_is_minus_absrisk_iid_without_ties(cause, product_limit):
+    """Reid's change of F: J times the coefficients' Reid change plus the baselines'
+    first-order change. riskRegression's absRisk.iid is its negative for the exponential
+    formula; for the product limit its iid is the exponential formula's derivative taken
+    at the product-limit survival (calcSeCif2_cpp), not the product limit's derivative,
+    and differs from ours by about 1% of the change (ours is the product limit's, see
+    test_reid_change_is_the_derivative_in_a_case_weight)."""
+    fit = fit_case("noties")
+    target = ci.targets.AbsoluteRisk(NEW, TIMES, cause=cause, product_limit=product_limit)
+    seam = CauseSpecificAudit(fit)
+    change = seam.change("reid") @ target.jacobian(fit).T + target.baseline_influence(fit)
+    iid = reference("noties", f"iid{'' if product_limit else '0'}_{cause}")
+    if product_limit:
+        gap = np.abs(change + iid).max()
+        assert 1e-7 < gap < 0.1 * np.abs(iid).max()
+        # absRisk.se is the root of the sum of squares of absRisk.iid
+        np.testing.assert_allclose(np.sqrt((iid ** 2).sum(axis=0)),
+                                   reference("noties", f"riskse_{cause}").ravel(), rtol=1e-10)
+    else:
+        np.testing.assert_allclose(change, -iid, rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("product_limit", (True, False))
+def test_reid_change_is_the_derivative_in_a_case_weight(product_limit):
+    """``-w_i dF/dw_i`` by central differences of refits with row i's weight moved (Efron
+    ties, the product limit or not): the infinitesimal change, exactly."""
+    X, time, status = DATA[["age", "logbili"]], DATA["time"], DATA["status"]
+    fit = ci.fit_cause_specific(X, time, status)
+    target = ci.targets.AbsoluteRisk(NEW, TIMES, cause=2, product_limit=product_limit)
+    change = (CauseSpecificAudit(fit).change("reid") @ target.jacobian(fit).T
+              + target.baseline_influence(fit))
+    eps = 1e-5
+    for i in (0, 55, 252):
+        values = []
+        for step in (eps, -eps):
+            w = np.ones(len(DATA))
+            w[i] += step
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                moved = ci.fit_cause_specific(X, time, status, weights=w)
+            values.append(target.value(moved, moved.coef)[0])
+        np.testing.assert_allclose(change[i], -(values[0] - values[1]) / (2 * eps),
+                                   rtol=0, atol=1e-9)
+
+
+def test_jacobian_is_the_derivative_in_the_coefficients():
+    fit = fit_case("breslow")
+    target = _target("breslow", cause=2)
+    J = target.jacobian(fit)
+    eps = 1e-6
+    for k in range(len(fit.coef)):
+        step = np.zeros(len(fit.coef))
+        step[k] = eps
+        numeric = (target.value(fit, fit.coef + step) - target.value(fit, fit.coef - step))
+        np.testing.assert_allclose(J[:, k], numeric[0] / (2 * eps), rtol=0, atol=1e-7)
+
+
+def test_approximations_track_the_refits_and_auto_verifies_the_top():
+    fit = fit_case("efron")
+    target = _target("efron")
+    exact = ci.influence(fit, method="exact", target=target).loo_change.to_numpy()
+    scale = np.abs(exact).max()
+    for method in ("vif", "reid", "newton"):
+        approx = ci.influence(fit, method=method, target=target).loo_change.to_numpy()
+        assert np.abs(approx - exact).max() < 0.1 * scale, method
+        assert np.corrcoef(approx.ravel(), exact.ravel())[0, 1] > 0.99, method
+    auto = ci.influence(fit, target=target)
+    top = auto.top(10)
+    assert list(top.index) == list(ci.influence(fit, method="exact", target=target)
+                                   .top(10).index)
+
+
+def test_subjects_are_deleted_from_every_cause_at_once():
+    """Two rows per subject (the follow-up split at 1000 days): a subject's exact change
+    equals refitting without both rows; its units are the subjects."""
+    d = DATA.iloc[:120]
+    long = []
+    for i, row in d.iterrows():
+        if row["time"] > 1000:
+            long.append(dict(row, start=0.0, stop=1000.0, st=0, id=i))
+            long.append(dict(row, start=1000.0, stop=row["time"], st=row["status"], id=i))
+        else:
+            long.append(dict(row, start=0.0, stop=row["time"], st=row["status"], id=i))
+    long = pd.DataFrame(long)
+    fit = ci.fit_cause_specific(long[["age", "logbili"]], long["stop"], long["st"],
+                                entry=long["start"], id=long["id"])
+    result = ci.influence(fit, method="exact")
+    assert len(result.theta_change) == 120
+    for label in (d.index[0], d.index[7]):
+        keep = long["id"] != label
+        refit = ci.fit_cause_specific(long.loc[keep, ["age", "logbili"]], long.loc[keep, "stop"],
+                                      long.loc[keep, "st"], entry=long.loc[keep, "start"])
+        np.testing.assert_allclose(result.theta_change.loc[label].to_numpy() + fit.coef,
+                                   refit.coef, rtol=0, atol=1e-8)
+
+
+def test_a_subject_with_a_causes_only_event_is_flagged_undefined():
+    rng = np.random.default_rng(5)
+    n = 40
+    X = pd.DataFrame({"x": rng.normal(size=n)})
+    time = rng.exponential(size=n)
+    status = np.where(rng.uniform(size=n) < 0.6, 1, 0)
+    status[3] = 2                                   # the only event of cause 2
+    fit = ci.fit_cause_specific(X, time, status)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = ci.influence(fit, method="vif")
+    assert bool(result.flags.loc[3, "undefined"])
+    assert int(result.flags["undefined"].sum()) == 1
+
+
+def test_robust_covariance_is_the_reid_changes_cross_product():
+    fit = fit_case("efron")
+    seam = CauseSpecificAudit(fit)
+    D = seam.change("reid")
+    np.testing.assert_allclose(seam.covariance(True), D.T @ D, rtol=1e-10)
+    np.testing.assert_allclose(seam.covariance(True), fit.robust_covariance(), rtol=1e-10)
