@@ -593,9 +593,10 @@ def fit_multistate(X, start, stop, state, id, initial_state=None, ties="efron",
         them, its index the rows.
     start, stop : array_like, shape (n,)
         Each row's interval ``(start, stop]``.
-    state : array_like, shape (n,)
-        The state entered at ``stop``: 0 for none (censored); other values are the
-        states' labels (sorted to number them, as R's factor levels).
+    state : array_like or pandas.Categorical, shape (n,)
+        The state entered at ``stop``: 0 for none (censored), other values the states'
+        labels, numbered in sorted order; or, as R's factor, a categorical whose first
+        category is censoring and whose other categories number the states in order.
     id : array_like, shape (n,)
         The subject of each row (its rows are deleted together by the audit).
     initial_state : str, optional
@@ -650,8 +651,14 @@ def fit_multistate(X, start, stop, state, id, initial_state=None, ties="efron",
     raw = np.asarray(state)
     if not all(len(a) == n for a in (start, stop, raw, ids)):
         raise CoxInputError("X, start, stop, state and id must have one entry per row")
-    censored = np.array([v == 0 or (isinstance(v, str) and v == "0") for v in raw])
-    labels = sorted(set(raw[~censored].tolist()))
+    if (isinstance(state, (pd.Series, pd.Categorical))                   # R's factor
+            and isinstance(state.dtype, pd.CategoricalDtype)):
+        cat = pd.Categorical(state)
+        censored = np.asarray(cat.codes) <= 0
+        labels = [c for c in cat.categories[1:] if c in set(raw[~censored].tolist())]
+    else:
+        censored = np.array([v == 0 or (isinstance(v, str) and v == "0") for v in raw])
+        labels = sorted(set(raw[~censored].tolist()))
     initial = INITIAL if initial_state is None else str(initial_state)
     names = [str(v) for v in labels]
     states = [initial] + [s for s in names if s != initial]
