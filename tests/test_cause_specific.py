@@ -93,3 +93,19 @@ def test_robust_covariance_blocks_are_each_models():
     V = fit.robust_covariance()
     np.testing.assert_allclose(V[:2, :2], fit.models[0].robust_covariance(), rtol=1e-12)
     np.testing.assert_allclose(V[2:, 2:], fit.models[1].robust_covariance(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("cause", (1, 2))
+def test_standard_errors_are_absrisk_se_without_ties(cause):
+    """R's absRisk.se of the exponential formula (sqrt(sum(iid^2)); data without ties);
+    with the product limit R's iid is the exponential formula's derivative (about 1% off
+    the product limit's: models/cause_specific_influence.py)."""
+    fit = fit_case("noties")
+    risk, se = fit.predict_absolute_risk(NEW, TIMES, cause=cause, product_limit=False,
+                                         se=True)
+    iid = reference("noties", f"iid0_{cause}")
+    expected = np.sqrt((iid ** 2).sum(axis=0)).reshape(se.shape)
+    np.testing.assert_allclose(se.to_numpy(), expected, rtol=1e-7, atol=1e-12)
+    _, se_pl = fit.predict_absolute_risk(NEW, TIMES, cause=cause, se=True)
+    r_pl = reference("noties", f"riskse_{cause}")
+    assert np.abs(se_pl.to_numpy() - r_pl).max() < 0.05 * r_pl.max()

@@ -2,43 +2,26 @@
 
 ``F_k(t | x)`` (:func:`coxinfluence.models.cause_specific.absolute_risk`, R's
 ``predict(CSC, newdata, times, cause)``) depends on every cause's coefficients and on
-every cause's baseline hazard. With ``Q_j(u) = exp(x'theta_j) dLambda_0j(u)`` the
-patient's hazard jump of cause ``j`` at a jump time ``u``, ``h(u) = sum_j Q_j(u)`` and
-``F(t)`` the absolute risk::
-
-    dF(t) / dQ_j(u) = 1{u <= t} [1{j = k} S(u-) - (F(t) - F(u)) / (1 - h(u))]
-
-(the product limit; ``exp(-sum_j Lambda_j)``: without the ``1 / (1 - h(u))``), and each
-jump's derivatives are those of the Cox baseline (``m_k / den_k`` per Efron term, R's
-``survfit`` with the fit's ties, :mod:`coxinfluence.likelihood.baseline_hazard`):
-
-    dQ / dtheta_j = Q (x - a_k),
-    d(m_k / den_k) / dw_i = 1{i in D_g} / (d_g den_k)
-                            - (m_k / den_k^2) e_i (1{i in R_g} - c_k 1{i in D_g}),
-
-``a_k`` the term's risk-set mean, ``e_i`` row i's relative risk, ``R_g``, ``D_g``, ``d_g``
-the risk set, the events and their number of the term's tie group, ``c_k`` its Efron
-fraction. The first gives :meth:`AbsoluteRisk.jacobian`; the second, summed over a
-unit's rows times minus their case weights, the baseline's first-order change
-(:meth:`AbsoluteRisk.baseline_influence`): with the coefficients' Reid change it is
-``-IF/n``, minus riskRegression's ``absRisk.iid``. :meth:`AbsoluteRisk.data_effect` is
-the literal deletion at ``theta_hat`` (every target's convention) and
-:meth:`AbsoluteRisk.refit_values` the refitted model without the unit.
+every cause's baseline hazard. Its Jacobian and the baselines' first-order change by
+deleting a unit are :mod:`coxinfluence.models.cause_specific_influence`'s (the formulas);
+:meth:`AbsoluteRisk.data_effect` is the literal deletion at ``theta_hat`` (every target's
+convention) and :meth:`AbsoluteRisk.refit_values` the refitted models without the unit.
 """
 from __future__ import annotations
-
-from types import SimpleNamespace
 
 import numpy as np
 
 from coxinfluence.audit.target_base import Target, register_target
 from coxinfluence.data.new_patients import nonnegative_times
 from coxinfluence.data.units import row_units
-from coxinfluence.likelihood.baseline_hazard import baseline_ctype, baseline_terms
 from coxinfluence.models.cause_specific import (
     CauseSpecificFit,
     absolute_risk,
     cause_parts,
+)
+from coxinfluence.models.cause_specific_influence import (
+    absolute_risk_jacobian,
+    baseline_influence,
 )
 
 __all__ = ["AbsoluteRisk", "cause_units"]
@@ -50,21 +33,6 @@ def cause_units(fit, units=None):
     if units is None:
         return [row_units(m.data) for m in fit.models]
     return list(units.per_cause)
-
-
-def _baseline_parts(model, theta):
-    """Per Efron term of ``model`` at ``theta``: increments ``m/den`` (K,), the shift,
-    term means on the caller's scale (K, d), the denominators, the fractions, the mean
-    weights, and the shifted scores ``e`` (n,) of the sorted rows."""
-    rs = model.risk_sets
-    terms = baseline_terms(model, None, baseline_ctype(model))
-    _, r, shift, den = rs.risk(np.atleast_2d(theta), terms)
-    m = np.broadcast_to(terms.mean_weight, den.shape)[0]
-    inc = m / den[0]
-    frac = np.broadcast_to(terms.frac, den.shape)[0]
-    a = rs.term_means(r, den, terms.frac)[0] + model.data.X_center
-    e = r[0] / model.data.weights
-    return inc, shift[0, 0] + theta @ model.data.X_center, a, den[0], frac, m, e
 
 
 @register_target
@@ -187,45 +155,6 @@ class AbsoluteRisk(Target):
         return self._risk(fit, theta)
 
     # ----------------------------------------------------------- derivatives
-    def _jump_derivatives(self, fit):
-        """Per cause: dF/d(m_k/den_k) (P, T, K) of every term, and the term pieces."""
-        parts = self._parts(fit)[0]
-        grid_times = np.unique(np.concatenate(
-            [m.data.time[m.data.event_rows] for m in fit.models]))
-        pieces, Q = [], []
-        for model, (X, codes) in zip(fit.models, parts):
-            inc, shift, a, den, frac, m, e = _baseline_parts(model, model.coef)
-            ev = model.data.event_rows
-            E = np.exp(X @ model.coef - shift)                                  # (P,)
-            same = model.data.strata[ev][None, :] == codes[:, None]             # (P, K)
-            at = np.searchsorted(grid_times, model.data.time[ev])               # (K,)
-            q = np.zeros((X.shape[0], grid_times.size))
-            for p in range(X.shape[0]):
-                np.add.at(q[p], at[same[p]], E[p] * inc[same[p]])
-            Q.append(q)
-            pieces.append(SimpleNamespace(X=X, E=E, same=same, at=at, inc=inc, a=a, den=den,
-                                          frac=frac, m=m, e=e))
-        h = np.sum(Q, axis=0)                                                   # (P, G)
-        if self.product_limit:
-            S = np.cumprod(1.0 - h, axis=1)
-        else:
-            S = np.exp(-np.cumsum(h, axis=1))
-        S_before = np.concatenate([np.ones_like(S[:, :1]), S[:, :-1]], axis=1)
-        F = np.cumsum(S_before * Q[fit.causes.index(self.cause)], axis=1)       # (P, G)
-        upto = grid_times[None, :] <= self.times[:, None]                       # (T, G)
-        at_t = np.searchsorted(grid_times, self.times, side="right") - 1
-        F_t = np.where(at_t[None, :] >= 0, F[:, np.maximum(at_t, 0)], 0.0)      # (P, T)
-        scale = (1.0 / np.where(h < 1.0, 1.0 - h, np.inf) if self.product_limit
-                 else np.ones_like(h))
-        out = []
-        for j, piece in enumerate(pieces):
-            direct = S_before[:, None, :] if fit.causes[j] == self.cause else 0.0
-            dQ = upto[None] * (direct - (F_t[:, :, None] - F[:, None, :])
-                               * scale[:, None, :])                            # (P, T, G)
-            dinc = dQ[:, :, piece.at] * (piece.E[:, None] * piece.same)[:, None, :]
-            out.append((dinc, piece))                                           # (P, T, K)
-        return out
-
     def jacobian(self, fit):
         """(m, d) ``dF/dtheta`` at the fitted coefficients of every cause.
 
@@ -248,20 +177,15 @@ class AbsoluteRisk(Target):
         >>> target.jacobian(fit).shape
         (1, 2)
         """
-        blocks = []
-        for dinc, piece in self._jump_derivatives(fit):
-            # d(E m/den)/dtheta = E (m/den) (x - a_k)
-            xa = piece.X[:, None, :] - piece.a[None, :, :]                      # (P, K, d)
-            J = np.einsum("ptk,pkd->ptd", dinc * piece.inc[None, None, :], xa)
-            blocks.append(J.reshape(-1, piece.X.shape[1]))
-        return np.hstack(blocks)
+        parts = self._parts(fit)[0]
+        return absolute_risk_jacobian(fit, parts, self.times, self.cause, self.product_limit)
 
     def baseline_influence(self, fit, units=None):
         """(U, m) the baselines' first-order change by deleting each unit at ``theta_hat``.
 
         ``-sum_{i in g} w_i dF/dw_i`` (module docstring): the infinitesimal counterpart of
         :meth:`data_effect`. With ``J`` times the coefficients' Reid change it is Reid's
-        change of ``F`` (minus riskRegression's ``absRisk.iid``).
+        change of ``F`` (:mod:`coxinfluence.models.cause_specific_influence`).
 
         Parameters
         ----------
@@ -284,40 +208,9 @@ class AbsoluteRisk(Target):
         >>> target.baseline_influence(fit).shape
         (60, 1)
         """
-        total = None
-        for model, unit, (dinc, piece) in zip(fit.models, cause_units(fit, units),
-                                              self._jump_derivatives(fit)):
-            den, frac, m, e = piece.den, piece.frac, piece.m, piece.e
-            data = model.data
-            ev, tg = data.event_rows, data.term_group
-            P, T, K = dinc.shape
-            G = dinc.reshape(P * T, K)
-            n_events = data.group_n_events[tg]                                 # (K,)
-            # the events' own part: 1{i in D_g} / (d_g den_k) + (m/den^2) e_i c_k
-            group_of_row = np.full(data.n, -1)
-            group_of_row[ev] = tg
-            own = np.zeros((data.n, P * T))
-            for g in np.unique(tg):
-                in_g = tg == g
-                rows = ev[in_g]
-                coef = (G[:, in_g] @ (1.0 / (n_events[in_g] * den[in_g])))     # (PT,)
-                corr = G[:, in_g] @ (m[in_g] / den[in_g] ** 2 * frac[in_g])      # (PT,)
-                own[rows] = coef[None, :] + e[rows, None] * corr[None, :]
-            # the risk sets' part: -(m/den^2) e_i 1{i in R_g}
-            start = np.full(data.n, -np.inf) if data.start is None else data.start
-            t_k, s_k = data.time[ev], data.strata[ev]
-            B = G * (m / den ** 2)[None, :]                                      # (PT, K)
-            risk = np.zeros((data.n, P * T))
-            for lo in range(0, data.n, 2048):
-                rows = np.arange(lo, min(lo + 2048, data.n))
-                R = ((data.time[rows, None] >= t_k[None, :])
-                     & (start[rows, None] < t_k[None, :])
-                     & (data.strata[rows, None] == s_k[None, :]))
-                risk[rows] = (R * e[rows, None]) @ B.T
-            dw = own - risk                                                     # (n, PT)
-            change = unit.collapse(-data.weights[:, None] * dw)
-            total = change if total is None else total + change
-        return total
+        parts = self._parts(fit)[0]
+        return baseline_influence(fit, parts, self.times, self.cause, self.product_limit,
+                                  cause_units(fit, units))
 
     def data_effect(self, fit, units=None):
         """``F(theta_hat; D_{-g}) - F(theta_hat; D)``: every cause's baseline without the

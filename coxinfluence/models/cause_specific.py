@@ -28,7 +28,12 @@ import pandas as pd
 
 from coxinfluence.data.inputs import CoxInputError
 from coxinfluence.data.new_patients import new_patient_matrix, nonnegative_times
+from coxinfluence.data.units import resolve_units
 from coxinfluence.models.base import FitInterface, standard_errors
+from coxinfluence.models.cause_specific_influence import (
+    absolute_risk_changes,
+    coefficient_changes,
+)
 from coxinfluence.models.cox import fit_cox
 from coxinfluence.models.predictions import cox_cumulative_hazard, cox_strata
 
@@ -523,15 +528,7 @@ class CauseSpecificFit(FitInterface):
         >>> np.allclose(V[:2, :2], fit.models[0].robust_covariance())
         True
         """
-        from coxinfluence.data.units import resolve_units
-        from coxinfluence.likelihood.score_residuals import score_residuals_sorted
-        blocks = []
-        for m in self.models:
-            units = resolve_units(m, groups)
-            delta = -m.data.weights[:, None] * score_residuals_sorted(m.risk_sets, m.coef)
-            IF = np.asarray(m.paper_scale(units.collapse(delta), units, overwrite=True))
-            blocks.append(IF / IF.shape[0])
-        D = np.hstack(blocks)
+        D = coefficient_changes(self, [resolve_units(m, groups) for m in self.models])
         return D.T @ D
 
     def _summary_head(self, se, robust):
@@ -550,7 +547,8 @@ class CauseSpecificFit(FitInterface):
     def _grid(self):
         return _grid(self)
 
-    def predict_absolute_risk(self, X_new, times, cause=1, product_limit=True, strata=None):
+    def predict_absolute_risk(self, X_new, times, cause=1, product_limit=True, strata=None,
+                              se=False):
         """The absolute risk (cumulative incidence) of a cause for new patients.
 
         ``F_k(t | x)`` from every cause's model (module docstring): R's
@@ -569,11 +567,18 @@ class CauseSpecificFit(FitInterface):
             ``exp(-sum_j Lambda_j)``.
         strata : optional
             Stratum labels of a stratified fit (default: ``X_new``'s stratum columns).
+        se : bool, default False
+            Also the standard errors, ``sqrt(sum_g change_g^2)`` over the units (the
+            subjects of ``id=``, else the rows), ``change_g`` Reid's change of the risk
+            (``coxinfluence.models.cause_specific_influence``): R's ``absRisk.se`` for the
+            exponential formula on data without tied event times (with the product limit
+            R's differs by about 1%: module docstring there).
 
         Returns
         -------
-        pandas.DataFrame
-            One row per patient (``X_new``'s index), one column per time.
+        pandas.DataFrame or tuple of pandas.DataFrame
+            One row per patient (``X_new``'s index), one column per time; with ``se``,
+            ``(risk, se)``.
 
         Raises
         ------
@@ -596,6 +601,11 @@ class CauseSpecificFit(FitInterface):
         time    0.5    1.0
         0     0.497  0.685
         1     0.173  0.268
+        >>> risk, se = fit.predict_absolute_risk(X.head(2), [0.5, 1.0], se=True)
+        >>> se.round(3)
+        time    0.5    1.0
+        0     0.064  0.062
+        1     0.040  0.057
         """
         if cause not in self.causes:
             raise ValueError(f"cause must be one of {self.causes}; got {cause!r}")
@@ -606,7 +616,13 @@ class CauseSpecificFit(FitInterface):
         parts, index = cause_parts(self, X_new, strata)
         F = absolute_risk(self, [m.coef for m in self.models], parts, t, cause,
                           product_limit)[0]
-        return pd.DataFrame(F, index=index, columns=pd.Index(t, name="time"))
+        columns = pd.Index(t, name="time")
+        risk = pd.DataFrame(F, index=index, columns=columns)
+        if not se:
+            return risk
+        change = absolute_risk_changes(self, parts, t, cause, product_limit)
+        sd = np.sqrt((change ** 2).sum(axis=0)).reshape(F.shape)
+        return risk, pd.DataFrame(sd, index=index, columns=columns)
 
     def __repr__(self):
         return (f"CauseSpecificFit(n={self.n}, causes={self.causes}, events="
