@@ -21,7 +21,9 @@ from coxinfluence.influence_functions.multistate_audit import MultiStateAudit
 from coxinfluence.influence_functions.registry import audit_model
 
 FIXTURES = Path(__file__).parent / "fixtures" / "r_multistate"
-COVARIATES = {"mgus2": ["age", "male"], "sim": ["x1", "x2"]}
+COVARIATES = {"mgus2": ["age", "male"], "sim": ["x1", "x2"], "sim_shared": ["x1", "x2"]}
+#: coefficients shared across transitions (R: 1:2 + 1:3 ~ x1 / common)
+SHARED = {"sim_shared": {"x1": ["1:2", "1:3"]}}
 
 
 def _read(name, ds):
@@ -29,10 +31,11 @@ def _read(name, ds):
 
 
 def _fit(d, ds="sim"):
-    return ci.fit_multistate(d[COVARIATES[ds]], d["tstart"], d["tstop"], d["state"], d["id"])
+    return ci.fit_multistate(d[COVARIATES[ds]], d["tstart"], d["tstop"], d["state"], d["id"],
+                             shared=SHARED.get(ds))
 
 
-@pytest.mark.parametrize("ds", ["mgus2", "sim"])
+@pytest.mark.parametrize("ds", ["mgus2", "sim", "sim_shared"])
 def test_exact_refits_and_robust_covariance_equal_r(ds):
     """The engine's exact refits of a few subjects = R's coxph without them (1e-6); the
     seam's robust covariance ``D'D`` (Reid's changes by subject, every transition) = R's

@@ -4,7 +4,8 @@ Golden fixtures of ``tests/r/multistate_reference.R`` (``tests/fixtures/r_multis
 ``coxph(Surv(tstart, tstop, state) ~ ..., id = id)`` and ``summary(survfit(fit, newdata),
 times)$pstate`` on survival's ``mgus2`` in multi-state form (monthly times: ties; the
 pcm -> death rows enter late) and a simulated illness-death set (delayed entry into the
-first state, integer times), and coxph refitted without single subjects.
+first state, integer times; also with x1's coefficient shared by 1:2 and 1:3), and
+coxph refitted without single subjects.
 """
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ import pytest
 import coxinfluence as ci
 
 FIXTURES = Path(__file__).parent / "fixtures" / "r_multistate"
-COVARIATES = {"mgus2": ["age", "male"], "sim": ["x1", "x2"]}
+COVARIATES = {"mgus2": ["age", "male"], "sim": ["x1", "x2"], "sim_shared": ["x1", "x2"]}
+#: coefficients shared across transitions (R: 1:2 + 1:3 ~ x1 / common)
+SHARED = {"sim_shared": {"x1": ["1:2", "1:3"]}}
 
 
 def _read(name, ds):
@@ -26,10 +29,11 @@ def _read(name, ds):
 
 def _fit(ds, frame=None):
     d = _read("data", ds) if frame is None else frame
-    return ci.fit_multistate(d[COVARIATES[ds]], d["tstart"], d["tstop"], d["state"], d["id"])
+    return ci.fit_multistate(d[COVARIATES[ds]], d["tstart"], d["tstop"], d["state"], d["id"],
+                             shared=SHARED.get(ds))
 
 
-@pytest.fixture(scope="module", params=["mgus2", "sim"])
+@pytest.fixture(scope="module", params=["mgus2", "sim", "sim_shared"])
 def case(request):
     return request.param, _fit(request.param)
 

@@ -351,6 +351,16 @@ def _multistate():
                            "does; not built yet)")
 
 
+def _multistate_shared():
+    """Shared coefficients: one stratified Cox fit of every transition's rows."""
+    case = _multistate()
+    case.name = "multistate_shared"
+    case.make = lambda d: (ci.fit_multistate(d[["x1", "x2"]], d["start"], d["stop"],
+                                             d["state"], d["id"],
+                                             shared={"x2": ["1:2", "1:3", "2:3"]}), None, {})
+    return case
+
+
 def _cause_specific():
     df = _competing()
     return Case("cause_specific", df, "cause_specific",
@@ -364,7 +374,8 @@ def _cause_specific():
 CASES = {c.__name__[1:]: c for c in (
     _cox_rows, _cox_subjects, _cox_clusters, _cox_ridge, _aft, _lifelines_weibull,
     _lifelines_ancillary, _fine_gray, _statsmodels_phreg, _sksurv_coxph, _sksurv_coxnet,
-    _autodiff_glm, _example_family, _multistate, _cause_specific)}
+    _autodiff_glm, _example_family, _multistate, _multistate_shared,
+    _cause_specific)}
 
 
 #: registered families without a case of their own, and where they are covered

@@ -92,6 +92,9 @@ class MultiStateFit(FitInterface):
         The state each row enters (0-based code, 0: censored).
     rows : list of numpy.ndarray, optional
         Each transition's rows (positions in ``frame``).
+    cmap : array_like of int, shape (K, d), optional
+        Each transition's coefficient positions in ``coef`` (R's ``cmap``; default one
+        coefficient per transition and covariate).
 
     Examples
     --------
@@ -105,16 +108,23 @@ class MultiStateFit(FitInterface):
     _model_variance = "model-based (inverse information; R's naive.var)"
     has_subjects = True
 
-    def __init__(self, fits, transitions, states, frame, ids, state_codes, rows=None):
+    def __init__(self, fits, transitions, states, frame, ids, state_codes, rows=None,
+                 cmap=None):
         self.rows = rows
         self.fits, self.transitions, self.states = list(fits), list(transitions), list(states)
         self.frame, self.ids, self.state_codes = frame, np.asarray(ids), state_codes
         self._covariates = [str(c) for c in frame.columns]
         self.index = frame.index
         self.n = len(frame)
+        d = len(self._covariates)
+        self.cmap = (np.arange(len(self.transitions) * d).reshape(-1, d) if cmap is None
+                     else np.asarray(cmap, dtype=int))
         self.coef = np.concatenate([f.coef for f in self.fits])
-        self.columns = [f"{c}_{name}" for name in self.transition_names
-                        for c in self._covariates]
+        names = {}
+        for name, positions in zip(self.transition_names, self.cmap):
+            for c, position in zip(self._covariates, positions):
+                names.setdefault(int(position), f"{c}_{name}")
+        self.columns = [names[k] for k in range(len(self.coef))]
         self.information = _block_diagonal([f.information for f in self.fits])
         self.converged = all(f.converged for f in self.fits)
 
@@ -185,12 +195,13 @@ class MultiStateFit(FitInterface):
 
     @property
     def slices(self):
-        """The positions of each transition's coefficients in ``coef``.
+        """The positions of each Cox fit's coefficients in ``coef``: one fit per
+        transition, or one stratified fit of all when coefficients are shared.
 
         Returns
         -------
         list of slice
-            One per transition.
+            One per fit of ``fits``.
 
         Examples
         --------
@@ -199,8 +210,8 @@ class MultiStateFit(FitInterface):
         >>> fit.slices[1]
         slice(2, 4, None)
         """
-        d = len(self.covariates)
-        return [slice(k * d, (k + 1) * d) for k in range(len(self.fits))]
+        ends = np.cumsum([len(f.coef) for f in self.fits])
+        return [slice(int(e - len(f.coef)), int(e)) for f, e in zip(self.fits, ends)]
 
     @property
     def ratio_positions(self):
@@ -555,9 +566,9 @@ def state_probabilities(fit, theta, X, times, drop=None):
     B, P, S = theta.shape[0], X.shape[0], len(fit.states)
     grid = event_grid(fit, times.max() if times.size else 0.0)
     rates = []
-    for k, sl in enumerate(fit.slices):
-        inc, shift = hazard_jumps(fit, k, theta[:, sl], grid, drop)           # (B, J)
-        risk = np.exp(theta[:, sl] @ X.T - shift[:, None])                   # (B, P)
+    for k, positions in enumerate(fit.cmap):
+        inc, shift = hazard_jumps(fit, k, theta[:, positions], grid, drop)    # (B, J)
+        risk = np.exp(theta[:, positions] @ X.T - shift[:, None])            # (B, P)
         rates.append(risk[:, :, None] * inc[:, None, :])                     # (B, P, J)
     p = np.zeros((B, P, S))
     p[:, :, 0] = 1.0
@@ -577,7 +588,7 @@ def state_probabilities(fit, theta, X, times, drop=None):
 
 
 def fit_multistate(X, start, stop, state, id, initial_state=None, ties="efron",
-                   tol=1e-10, max_iter=50) -> MultiStateFit:
+                   tol=1e-10, max_iter=50, shared=None) -> MultiStateFit:
     """Fit a Markov multi-state Cox model, one Cox model per transition (R's survival).
 
     R's ``coxph(Surv(start, stop, state) ~ X, id = id)`` with ``state`` a factor whose
@@ -607,6 +618,11 @@ def fit_multistate(X, start, stop, state, id, initial_state=None, ties="efron",
         Newton-Raphson's gradient tolerance (each transition).
     max_iter : int, default 50
         Newton-Raphson's iteration limit (each transition).
+    shared : dict, optional
+        Coefficients shared across transitions: ``{covariate: ["1:2", "1:3"]}`` (R's
+        ``coxph(list(Surv(...) ~ x, 1:2 + 1:3 ~ x / common))``); the model is then one
+        :func:`~coxinfluence.fit_cox` of every transition's rows, stratified by transition
+        (R's expansion), a shared coefficient named after its first transition.
 
     Returns
     -------
@@ -641,6 +657,13 @@ def fit_multistate(X, start, stop, state, id, initial_state=None, ties="efron",
               coef  robust se
     x1_1:2  0.7318     0.1231
     x2_1:2  0.0408     0.2630
+
+    ``x1``'s coefficient shared by the transitions out of the initial state (R's ``1:2 +
+    1:3 ~ x1 / common``):
+
+    >>> shared = ci.fit_multistate(X, start, stop, state, id, shared={"x1": ["1:2", "1:3"]})
+    >>> shared.columns
+    ['x1_1:2', 'x2_1:2', 'x2_1:3', 'x1_2:3', 'x2_2:3']
     """
     frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(
         np.asarray(X, dtype=np.float64)).rename(columns=lambda c: f"x{c + 1}")
@@ -668,16 +691,55 @@ def fit_multistate(X, start, stop, state, id, initial_state=None, ties="efron",
     transitions = transitions_of(state_codes, origin)
     if not transitions:
         raise CoxInputError("no transition is observed (every state is 0)")
-    fits, all_rows = [], []
-    for a, b in transitions:
-        rows = np.flatnonzero(origin == a)
-        all_rows.append(rows)
-        fits.append(fit_cox(frame.iloc[rows], stop[rows],
-                            (state_codes[rows] == b).astype(np.float64), start=start[rows],
-                            id=ids[rows], ties=ties, tol=tol, max_iter=max_iter))
-    out = MultiStateFit(fits, transitions, states, frame, ids, state_codes, all_rows)
+    all_rows = [np.flatnonzero(origin == a) for a, _ in transitions]
+    names = [f"{a + 1}:{b + 1}" for a, b in transitions]
+    cmap = _coefficient_map([str(c) for c in frame.columns], names, shared)
+    events = [(state_codes[rows] == b).astype(np.float64)
+              for (_, b), rows in zip(transitions, all_rows)]
+    if shared:
+        fits = [_stacked_fit(frame, start, stop, ids, all_rows, events, cmap, ties, tol,
+                             max_iter)]
+    else:
+        fits = [fit_cox(frame.iloc[rows], stop[rows], event, start=start[rows],
+                        id=ids[rows], ties=ties, tol=tol, max_iter=max_iter)
+                for rows, event in zip(all_rows, events)]
+    out = MultiStateFit(fits, transitions, states, frame, ids, state_codes, all_rows, cmap)
     out.starts, out.stops = start, stop
     return out
+
+
+def _coefficient_map(covariates, names, shared):
+    """(K, d) each transition's coefficient positions, as R's ``cmap``: new positions in
+    the order of the transitions, then the covariates; a shared one takes its first
+    transition's."""
+    shared = {} if shared is None else dict(shared)
+    unknown = [c for c in shared if c not in covariates]
+    unknown += [t for group in shared.values() for t in group if t not in names]
+    if unknown:
+        raise CoxInputError(f"shared= names unknown covariates or transitions: {unknown} "
+                            f"(covariates {covariates}, transitions {names})")
+    cmap = np.full((len(names), len(covariates)), -1)
+    taken = {}
+    for k, name in enumerate(names):
+        for j, c in enumerate(covariates):
+            key = (c, "shared") if name in shared.get(c, ()) else (c, name)
+            cmap[k, j] = taken.setdefault(key, len(taken))
+    return cmap
+
+
+def _stacked_fit(frame, start, stop, ids, all_rows, events, cmap, ties, tol, max_iter):
+    """One Cox fit of every transition's rows, stratified by transition, each row's
+    covariates in its transition's columns (R's expansion of a multi-state model)."""
+    X = frame.to_numpy(dtype=np.float64)
+    rows = np.concatenate(all_rows)
+    D = np.zeros((rows.size, int(cmap.max()) + 1))
+    at = 0
+    for r, positions in zip(all_rows, cmap):
+        D[at:at + r.size, positions] = X[r]
+        at += r.size
+    strata = np.repeat(np.arange(len(all_rows)), [r.size for r in all_rows])
+    return fit_cox(pd.DataFrame(D), stop[rows], np.concatenate(events), start=start[rows],
+                   id=ids[rows], strata=strata, ties=ties, tol=tol, max_iter=max_iter)
 
 
 def simulate_illness_death(n_subjects=150, seed=1):

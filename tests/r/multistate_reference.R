@@ -10,6 +10,8 @@
 #   mgus2   survival::mgus2 in multi-state form as in the vignette "Multi-state models and
 #           competing risks" (tmerge: states (s0) -> pcm -> death, (s0) -> death), ~ age +
 #           male; monthly times (ties), the pcm -> death rows enter late (delayed entry)
+#   sim_shared  the simulated set with x1's coefficient shared by 1:2 and 1:3
+#           (coxph(list(Surv(...) ~ x1 + x2, 1:2 + 1:3 ~ x1 / common)))
 #   sim     a simulated illness-death set (healthy -> ill -> dead, healthy -> dead), 150
 #           subjects entering at integer times 0..4 (delayed entry into the first state),
 #           integer times (ties), ~ x1 + x2
@@ -63,7 +65,11 @@ sets <- list(mgus2 = list(data = mgus, covs = c("age", "male"), names = c("pcm",
                           times = c(12, 50, 100, 200, 300), refit = c(1, 5, 17, 1003)),
              sim = list(data = sim, covs = c("x1", "x2"), names = c("ill", "dead"),
                         new = data.frame(x1 = c(-0.5, 1), x2 = c(0, 1)),
-                        times = c(3, 8, 15, 25), refit = NULL))
+                        times = c(3, 8, 15, 25), refit = NULL),
+             sim_shared = list(data = sim, covs = c("x1", "x2"), names = c("ill", "dead"),
+                               new = data.frame(x1 = c(-0.5, 1), x2 = c(0, 1)),
+                               times = c(3, 8, 15, 25), refit = NULL,
+                               shared = "1:2 + 1:3 ~ x1 / common"))
 for (ds in names(sets)) {
   s <- sets[[ds]]
   d <- s$data
@@ -72,6 +78,7 @@ for (ds in names(sets)) {
             file.path(out, paste0("states_", ds, ".csv")), row.names = FALSE)
   d$fstate <- factor(d$state, 0:length(s$names), labels = c("censor", s$names))
   f <- as.formula(paste("Surv(tstart, tstop, fstate) ~", paste(s$covs, collapse = " + ")))
+  if (!is.null(s$shared)) f <- list(f, as.formula(s$shared))
   fit <- coxph(f, data = d, id = id)
   write.csv(data.frame(name = names(coef(fit)), coef = unname(coef(fit)),
                        se = sqrt(diag(fit$var)), naive_se = sqrt(diag(fit$naive.var))),
