@@ -109,3 +109,25 @@ def test_standard_errors_are_absrisk_se_without_ties(cause):
     _, se_pl = fit.predict_absolute_risk(NEW, TIMES, cause=cause, se=True)
     r_pl = reference("noties", f"riskse_{cause}")
     assert np.abs(se_pl.to_numpy() - r_pl).max() < 0.05 * r_pl.max()
+
+
+@pytest.mark.parametrize("kind", ("martingale", "score", "schoenfeld", "dfbeta"))
+def test_residuals_are_each_causes_residuals_coxph(kind):
+    fit = fit_case("efron")
+    res = ci.residuals(fit, kind=kind)
+    for k in (1, 2):
+        expected = reference("efron", f"res_{kind}_{k}")
+        if kind == "schoenfeld":
+            got = res.loc[k].to_numpy()
+        elif kind == "martingale":
+            got = res[f"cause {k}"].to_numpy()[:, None]
+        else:
+            got = res[[f"cause {k}: age", f"cause {k}: logbili"]].to_numpy()
+        np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-10)
+
+
+def test_dfbeta_is_minus_the_audits_reid_change():
+    fit = fit_case("efron")
+    reid = ci.influence(fit, method="reid").theta_change.to_numpy()
+    np.testing.assert_allclose(ci.residuals(fit, kind="dfbeta").to_numpy(), -reid,
+                               rtol=1e-10, atol=1e-14)

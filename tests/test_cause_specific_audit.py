@@ -154,3 +154,16 @@ def test_robust_covariance_is_the_reid_changes_cross_product():
     D = seam.change("reid")
     np.testing.assert_allclose(seam.covariance(True), D.T @ D, rtol=1e-10)
     np.testing.assert_allclose(seam.covariance(True), fit.robust_covariance(), rtol=1e-10)
+
+
+def test_the_report_names_the_model_and_its_causes(tmp_path):
+    from coxinfluence.report import write_report
+    fit = fit_case("efron")
+    target = ci.targets.AbsoluteRisk(NEW.iloc[:1], [1000, 2000], cause=2)
+    result = ci.influence(fit, target=target)
+    assert result.loo_change.columns.tolist() == ["F2(1000|0)", "F2(2000|0)"]
+    path = tmp_path / "report.html"
+    write_report(path, result)
+    html = path.read_text()
+    assert "Cause-specific Cox model influence audit" in html
+    assert "cause 1: 25 events, cause 2: 161 events" in html

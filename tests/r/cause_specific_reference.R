@@ -15,8 +15,10 @@
 #     k, product.limit = TRUE / FALSE)$absRisk, row the new patient, col the time),
 #     riskse_k (absRisk.se); for noties iid_k / iid0_k (absRisk.iid with product.limit =
 #     TRUE / FALSE, row the subject, col patient * length(times) + time, 0-based);
-#     loo_coef (row the deleted subject, 0-based: CSC refitted without it, every cause's
-#     coefficients) and loo_risk_1 (its absolute risk of cause 1, product limit).
+#     res_<type>_k (case efron: residuals(model k, type), type martingale, score,
+#     schoenfeld, dfbeta); loo_coef (row the deleted subject, 0-based: CSC refitted
+#     without it, every cause's coefficients) and loo_risk_1 (its absolute risk of cause 1,
+#     product limit).
 # New patients: rows 1, 5, 9, 100 (1-based); times 500, 1000, 2000, 3000.
 suppressPackageStartupMessages({library(survival); library(riskRegression)})
 args <- commandArgs(trailingOnly = TRUE)
@@ -56,6 +58,8 @@ for (case in names(fitters)) {
     put(case, paste0("coef_", k), coef(m))
     put(case, paste0("se_", k), sqrt(diag(vcov(m))))
     put(case, paste0("loglik_", k), m$loglik[2])
+    if (case == "efron") for (type in c("martingale", "score", "schoenfeld", "dfbeta"))
+      put(case, paste0("res_", type, "_", k), residuals(m, type = type))
   }
   if (case == "weights") next
   for (k in 1:2) {
