@@ -87,6 +87,20 @@ def r_matrix(ref, config, quantity):
     return r.pivot(index="row", columns="col", values="value").to_numpy()
 
 
+def pytest_report_header(config):
+    """The versions this environment resolved (issue 44: CI builds a new one each run, and
+    a reference value must not depend on them): printed at the top of every run."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(name):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "absent"
+    names = ("numpy", "scipy", "pandas", "lifelines", "statsmodels", "scikit-survival", "jax")
+    return "resolved: " + ", ".join(f"{n} {of(n)}" for n in names)
+
+
 def pytest_collection_modifyitems(config, items):
     """A live comparison with R (``needs_r``) is also ``slow``: the README's command
     (``-m "not slow"`` in pyproject's addopts) leaves them out, ``.ci/run`` runs them with
