@@ -131,3 +131,19 @@ def test_dfbeta_is_minus_the_audits_reid_change():
     reid = ci.influence(fit, method="reid").theta_change.to_numpy()
     np.testing.assert_allclose(ci.residuals(fit, kind="dfbeta").to_numpy(), -reid,
                                rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("cause", (1, 2))
+def test_evaluate_is_score_of_the_absolute_risk(cause):
+    """ci.evaluate(fit, ..., cause=k): Score(Hist(time, status) ~ 1, cause = k) of the
+    absolute risk (product limit): Brier scores, AUCs, IBS and their SEs."""
+    train, test = DATA.iloc[:300], DATA.iloc[300:]
+    fit = ci.fit_cause_specific(train[["age", "logbili"]], train["time"], train["status"])
+    table = ci.evaluate(fit, test[["age", "logbili"]], test["time"], test["status"],
+                        [1000, 2000, 3000], cause=cause)
+    table = table[table.metric != "ipa"]
+    assert table.metric.tolist() == ["brier"] * 3 + ["auc"] * 3 + ["ibs"]
+    np.testing.assert_allclose(table.estimate, reference("score", f"estimate_{cause}").ravel(),
+                               rtol=0, atol=1e-8)
+    np.testing.assert_allclose(table.se, reference("score", f"se_{cause}").ravel(),
+                               rtol=0, atol=1e-8)

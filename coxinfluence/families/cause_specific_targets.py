@@ -49,8 +49,9 @@ class AbsoluteRisk(Target):
         The new patients (every cause's covariates).
     times : float or array_like
         Times.
-    cause : int, default 1
-        The cause ``k``.
+    cause : int, optional
+        The cause ``k`` (default: the fit's ``cause``, which ``ci.evaluate(...,
+        cause=k)`` sets, else 1).
     product_limit : bool, default True
         The event-free survival by the product limit (R's default), else
         ``exp(-sum_j Lambda_j)``.
@@ -76,19 +77,26 @@ class AbsoluteRisk(Target):
     """
 
     name = "absolute_risk"
-    quantity = "absolute_risk"
+    quantity = "cumulative_incidence"
     options = ("cause", "product_limit", "strata")
     ask = "ci.targets.AbsoluteRisk(X_new, times, cause=1)"
     fit_type = CauseSpecificFit
 
-    def __init__(self, X_new, times, cause=1, product_limit=True, strata=None):
+    def __init__(self, X_new, times, cause=None, product_limit=True, strata=None):
         self.X_new, self.cause = X_new, cause
         self.product_limit, self.strata = bool(product_limit), strata
         self.times = nonnegative_times(times)
 
+    def _k(self, fit):
+        """The cause: ``cause``, else the fit's (``fit.cause``, as ``ci.evaluate(...,
+        cause=)`` sets it), else 1."""
+        if self.cause is not None:
+            return self.cause
+        return 1 if fit.cause is None else fit.cause
+
     def _parts(self, fit):
-        if self.cause not in fit.causes:
-            raise ValueError(f"cause must be one of {fit.causes}; got {self.cause!r}")
+        if self._k(fit) not in fit.causes:
+            raise ValueError(f"cause must be one of {fit.causes}; got {self._k(fit)!r}")
         return cause_parts(fit, self.X_new, self.strata)
 
     def _split(self, fit, theta):
@@ -118,13 +126,13 @@ class AbsoluteRisk(Target):
         ['F2(0.5|0)']
         """
         labels = self._parts(fit)[1]
-        return [f"F{self.cause}({t:g}|{lab})" for lab in labels for t in self.times]
+        return [f"F{self._k(fit)}({t:g}|{lab})" for lab in labels for t in self.times]
 
     def _risk(self, fit, theta, deleted=None):
         parts = self._parts(fit)[0]
         thetas = self._split(fit, theta)
-        F = absolute_risk(fit, thetas, parts, self.times, self.cause, self.product_limit,
-                          deleted)
+        F = absolute_risk(fit, thetas, parts, self.times, self._k(fit),
+                          self.product_limit, deleted)
         return F.reshape(F.shape[0], -1)
 
     def value(self, fit, theta):
@@ -178,7 +186,8 @@ class AbsoluteRisk(Target):
         (1, 2)
         """
         parts = self._parts(fit)[0]
-        return absolute_risk_jacobian(fit, parts, self.times, self.cause, self.product_limit)
+        return absolute_risk_jacobian(fit, parts, self.times, self._k(fit),
+                                      self.product_limit)
 
     def baseline_influence(self, fit, units=None):
         """(U, m) the baselines' first-order change by deleting each unit at ``theta_hat``.
@@ -209,7 +218,7 @@ class AbsoluteRisk(Target):
         (60, 1)
         """
         parts = self._parts(fit)[0]
-        return baseline_influence(fit, parts, self.times, self.cause, self.product_limit,
+        return baseline_influence(fit, parts, self.times, self._k(fit), self.product_limit,
                                   cause_units(fit, units))
 
     def data_effect(self, fit, units=None):

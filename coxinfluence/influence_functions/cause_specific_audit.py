@@ -23,12 +23,14 @@ these. The target ``ci.targets.AbsoluteRisk``
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
+from coxinfluence.data.inputs import InputError
 from coxinfluence.influence_functions.cox_audit import CoxAudit
 from coxinfluence.influence_functions.engine import Engine
 from coxinfluence.influence_functions.engine_refits import DeletionKernel
@@ -272,9 +274,15 @@ def _frame(fit):
     return frame
 
 
-def build(fit, data, *, groups=None, robust=None):
+def build(fit, data, *, groups=None, robust=None, cause=None):
     """A ``CauseSpecificFit`` behind the seam and its :class:`Resolved` (the training frame
-    with ``data``'s other columns, matched on the index)."""
+    with ``data``'s other columns, matched on the index); ``cause``: the fit's cause (what
+    ``ci.evaluate`` scores, the targets' default) on a copy of the fit."""
+    if cause is not None:
+        if cause not in fit.causes:
+            raise InputError(f"cause must be one of the fit's causes {fit.causes}; got "
+                             f"{cause!r}")
+        fit = dataclasses.replace(fit, cause=cause)
     frame = _frame(fit)
     if data is not None:
         frame = attach_columns(frame, data, fit.n)
@@ -285,4 +293,5 @@ def build(fit, data, *, groups=None, robust=None):
 
 #: the family, registered on import (``import coxinfluence`` imports this module)
 FAMILY = register_family(Family("cause_specific", CauseSpecificFit, build,
+                                options=("cause",),
                                 description="a CauseSpecificFit (ci.fit_cause_specific)"))

@@ -142,6 +142,10 @@ class CauseSpecificFit(FitInterface):
         The causes, in the order of ``models``.
     status : numpy.ndarray
         The caller's status codes, caller's order.
+    cause : int, optional
+        The cause whose absolute risk ``ci.evaluate`` scores and ``ci.targets.AbsoluteRisk``
+        takes by default (the fit protocol's ``cause``; None: 1). ``ci.evaluate(fit, ...,
+        cause=k)`` and ``ci.influence(fit, ..., cause=k)`` set it on a copy.
 
     See Also
     --------
@@ -173,6 +177,7 @@ class CauseSpecificFit(FitInterface):
     models: list
     causes: list
     status: np.ndarray = field(repr=False)
+    cause: object = None
 
     @property
     def coef(self):
