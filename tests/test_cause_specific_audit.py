@@ -167,3 +167,17 @@ def test_the_report_names_the_model_and_its_causes(tmp_path):
     html = path.read_text()
     assert "Cause-specific Cox model influence audit" in html
     assert "cause 1: 25 events, cause 2: 161 events" in html
+
+
+def test_low_level_functions_take_the_fit():
+    """ci.vif, ci.reid_influence, ci.newton_loo, ci.exact_loo through the family's seam:
+    exact_loo = the audit's exact refits; reid_influence = n times R's dfbeta."""
+    fit = fit_case("efron")
+    loo = ci.exact_loo(fit)
+    assert list(loo.columns) == fit.columns
+    exact = ci.influence(fit, method="exact").theta_change.to_numpy()
+    np.testing.assert_allclose(loo.to_numpy() - fit.coef, exact, rtol=0, atol=1e-12)
+    reid = ci.reid_influence(fit).to_numpy()
+    np.testing.assert_allclose(reid / fit.n, ci.residuals(fit, kind="dfbeta").to_numpy(),
+                               rtol=1e-10, atol=1e-14)
+    assert ci.vif(fit).shape == ci.newton_loo(fit).shape == (fit.n, 4)

@@ -101,13 +101,18 @@ class SumKernel(DeletionKernel):
 class CauseUnits:
     """The units of a cause-specific audit: ``per_cause`` (each cause's
     ``coxinfluence.data.units.Units``, the same labels), ``labels``, ``n_units``,
-    ``is_rows``."""
+    ``is_rows`` and ``data`` as a ``Units`` has them."""
 
     per_cause: tuple
 
     @property
     def labels(self):
         return self.per_cause[0].labels
+
+    @property
+    def data(self):
+        """The first cause's sorted data (every cause's rows and index are the caller's)."""
+        return self.per_cause[0].data
 
     @property
     def n_units(self):
