@@ -181,3 +181,31 @@ def test_low_level_functions_take_the_fit():
     np.testing.assert_allclose(reid / fit.n, ci.residuals(fit, kind="dfbeta").to_numpy(),
                                rtol=1e-10, atol=1e-14)
     assert ci.vif(fit).shape == ci.newton_loo(fit).shape == (fit.n, 4)
+
+
+def test_the_user_guide_example():
+    """docs/user_guide/cause_specific.md: its numbers."""
+    rng = np.random.default_rng(11)
+    n = 400
+    X = pd.DataFrame({"age": rng.normal(60, 10, n).round(), "treated": rng.integers(0, 2, n)})
+    t1 = rng.exponential(8 * np.exp(-0.04 * (X["age"] - 60) + 0.6 * X["treated"]))
+    t2 = rng.exponential(12 * np.exp(-0.06 * (X["age"] - 60)))
+    censor = rng.uniform(2, 15, n)
+    time = np.ceil(np.minimum(np.minimum(t1, t2), censor) * 12) / 12
+    status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+    fit = ci.fit_cause_specific(X, time, status)
+    assert round(float(np.exp(fit.params["cause 1: treated"])), 3) == 0.457
+    assert fit.summary()["p"].round(3).tolist()[3] == 0.847
+    new = pd.DataFrame({"age": [70], "treated": [1]})
+    risk, se = fit.predict_absolute_risk(new, [2, 5], cause=1, se=True)
+    assert risk.round(3).to_numpy().tolist() == [[0.148, 0.266]]
+    assert se.round(3).to_numpy().tolist() == [[0.025, 0.038]]
+    target = ci.targets.AbsoluteRisk(new, [5], cause=1)
+    res = ci.influence(fit, target=target)
+    top = res.top(5, by="target")
+    assert top.index[0] == 303 and round(float(top.iloc[0, 1]), 3) == -0.009
+    assert (status[303], round(time[303] * 12), X.loc[303, "treated"]) == (1, 5, 1)
+    exact = ci.influence(fit, target=target, method="exact").loo_change.iloc[:, 0]
+    np.testing.assert_allclose(res.loo_change.iloc[:, 0], exact, rtol=0, atol=1e-12)
+    vif = ci.influence(fit, target=target, method="vif").loo_change.iloc[:, 0]
+    assert round(float(np.corrcoef(vif, exact)[0, 1]), 5) == 0.99998
