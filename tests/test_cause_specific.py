@@ -72,8 +72,13 @@ def test_coefficients_and_standard_errors_are_csc(case):
 def test_absolute_risk_is_csc_predict(case, cause, product_limit):
     fit = fit_case(case)
     strata = NEW["edema"] if case == "strata" else None
-    risk = fit.predict_absolute_risk(NEW, TIMES, cause=cause, product_limit=product_limit,
-                                     strata=strata)
+    if case == "strata" and cause == 1:       # stratum edema = 1 has no cause-1 event
+        with pytest.warns(ci.TargetBeyondFollowUpWarning, match="stratum 1.0.*no event"):
+            risk = fit.predict_absolute_risk(NEW, TIMES, cause=cause,
+                                             product_limit=product_limit, strata=strata)
+    else:
+        risk = fit.predict_absolute_risk(NEW, TIMES, cause=cause,
+                                         product_limit=product_limit, strata=strata)
     expected = reference(case, f"risk_{cause}_pl{int(product_limit)}")
     np.testing.assert_allclose(risk.to_numpy(), expected, rtol=1e-8, atol=1e-12)
     assert list(risk.index) == list(NEW.index)
@@ -147,3 +152,14 @@ def test_evaluate_is_score_of_the_absolute_risk(cause):
                                rtol=0, atol=1e-8)
     np.testing.assert_allclose(table.se, reference("score", f"se_{cause}").ravel(),
                                rtol=0, atol=1e-8)
+
+
+def test_times_past_the_causes_last_event_are_flagged():
+    fit = fit_case("efron")
+    last = DATA["time"][DATA["status"] == 1].max()
+    with pytest.warns(ci.TargetBeyondFollowUpWarning, match=f"F1.*last event time.*{last:g}"):
+        risk = fit.predict_absolute_risk(NEW, [1000.0, last + 100], cause=1)
+    np.testing.assert_array_equal(risk.iloc[:, 1],
+                                  fit.predict_absolute_risk(NEW, [last], cause=1).iloc[:, 0])
+    target = ci.targets.AbsoluteRisk(NEW.iloc[:1], [last + 100], cause=1)
+    assert len(target.followup_notes(fit)) == 1

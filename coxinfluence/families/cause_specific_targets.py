@@ -17,6 +17,7 @@ from coxinfluence.data.units import row_units
 from coxinfluence.models.cause_specific import (
     CauseSpecificFit,
     absolute_risk,
+    absolute_risk_notes,
     cause_parts,
 )
 from coxinfluence.models.cause_specific_influence import (
@@ -127,6 +128,31 @@ class AbsoluteRisk(Target):
         """
         labels = self._parts(fit)[1]
         return [f"F{self._k(fit)}({t:g}|{lab})" for lab in labels for t in self.times]
+
+    def followup_notes(self, fit):
+        """Times past the cause's last event time in each patient's stratum (``F_k(t|x)``
+        is flat after it): ``influence()`` warns with each.
+
+        Parameters
+        ----------
+        fit : CauseSpecificFit
+            The fit.
+
+        Returns
+        -------
+        tuple of str
+            One sentence per stratum with times past the follow-up; empty if none.
+
+        Examples
+        --------
+        >>> rng = np.random.default_rng(3)
+        >>> time, status = rng.exponential(size=60), rng.integers(0, 3, 60)
+        >>> fit = ci.fit_cause_specific(rng.normal(size=(60, 1)), time, status)
+        >>> ci.targets.AbsoluteRisk(np.zeros((1, 1)), [0.5], cause=2).followup_notes(fit)
+        ()
+        """
+        parts, labels = self._parts(fit)
+        return absolute_risk_notes(fit, parts, self.times, self._k(fit), labels)
 
     def _risk(self, fit, theta, deleted=None):
         parts = self._parts(fit)[0]

@@ -26,6 +26,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from coxinfluence.data.followup import warn_beyond_follow_up
 from coxinfluence.data.inputs import CoxInputError
 from coxinfluence.data.new_patients import new_patient_matrix, nonnegative_times
 from coxinfluence.data.units import resolve_units
@@ -35,9 +36,10 @@ from coxinfluence.models.cause_specific_influence import (
     coefficient_changes,
 )
 from coxinfluence.models.cox import fit_cox
-from coxinfluence.models.predictions import cox_cumulative_hazard, cox_strata
+from coxinfluence.models.predictions import cox_cumulative_hazard, cox_strata, follow_up_notes
 
-__all__ = ["CauseSpecificFit", "fit_cause_specific", "absolute_risk", "cause_parts"]
+__all__ = ["CauseSpecificFit", "fit_cause_specific", "absolute_risk", "cause_parts",
+           "absolute_risk_notes"]
 
 def cause_parts(fit, X_new, strata=None):
     """Each cause's covariate matrix and stratum codes of new patients.
@@ -62,6 +64,14 @@ def cause_parts(fit, X_new, strata=None):
         X, index = new_patient_matrix(X_new, model.data.columns)
         parts.append((X, cox_strata(model, X_new, strata, X.shape[0])))
     return parts, index
+
+
+def absolute_risk_notes(fit, parts, times, cause, patients):
+    """The notes on ``times`` past cause ``cause``'s last event time in each patient's
+    stratum: ``F_k(t|x)`` is flat after it (the rule of
+    :func:`coxinfluence.models.predictions.follow_up_notes`, on cause ``k``'s model)."""
+    j = fit.causes.index(cause)
+    return follow_up_notes(fit.models[j], times, parts[j][1], patients, f"F{cause}(t|x)")
 
 
 def _grid(fit):
@@ -619,6 +629,8 @@ class CauseSpecificFit(FitInterface):
                              f"the fit has causes {self.causes}")
         t = nonnegative_times(times)
         parts, index = cause_parts(self, X_new, strata)
+        labels = range(len(t)) if index is None else index
+        warn_beyond_follow_up(absolute_risk_notes(self, parts, t, cause, labels))
         F = absolute_risk(self, [m.coef for m in self.models], parts, t, cause,
                           product_limit)[0]
         columns = pd.Index(t, name="time")
