@@ -3,7 +3,7 @@
 ``F_k(t | x)`` (:func:`coxinfluence.models.cause_specific.absolute_risk`, R's
 ``predict(CSC, newdata, times, cause)``) depends on every cause's coefficients and on
 every cause's baseline hazard. Its Jacobian and the baselines' first-order change by
-deleting a unit are :mod:`coxinfluence.models.cause_specific_influence`'s (the formulas);
+deleting a unit are ``coxinfluence.models.cause_specific_influence``'s (the formulas);
 :meth:`AbsoluteRisk.data_effect` is the literal deletion at ``theta_hat`` (every target's
 convention) and :meth:`AbsoluteRisk.refit_values` the refitted models without the unit.
 """
@@ -220,7 +220,7 @@ class AbsoluteRisk(Target):
 
         ``-sum_{i in g} w_i dF/dw_i`` (module docstring): the infinitesimal counterpart of
         :meth:`data_effect`. With ``J`` times the coefficients' Reid change it is Reid's
-        change of ``F`` (:mod:`coxinfluence.models.cause_specific_influence`).
+        change of ``F`` (``coxinfluence.models.cause_specific_influence``).
 
         Parameters
         ----------

@@ -2,7 +2,7 @@
 
 The model's loss is the sum of its transitions' Cox losses, ``L(theta) = sum_k
 L_k(theta_k)``, each transition with coefficients of its own
-(:mod:`coxinfluence.models.multistate`). The unit of deletion is the subject: deleting
+(``coxinfluence.models.multistate``). The unit of deletion is the subject: deleting
 subject g removes its rows from every transition's risk sets at once. The transitions
 share no coefficient, so every derivative the engine reads is assembled from the
 transitions' Cox seams (:class:`~coxinfluence.influence_functions.cox_audit.CoxAudit`,

@@ -592,7 +592,7 @@ def fit_multistate(X, start, stop, state, id, initial_state=None, ties="efron",
     """Fit a Markov multi-state Cox model, one Cox model per transition (R's survival).
 
     R's ``coxph(Surv(start, stop, state) ~ X, id = id)`` with ``state`` a factor whose
-    first level is censoring (the module :mod:`coxinfluence.models.multistate` has the
+    first level is censoring (the module ``coxinfluence.models.multistate`` has the
     model): the transitions are inferred as R's ``survcheck`` shows them, and each is
     :func:`~coxinfluence.fit_cox` on the rows at risk in its origin state, the event
     "enters the target state", delayed entry through ``start``.
