@@ -40,6 +40,7 @@ about (:class:`~coxinfluence.audit.targets.TargetBeyondFollowUpWarning`, the tar
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import warnings
@@ -139,8 +140,8 @@ def _compute_auto(model, resolved, target, frame, *, progress, executor,
     approx = compute(model, resolved, "vif", target, include_data_effect=include_data_effect,
                      target_notes=target_notes)
     if not model.converged:
-        # no maximum to refit against: the VIF numbers, flagged by fit_ok (check_fit has
-        # warned with the diverging covariates)
+        # no maximum to refit against: the VIF numbers, flagged by fit_ok (influence()
+        # has warned, naming the diverging parameters)
         return dataclasses.replace(approx, method="auto", approx=approx, fit_ok=False)
     flags = approx.flags
 
@@ -457,16 +458,15 @@ def influence(model, data=None, *, method="auto", target=None, include_data_effe
     notes = tuple(target.followup_notes(audit_model.fit))
     for note in notes:
         warnings.warn(note, TargetBeyondFollowUpWarning, stacklevel=2)
-    if audit_model.converged or method == "exact":     # exact refits refuse (the seam's)
-        return compute(audit_model, resolved, method, target, progress=progress,
-                       executor=executor, include_data_effect=include_data_effect,
-                       target_notes=notes)
-    # One rule for every family (the low-level functions raise NotConvergedError): the
-    # result is kept, every unit flagged, with one warning; its numbers are not meaningful,
-    # so numpy's own warnings about them add nothing
-    warnings.warn(not_converged_message(audit_model, resolved), ConvergenceWarning,
-                  stacklevel=2)
-    with np.errstate(all="ignore"):
+    quiet = contextlib.nullcontext()
+    if not audit_model.converged and method != "exact":   # exact refits refuse (the seam)
+        # One rule for every family (the low-level functions raise NotConvergedError): the
+        # result is kept, every unit flagged, with one warning; its numbers are not
+        # meaningful, so numpy's own warnings about them add nothing
+        warnings.warn(not_converged_message(audit_model, resolved), ConvergenceWarning,
+                      stacklevel=2)
+        quiet = np.errstate(all="ignore")
+    with quiet:
         return compute(audit_model, resolved, method, target, progress=progress,
                        executor=executor, include_data_effect=include_data_effect,
                        target_notes=notes)
