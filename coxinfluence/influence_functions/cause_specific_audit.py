@@ -12,8 +12,8 @@ reads is its causes' Cox seams
 - ``gradient_differences`` and Reid's change: each cause's, side by side (so the robust
   covariance ``D'D`` has the blocks between causes too);
 - ``split_of`` ``diag(C_{g,k})``, ``split_traces`` ``sum_k tr(H_k^{-1} C_{g,k})``;
-- the refit kernel sums the causes' Cox kernels (:class:`SumKernel`), so the engine's
-  one refit loop refits every cause without the unit together;
+- the refit kernel sums the causes' Cox kernels (``engine_refits.BlockKernel``), so the
+  engine's one refit loop refits every cause without the unit together;
 - ``undefined``, ``no_maximum``, ``rank_broken``: a deletion that does so in one cause.
 
 The engine derives the VIF, Newton's step, the exact refits, ``auto`` and the flags from
@@ -33,7 +33,7 @@ import pandas as pd
 from coxinfluence.data.inputs import InputError
 from coxinfluence.influence_functions.cox_audit import CoxAudit
 from coxinfluence.influence_functions.engine import Engine
-from coxinfluence.influence_functions.engine_refits import DeletionKernel
+from coxinfluence.influence_functions.engine_refits import BlockKernel
 from coxinfluence.influence_functions.registry import (
     Family,
     Resolved,
@@ -44,7 +44,7 @@ from coxinfluence.influence_functions.registry import (
 from coxinfluence.influence_functions.seam import ReportHeader
 from coxinfluence.models.cause_specific import CauseSpecificFit
 
-__all__ = ["CauseSpecificAudit", "SumKernel", "CauseUnits", "FAMILY"]
+__all__ = ["CauseSpecificAudit", "CauseUnits", "FAMILY"]
 
 
 def _blocks(blocks):
@@ -57,44 +57,6 @@ def _blocks(blocks):
         out[:, k:k + b.shape[1], k:k + b.shape[1]] = b
         k += b.shape[1]
     return out
-
-
-class SumKernel(DeletionKernel):
-    """The refit kernel of a loss summed over causes: ``kernels`` (each cause's Cox
-    kernel), ``slices`` (each cause's coefficients), ``d`` in all. Every kernel deletes
-    the same unit codes."""
-
-    shared_names = ("kernels",)
-
-    def __init__(self, kernels, slices, d):
-        self.kernels, self.slices, self.d = kernels, slices, d
-
-    def objective(self, codes):
-        parts = [k.objective(codes) for k in self.kernels]
-
-        def evaluate(idx, theta, hess=True):
-            theta = np.atleast_2d(theta)
-            loss = np.zeros(theta.shape[0])
-            grad = np.zeros_like(theta)
-            H = np.zeros((theta.shape[0], self.d, self.d)) if hess else None
-            for part, sl in zip(parts, self.slices):
-                value, g, h = part(idx, theta[:, sl], hess)
-                loss = loss + value
-                grad[:, sl] = g
-                if hess:
-                    H[:, sl, sl] = h
-            return loss, grad, H
-        return evaluate
-
-    def gradients(self, codes):
-        parts = [k.gradients(codes) for k in self.kernels]
-
-        def gradient(theta, live):
-            out = np.zeros_like(theta)
-            for part, sl in zip(parts, self.slices):
-                out[:, sl] = part(theta[:, sl], live)
-            return out
-        return gradient
 
 
 @dataclass(frozen=True)
@@ -218,8 +180,8 @@ class CauseSpecificAudit(Engine):
         return int(min(p.refit_batch_size for p in self.parts))
 
     def deletion_kernel(self):
-        return SumKernel([p.deletion_kernel() for p in self.parts], self.slices,
-                         len(self.coef))
+        return BlockKernel([p.deletion_kernel() for p in self.parts], self.slices,
+                           len(self.coef))
 
     def check_refit(self):
         for p in self.parts:

@@ -125,6 +125,52 @@ class DeletionKernel:
         return out
 
 
+class BlockKernel(DeletionKernel):
+    """The refit kernel of a loss summed over blocks of parameters, each block a problem
+    of its own (a cause's Cox model, a transition's): ``kernels`` one per block, its
+    coefficients at ``slices`` of the ``d``; ``local`` per block each unit's code there
+    (-1: the unit has no rows in the block, nothing deleted), None: the same codes in
+    every block. The Hessian is block diagonal."""
+
+    shared_names = ("kernels",)
+
+    def __init__(self, kernels, slices, d, local=None):
+        self.kernels, self.slices, self.d, self.local = kernels, slices, d, local
+
+    def _codes(self, codes):
+        codes = np.asarray(codes, dtype=int)
+        if self.local is None:
+            return [codes] * len(self.slices)
+        return [loc[codes] for loc in self.local]
+
+    def objective(self, codes):
+        parts = [k.objective(c) for k, c in zip(self.kernels, self._codes(codes))]
+
+        def evaluate(idx, theta, hess=True):
+            theta = np.atleast_2d(theta)
+            loss = np.zeros(theta.shape[0])
+            grad = np.zeros_like(theta)
+            H = np.zeros((theta.shape[0], self.d, self.d)) if hess else None
+            for part, sl in zip(parts, self.slices):
+                value, g, h = part(idx, theta[:, sl], hess)
+                loss = loss + value
+                grad[:, sl] = g
+                if hess:
+                    H[:, sl, sl] = h
+            return loss, grad, H
+        return evaluate
+
+    def gradients(self, codes):
+        parts = [k.gradients(c) for k, c in zip(self.kernels, self._codes(codes))]
+
+        def gradient(theta, live):
+            out = np.zeros_like(theta)
+            for part, sl in zip(parts, self.slices):
+                out[:, sl] = part(theta[:, sl], live)
+            return out
+        return gradient
+
+
 class MaskKernel(DeletionKernel):
     """The kernel of a loss that takes presence masks: ``source.objective(deletion)``
     returns ``evaluate(idx, theta, hess=True) -> (loss, grad, hess)`` for a

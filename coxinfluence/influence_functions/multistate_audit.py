@@ -16,8 +16,8 @@ units their subjects), block by block:
 - ``deleted_hessians`` ``H_{-g} = diag(H_{-g,k})`` (closed form); the flags' screen
   ``split_of`` ``diag(C_{g,k})`` and ``split_traces`` ``sum_k tr(H_k^{-1} C_{g,k})``, each
   transition's information split;
-- the refit kernel sums the transitions' Cox kernels (:class:`BlockKernel`), so the engine's
-  one refit loop refits all transitions without the subject together;
+- the refit kernel sums the transitions' Cox kernels (``engine_refits.BlockKernel``), so
+  the engine's one refit loop refits all transitions without the subject together;
 - ``undefined`` / ``rank_broken``: a deletion that leaves one transition without a maximum.
 
 The engine derives the VIF, Newton's step, the exact refits and the flags from these.
@@ -33,39 +33,12 @@ from coxinfluence.influence_functions.deleted_hessians import (
     deleted_hessians as _deleted_hessians,
 )
 from coxinfluence.influence_functions.engine import Engine
-from coxinfluence.influence_functions.engine_refits import DeletionKernel
+from coxinfluence.influence_functions.engine_refits import BlockKernel
 from coxinfluence.influence_functions.registry import Resolved, attach_columns
 from coxinfluence.influence_functions.seam import ReportHeader
 from coxinfluence.models.multistate import MultiStateFit
 
-__all__ = ["MultiStateAudit", "BlockKernel", "build"]
-
-
-class BlockKernel(DeletionKernel):
-    """The refit kernel of a loss summed over blocks of parameters: ``kernels`` (one per
-    block, coefficients ``slices``), ``local`` (per block, the unit's code there for each
-    unit, -1 where the unit has no rows in the block: nothing deleted)."""
-
-    def __init__(self, kernels, local, slices, d):
-        self.kernels, self.local, self.slices, self.d = kernels, local, slices, d
-
-    def objective(self, codes):
-        codes = np.asarray(codes, dtype=int)
-        parts = [k.objective(loc[codes]) for k, loc in zip(self.kernels, self.local)]
-
-        def evaluate(idx, theta, hess=True):
-            theta = np.atleast_2d(theta)
-            loss = np.zeros(theta.shape[0])
-            grad = np.zeros_like(theta)
-            H = np.zeros((theta.shape[0], self.d, self.d)) if hess else None
-            for part, sl in zip(parts, self.slices):
-                value, g, h = part(idx, theta[:, sl])
-                loss = loss + value
-                grad[:, sl] = g
-                if hess:
-                    H[:, sl, sl] = h
-            return loss, grad, H
-        return evaluate
+__all__ = ["MultiStateAudit", "build"]
 
 
 class MultiStateAudit(Engine):
@@ -189,8 +162,8 @@ class MultiStateAudit(Engine):
         return min(p.refit_batch_size for p in self.parts)
 
     def deletion_kernel(self):
-        return BlockKernel([p.deletion_kernel() for p in self.parts], self.local,
-                           self.slices, len(self.coef))
+        return BlockKernel([p.deletion_kernel() for p in self.parts], self.slices,
+                           len(self.coef), local=self.local)
 
     def undefined(self):
         return self._any([p.undefined() for p in self.parts])
