@@ -22,12 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from coxinfluence.audit.target_base import implementation_of
-from coxinfluence.audit.targets import Survival
 from coxinfluence.data.followup import warn_beyond_follow_up
 from coxinfluence.data.inputs import InputError
-from coxinfluence.evaluation.test_set import check_columns, check_times, read_test_set
-from coxinfluence.influence_functions.registry import audit_model
+from coxinfluence.evaluation.evaluate import predict_test_set
 
 __all__ = ["calibration", "Calibration", "observed_risk", "calibration_frames"]
 
@@ -315,27 +312,14 @@ def calibration(model, X_test, time_test, event_test, time, *, q=10, bandwidth=N
     2      3      0.362     0.369  57
     3      4      0.523     0.632  57
     """
-    seam, resolved = audit_model(model, data, **options)
-    fit, transform = seam.fit, resolved.transform
-    from coxinfluence.evaluation.evaluate import _cause, _training_columns
-    check_columns(X_test, _training_columns(fit) if transform is None else None)
-    incidence = (implementation_of("survival", fit=fit) is None
-                 and implementation_of("cumulative_incidence", fit=fit))
-    cause = _cause(fit) if incidence else None
-    out = read_test_set(X_test, time_test, event_test, cause=cause)
-    t = check_times(time, out)
+    pred = predict_test_set("ci.calibration", model, X_test, time_test, event_test, time,
+                            data=data, **options)
+    out, t, cause = pred.outcomes, pred.times, pred.cause
     if t.size != 1:
         raise InputError("calibration takes one time")
-    pred = incidence(X_test, t) if incidence else Survival(X_test, t)
-    if not incidence and implementation_of("survival", fit=fit) is None:
-        raise InputError(f"ci.calibration needs the model's survival prediction; "
-                         f"{type(fit).__name__} has none")
-    pred.transform = transform
-    coef = np.asarray(fit.coef, dtype=np.float64)[None, :]
-    v = np.asarray(pred.value(fit, coef), dtype=np.float64).reshape(-1)
     notes = [f"ci.calibration: the predicted risks at this time are past the training "
-             f"data's follow-up: {note}" for note in pred.followup_notes(fit)]
-    risk = v if incidence else 1.0 - v
+             f"data's follow-up: {note}" for note in pred.notes]
+    risk = 1.0 - pred.survival[:, 0]
     status = np.asarray(out.status)
     table, curve, bw = calibration_frames(risk, out.time, status, float(t[0]),
                                           cause=cause or 1, q=q, bandwidth=bandwidth)

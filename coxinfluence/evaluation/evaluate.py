@@ -202,6 +202,53 @@ def follow_up_warnings(caller, notes):
             for note in notes]
 
 
+class Predicted(NamedTuple):
+    """A model's predictions for a test set (:func:`predict_test_set`)."""
+
+    fit: object
+    transform: object            # the library's raw frame -> design (None: X_test is it)
+    X_test: object               # the test covariates (the model's own columns)
+    outcomes: scores.TestOutcomes
+    times: np.ndarray
+    cause: object                # competing risks: the fit's cause; None otherwise
+    survival: np.ndarray         # (n, T): S(t|x), or 1 - F(t|x) for competing risks
+    notes: list                  # the predictions' follow-up notes
+
+
+def predict_test_set(caller, model, X_test, time_test, event_test, times, *, data=None,
+                     select=False, **options):
+    """The model's own predictions for the test patients at ``times``, after the checks
+    every test-set score shares (columns, outcomes, times), for :func:`evaluate`,
+    :func:`coxinfluence.compare` and :func:`coxinfluence.calibration` (``caller`` names
+    it in the errors). A model with a cumulative incidence and no survival (Fine-Gray) is
+    read for competing risks, for its fit's cause; ``select`` takes the model's own
+    columns from a ``X_test`` DataFrame with more (models compared on one test set)."""
+    seam, resolved = audit_model(model, data, **options)
+    fit, transform = seam.fit, resolved.transform
+    names = _training_columns(fit) if transform is None else None
+    if select and names is not None and isinstance(X_test, pd.DataFrame):
+        X_test = X_test[[c for c in X_test.columns if str(c) in set(names)]]
+    check_columns(X_test, names)
+    # a model with a cumulative incidence and no survival (Fine-Gray): competing risks
+    incidence = (implementation_of("survival", fit=fit) is None
+                 and implementation_of("cumulative_incidence", fit=fit))
+    cause = _cause(fit) if incidence else None
+    out = read_test_set(X_test, time_test, event_test, cause=cause)
+    t = check_times(times, out)
+    if incidence:
+        pred = incidence(X_test, t)
+    else:
+        pred = Survival(X_test, t)
+        if implementation_of("survival", fit=fit) is None:
+            raise InputError(f"{caller} needs the model's survival prediction; "
+                             f"{type(fit).__name__} has none")
+    pred.transform = transform
+    coef = np.asarray(fit.coef, dtype=np.float64)[None, :]
+    values = np.asarray(pred.value(fit, coef), dtype=np.float64).reshape(out.n, t.size)
+    return Predicted(fit, transform, X_test, out, t, cause,
+                     1.0 - values if incidence else values, list(pred.followup_notes(fit)))
+
+
 class MetricRow(NamedTuple):
     """One metric of one model on a test set, with its influence function."""
 
@@ -256,32 +303,13 @@ def score_model(model, X_test, time_test, event_test, times, *, data=None, selec
         Brier score at each time (a :class:`MetricRow`) and the predictions' follow-up
         notes (:func:`follow_up_warnings`).
     """
-    seam, resolved = audit_model(model, data, **options)
-    fit, transform = seam.fit, resolved.transform
-    names = _training_columns(fit) if transform is None else None
-    if select and names is not None and isinstance(X_test, pd.DataFrame):
-        X_test = X_test[[c for c in X_test.columns if str(c) in set(names)]]
-    check_columns(X_test, names)
-    # a model with a cumulative incidence and no survival (Fine-Gray): competing risks
-    incidence = (implementation_of("survival", fit=fit) is None
-                 and implementation_of("cumulative_incidence", fit=fit))
-    cause = _cause(fit) if incidence else None
-    out = read_test_set(X_test, time_test, event_test, cause=cause)
-    t = check_times(times, out)
     if tau is not None and not (np.ndim(tau) == 0 and float(tau) > 0):
         raise InputError(f"tau must be a positive number; got {tau!r}")
+    fit, transform, X_test, out, t, cause, S, notes = predict_test_set(
+        "ci.evaluate", model, X_test, time_test, event_test, times, data=data,
+        select=select, **options)
+    incidence = cause is not None
     coef = np.asarray(fit.coef, dtype=np.float64)[None, :]
-    if incidence:
-        pred = incidence(X_test, t)
-    else:
-        pred = Survival(X_test, t)
-        if implementation_of("survival", fit=fit) is None:
-            raise InputError(f"ci.evaluate needs the model's survival prediction; "
-                             f"{type(fit).__name__} has none")
-    pred.transform = transform
-    values = np.asarray(pred.value(fit, coef), dtype=np.float64).reshape(out.n, t.size)
-    notes = list(pred.followup_notes(fit))
-    S = 1.0 - values if incidence else values
     rows = [MetricRow("brier", tk, *scores.brier(out, S[:, k], tk))
             for k, tk in enumerate(t)]
     null = [MetricRow("brier", tk, *scores.brier(out, np.full(out.n, 1.0 - scores.null_risk(
