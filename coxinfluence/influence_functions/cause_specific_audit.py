@@ -43,20 +43,9 @@ from coxinfluence.influence_functions.registry import (
 )
 from coxinfluence.influence_functions.seam import ReportHeader
 from coxinfluence.models.cause_specific import CauseSpecificFit
+from coxinfluence.numerics.rows import block_diagonal
 
 __all__ = ["CauseSpecificAudit", "CauseUnits", "FAMILY"]
-
-
-def _blocks(blocks):
-    """(m, d, d) block diagonal of the (m, d_k, d_k) blocks."""
-    m = blocks[0].shape[0]
-    d = sum(b.shape[1] for b in blocks)
-    out = np.zeros((m, d, d))
-    k = 0
-    for b in blocks:
-        out[:, k:k + b.shape[1], k:k + b.shape[1]] = b
-        k += b.shape[1]
-    return out
 
 
 @dataclass(frozen=True)
@@ -140,10 +129,10 @@ class CauseSpecificAudit(Engine):
         return np.hstack([p.gradient_differences for p in self.parts])
 
     def split_of(self, codes):
-        return _blocks([p.split_of(codes) for p in self.parts])
+        return block_diagonal([p.split_of(codes) for p in self.parts])
 
     def deleted_hessians(self, codes):
-        return _blocks([p.deleted_hessians(codes) for p in self.parts])
+        return block_diagonal([p.deleted_hessians(codes) for p in self.parts])
 
     def split_traces(self):
         return np.sum([p.split_traces() for p in self.parts], axis=0)

@@ -37,6 +37,7 @@ from coxinfluence.models.cause_specific_influence import (
 )
 from coxinfluence.models.cox import fit_cox
 from coxinfluence.models.predictions import cox_cumulative_hazard, cox_strata, follow_up_notes
+from coxinfluence.numerics.rows import block_diagonal
 
 __all__ = ["CauseSpecificFit", "fit_cause_specific", "absolute_risk", "cause_parts",
            "absolute_risk_notes"]
@@ -122,16 +123,6 @@ def absolute_risk(fit, thetas, parts, times, cause, product_limit=True, deleted=
     at = np.searchsorted(grid, np.asarray(times, dtype=np.float64), side="right") - 1
     F = np.concatenate([np.zeros_like(F[:, :, :1]), F], axis=2)
     return F[:, :, at + 1]
-
-
-def _block_diagonal(blocks):
-    d = sum(b.shape[0] for b in blocks)
-    out = np.zeros((d, d))
-    k = 0
-    for b in blocks:
-        out[k:k + b.shape[0], k:k + b.shape[0]] = b
-        k += b.shape[0]
-    return out
 
 
 @dataclass(repr=False)
@@ -448,7 +439,7 @@ class CauseSpecificFit(FitInterface):
         >>> fit.information.shape
         (4, 4)
         """
-        return _block_diagonal([m.information for m in self.models])
+        return block_diagonal([m.information for m in self.models])
 
     @property
     def var(self):
@@ -468,7 +459,7 @@ class CauseSpecificFit(FitInterface):
         >>> bool(fit.var[0, 2] == 0.0)
         True
         """
-        return _block_diagonal([m.var for m in self.models])
+        return block_diagonal([m.var for m in self.models])
 
     @property
     def se(self):

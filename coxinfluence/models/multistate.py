@@ -40,6 +40,7 @@ from coxinfluence.data.units import resolve_units
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
 from coxinfluence.models.base import FitInterface, standard_errors
 from coxinfluence.models.cox import fit_cox
+from coxinfluence.numerics.rows import block_diagonal
 
 __all__ = ["MultiStateFit", "fit_multistate", "state_probabilities", "simulate_illness_death"]
 
@@ -125,7 +126,7 @@ class MultiStateFit(FitInterface):
             for c, position in zip(self._covariates, positions):
                 names.setdefault(int(position), f"{c}_{name}")
         self.columns = [names[k] for k in range(len(self.coef))]
-        self.information = _block_diagonal([f.information for f in self.fits])
+        self.information = block_diagonal([f.information for f in self.fits])
         self.converged = all(f.converged for f in self.fits)
 
     @property
@@ -285,7 +286,7 @@ class MultiStateFit(FitInterface):
         >>> ci.fit_multistate(*simulate_illness_death()).var.shape
         (6, 6)
         """
-        return _block_diagonal([f.var for f in self.fits])
+        return block_diagonal([f.var for f in self.fits])
 
     @property
     def naive_se(self):
@@ -489,16 +490,6 @@ class MultiStateFit(FitInterface):
     def __repr__(self):
         return (f"MultiStateFit(states={self.states}, transitions={self.transition_names}, "
                 f"n={self.n}, subjects={self.n_units})")
-
-
-def _block_diagonal(blocks):
-    d = sum(b.shape[0] for b in blocks)
-    out = np.zeros((d, d))
-    k = 0
-    for b in blocks:
-        out[k:k + b.shape[0], k:k + b.shape[0]] = b
-        k += b.shape[0]
-    return out
 
 
 def event_grid(fit, horizon):

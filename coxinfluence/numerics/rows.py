@@ -60,3 +60,17 @@ def matmul_reduce_rows(c, x, scale=None):
             cb = cb * scale[a:a + step, None]
         out += cb.T @ x[a:a + step]
     return out
+
+
+def block_diagonal(blocks):
+    """The block-diagonal matrices of ``blocks``, square arrays ``(..., d_k, d_k)`` with
+    the same leading shape: ``(..., d, d)``, ``d = sum d_k``, zero between blocks (the
+    information of a loss summed over blocks of parameters: causes, transitions)."""
+    blocks = [np.asarray(b, dtype=np.float64) for b in blocks]
+    d = sum(b.shape[-1] for b in blocks)
+    out = np.zeros(blocks[0].shape[:-2] + (d, d))
+    k = 0
+    for b in blocks:
+        out[..., k:k + b.shape[-1], k:k + b.shape[-1]] = b
+        k += b.shape[-1]
+    return out
