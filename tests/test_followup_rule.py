@@ -154,6 +154,29 @@ def split():
     return fit, X[test], g.time[test], g.cens[test], g.time[train][g.cens[train] == 1].max()
 
 
+def test_multistate_predictions_past_the_last_transition_warn():
+    """The same rule for the multi-state family: past the data's last transition no
+    hazard jumps, the state probabilities are carried forward, and the prediction and
+    the target say so; nothing is said inside the follow-up."""
+    from coxinfluence.models.multistate import simulate_illness_death
+    fit = ci.fit_multistate(*simulate_illness_death(n_subjects=60))
+    last = max(f.data.time[f.data.event_rows].max() for f in fit.fits)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ci.TargetBeyondFollowUpWarning)
+        inside = fit.predict_state_probabilities([[0.0, 1.0]], [last])
+        assert ci.targets.StateProbability([[0.0, 1.0]], [last]).followup_notes(fit) == ()
+    with pytest.warns(ci.TargetBeyondFollowUpWarning,
+                      match=rf"time {last + 1:g}: past the last transition time of the "
+                            rf"data, {last:g}; no hazard jumps after it"):
+        after = fit.predict_state_probabilities([[0.0, 1.0]], [last + 1])
+    # carried forward: the value past the last transition is the value at it
+    np.testing.assert_allclose(after.to_numpy(), inside.to_numpy(), rtol=0, atol=1e-15)
+    target = ci.targets.StateProbability([[0.0, 1.0]], [last + 1], state="1")
+    with pytest.warns(ci.TargetBeyondFollowUpWarning, match="past the last transition"):
+        res = ci.influence(fit, target=target, method="vif")
+    assert res.target_notes == target.followup_notes(fit) != ()
+
+
 def test_evaluate_past_the_training_follow_up_warns(split):
     fit, X, time, event, last = split
     assert last < 2500 < time.max()                        # 2456 < 2500 < 2659

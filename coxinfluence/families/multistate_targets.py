@@ -22,7 +22,11 @@ import numpy as np
 from coxinfluence.audit.target_base import Target, register_target
 from coxinfluence.influence_functions.multistate_audit import build
 from coxinfluence.influence_functions.registry import Family, register_family
-from coxinfluence.models.multistate import MultiStateFit, state_probabilities
+from coxinfluence.models.multistate import (
+    MultiStateFit,
+    state_probabilities,
+    state_probability_notes,
+)
 
 __all__ = ["StateProbability"]
 
@@ -92,6 +96,29 @@ class StateProbability(Target):
         if missing:
             raise ValueError(f"unknown state(s) {missing}; the fit's states: {fit.states}")
         return [fit.states.index(str(s)) for s in wanted]
+
+    def followup_notes(self, fit):
+        """Times past the data's last transition (the probabilities are flat after it):
+        ``influence()`` warns with each.
+
+        Parameters
+        ----------
+        fit : MultiStateFit
+            The fit.
+
+        Returns
+        -------
+        tuple of str
+            One sentence when some times are past it; empty if none.
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> fit = ci.fit_multistate(*simulate_illness_death(n_subjects=60))
+        >>> ci.targets.StateProbability([[0.0, 1.0]], times=[5]).followup_notes(fit)
+        ()
+        """
+        return state_probability_notes(fit, self.times, fit.new_patients(self.X_new)[1])
 
     def columns(self, fit):
         """``"P(state,t|label)"`` per (patient, time, state).

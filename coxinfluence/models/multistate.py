@@ -35,6 +35,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from coxinfluence.data.followup import followup_notes, warn_beyond_follow_up
 from coxinfluence.data.inputs import CoxInputError
 from coxinfluence.data.units import resolve_units
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
@@ -467,6 +468,11 @@ class MultiStateFit(FitInterface):
         pandas.DataFrame
             Rows ``(patient, time)``, columns the states; each row sums to 1.
 
+        Warns
+        -----
+        coxinfluence.TargetBeyondFollowUpWarning
+            A time past the data's last transition (the probabilities are flat after it).
+
         Examples
         --------
         >>> from coxinfluence.models.multistate import simulate_illness_death
@@ -482,6 +488,7 @@ class MultiStateFit(FitInterface):
         times = np.atleast_1d(np.asarray(times, dtype=np.float64))
         if not (np.isfinite(times).all() and (times >= 0).all()):
             raise ValueError("times must be finite and non-negative")
+        warn_beyond_follow_up(state_probability_notes(self, times, labels))
         p = state_probabilities(self, self.coef[None, :], X, times)[0]       # (P, T, S)
         index = pd.MultiIndex.from_product([labels, times], names=["patient", "time"])
         return pd.DataFrame(p.reshape(-1, len(self.states)), index=index,
@@ -490,6 +497,19 @@ class MultiStateFit(FitInterface):
     def __repr__(self):
         return (f"MultiStateFit(states={self.states}, transitions={self.transition_names}, "
                 f"n={self.n}, subjects={self.n_units})")
+
+
+def state_probability_notes(fit, times, patients):
+    """The follow-up rule (:class:`~coxinfluence.TargetBeyondFollowUpWarning`) for the
+    state probabilities: past the last transition of the data no hazard jumps, so
+    ``p(t|x)`` is the last value carried forward. One sentence, or none."""
+    last = max(f.data.time[f.data.event_rows].max(initial=-np.inf) for f in fit.fits)
+    return followup_notes(times, np.array([last]), np.zeros(len(patients), dtype=np.intp),
+                          [str(p) for p in patients], quantity="P(state,t|x)",
+                          events="transition",
+                          consequence="no hazard jumps after it, so the value there is "
+                                      "the last one carried forward, not an estimate "
+                                      "from transitions")
 
 
 def event_grid(fit, horizon):
