@@ -77,6 +77,9 @@ STEPS = [
      "bench_flags.py", [], ["--quick"], "bench_flags.md"),
     ("audit", "Beyond the paper: the verified audit (method='auto') against exact refits",
      "bench_audit.py", [], ["--quick"], "bench_audit.md"),
+    ("certificates", "Beyond the paper: the audit's certificates with a target (C, AUC, "
+     "Brier, survival, cumulative incidence) against exact refits of every unit",
+     "bench_certificates.py", [], ["--quick"], "bench_certificates.md"),
     ("aft", "Beyond the paper: parametric AFT regression audited (R's survreg as the oracle)",
      "bench_aft.py", [], ["--quick"], "bench_aft.md"),
     ("fine_gray", "Beyond the paper: the Fine-Gray model audited (exact refits; R's crr)",
