@@ -214,9 +214,9 @@ def test_the_user_guide_example():
 
 
 def test_the_audits_reid_change_of_the_risk_uses_the_literal_data_effect():
-    """docs/seam.md, 'A sum of seams': the audit's "reid" change of a data-dependent
-    target is J times Reid's change plus the literal deletion of the baselines, not the
-    influence function (about 2% of the change on pbc)."""
+    """docs/seam.md, 'What the competing-risks families taught': the audit's "reid"
+    change of a data-dependent target is J times Reid's change plus the literal deletion
+    of the baselines, not the influence function (about 2% of the change on pbc)."""
     from coxinfluence.models.cause_specific import cause_parts
     from coxinfluence.models.cause_specific_influence import absolute_risk_changes
     fit = fit_case("efron")

@@ -7,7 +7,8 @@ functions and classes of the modules it names (``ci.targets``, ``ci.datasets``,
 - Functions and classes: numpydoc's validator reports none of GL08 (no docstring), PR01
   (a parameter not documented), PR02 (a documented parameter that does not exist), RT01
   (no Returns section; functions) and EX01 (no Examples section).
-- Methods: none of GL08, PR01, PR02; RT01 for methods that are not properties.
+- Methods: none of GL08, PR01, PR02; RT01 for methods that are not properties; and an
+  Examples section on each (issue 45; the pending exceptions are listed below).
 - Every Examples section runs as a doctest (``ci``, ``np``, ``pd`` imported), its printed
   output compared with ELLIPSIS and NORMALIZE_WHITESPACE.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import doctest
 import inspect
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -129,28 +131,40 @@ def test_the_scope_is_the_public_api():
     assert "coxinfluence.InfluenceResult.top" in METHODS
 
 
-# Issue 45: an Examples section on every public method, the most used classes first (203
-# public methods had none before it). These classes have one on each (CoxFit but for
-# paper_scale, which takes the package's internal units); LifelinesSurvival's and
-# RiskScore's methods and classes added since are not listed yet.
-EXAMPLES_EVERYWHERE = (
-    "coxinfluence.CoxFit", "coxinfluence.CoxData", "coxinfluence.InfluenceResult",
-    "coxinfluence.AFTFit", "coxinfluence.FineGrayFit", "coxinfluence.CumulativeIncidence",
-    "coxinfluence.datasets.Split", "coxinfluence.AFTSurvival", "coxinfluence.SurvivalQuantile",
-    *(f"coxinfluence.targets.{name}" for name in (
-        "Target", "Coefficients", "HazardRatios", "TimeRatios", "RelativeRisk",
-        "LinearPredictor", "Survival", "Quantile", "CumulativeIncidence", "BrierScore",
-        "IntegratedBrierScore", "TimeDependentAUC", "Concordance")),
-)
-EXAMPLES_EXCEPT = {"coxinfluence.CoxFit.paper_scale"}
-
-
 def _methods_without_examples():
     return sorted(d for d in METHODS if ">>>" not in (inspect.getdoc(HOLDERS[d]) or ""))
 
 
-def test_the_most_used_classes_have_examples_on_every_method():
-    missing = [d for d in _methods_without_examples()
-               if d.rsplit(".", 1)[0] in EXAMPLES_EVERYWHERE and d not in EXAMPLES_EXCEPT]
-    assert missing == []
-    assert all(name in OBJECTS for name in EXAMPLES_EVERYWHERE), "a listed class is gone"
+# Issue 45: an Examples section on every public method and property (203 had none before
+# it), each run by test_examples_run above. The one exception: the methods of
+# ``ci.targets.StateProbability`` (coxinfluence/families/multistate_targets.py), the
+# multi-state family's target, whose examples are being written with that family (another
+# change, in progress when this test was tightened). Remove the names once those examples
+# are committed (the test warns while a listed name has one); add none.
+EXAMPLES_PENDING = frozenset(
+    f"coxinfluence.targets.StateProbability.{name}"
+    for name in ("columns", "data_effect", "jacobian", "refit_values", "value"))
+
+
+def test_every_public_method_has_examples():
+    missing = _methods_without_examples()
+    assert [d for d in missing if d not in EXAMPLES_PENDING] == [], (
+        "public methods without an Examples section (numpydoc, runnable `>>>` lines)")
+    assert EXAMPLES_PENDING <= set(METHODS), "a pending name is no public method now"
+    done = sorted(EXAMPLES_PENDING - set(missing))
+    if done:
+        warnings.warn(f"{done} have an Examples section now: remove them from "
+                      "EXAMPLES_PENDING in tests/test_docstrings.py", stacklevel=1)
+
+
+def test_the_competing_risks_families_are_in_scope():
+    """The cause-specific family (its fit function, fit, and target) is public API, so the
+    checks above (documentation, Examples, doctests) cover it."""
+    for name in ("fit_cause_specific", "CauseSpecificFit", "fit_multistate", "MultiStateFit",
+                 "targets.AbsoluteRisk", "targets.StateProbability"):
+        assert f"{PACKAGE}.{name}" in OBJECTS, name
+    for name in ("CauseSpecificFit.predict_absolute_risk", "CauseSpecificFit.influence",
+                 "CauseSpecificFit.summary", "targets.AbsoluteRisk.value",
+                 "targets.AbsoluteRisk.jacobian", "targets.AbsoluteRisk.refit_values"):
+        assert f"{PACKAGE}.{name}" in METHODS, name
+        assert f"{PACKAGE}.{name}" in WITH_EXAMPLES, name

@@ -132,6 +132,21 @@ class LifelinesSurvival(Target):
         -------
         bool
             Whether its ``source_model`` is a lifelines model this target predicts with.
+
+        Examples
+        --------
+        >>> from lifelines import WeibullAFTFitter
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()[["week", "arrest", "fin", "age", "prio"]]
+        >>> model = WeibullAFTFitter().fit(rossi, "week", "arrest")
+        >>> target = ci.targets.Survival(rossi.iloc[:2], [20, 40])
+        >>> fit = ci.influence(model, rossi, target=target).fit
+        >>> surv = target.implementation(fit=fit)
+        >>> type(surv).__name__, surv.evaluates(fit)
+        ('LifelinesSurvival', True)
+        >>> cox = ci.fit_cox(rossi[["fin"]], rossi["week"], rossi["arrest"])
+        >>> surv.evaluates(cox)
+        False
         """
         return prediction_fitter(fit.source_model) is not None
 
@@ -147,6 +162,18 @@ class LifelinesSurvival(Target):
         -------
         list of str
             ``P T`` column names, labels from ``df_new``'s index.
+
+        Examples
+        --------
+        >>> from lifelines import WeibullAFTFitter
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()[["week", "arrest", "fin", "age", "prio"]]
+        >>> model = WeibullAFTFitter().fit(rossi, "week", "arrest")
+        >>> target = ci.targets.Survival(rossi.iloc[:2], [20, 40])
+        >>> fit = ci.influence(model, rossi, target=target).fit
+        >>> surv = target.implementation(fit=fit)
+        >>> surv.columns(fit)
+        ['S(20|0)', 'S(40|0)', 'S(20|1)', 'S(40|1)']
         """
         return [f"S({t:g}|{lab})" for lab in self.df_new.index for t in self.times]
 
@@ -166,6 +193,21 @@ class LifelinesSurvival(Target):
         tuple of str
             A sentence if some times are past the last event time; empty otherwise, and
             when the fitter does not keep its data.
+
+        Examples
+        --------
+        >>> from lifelines import WeibullAFTFitter
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()[["week", "arrest", "fin", "age", "prio"]]
+        >>> model = WeibullAFTFitter().fit(rossi, "week", "arrest")
+        >>> target = ci.targets.Survival(rossi.iloc[:2], [20, 40])
+        >>> fit = ci.influence(model, rossi, target=target).fit
+        >>> surv = target.implementation(fit=fit)
+        >>> surv.followup_notes(fit)
+        ()
+        >>> later = ci.targets.Survival(rossi.iloc[:1], [60]).implementation(fit=fit)
+        >>> later.followup_notes(fit)
+        ('S(t|x) at time 60: past the last event time of the data, 52; ...',)
         """
         last = last_event_time(_fitter(fit))
         if last is None:
@@ -228,6 +270,25 @@ class LifelinesSurvival(Target):
         -------
         numpy.ndarray, shape (B, P T)
             In the order of :meth:`columns`; NaN rows where ``theta`` is not finite.
+
+        Examples
+        --------
+        >>> from lifelines import WeibullAFTFitter
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()[["week", "arrest", "fin", "age", "prio"]]
+        >>> model = WeibullAFTFitter().fit(rossi, "week", "arrest")
+        >>> target = ci.targets.Survival(rossi.iloc[:2], [20, 40])
+        >>> fit = ci.influence(model, rossi, target=target).fit
+        >>> surv = target.implementation(fit=fit)
+        >>> np.round(surv.value(fit, fit.coef[None, :]), 4)
+        array([[0.9286, 0.8223, 0.8021, 0.5587]])
+
+        At lifelines' own ``params_`` it is lifelines' prediction:
+
+        >>> theirs = model.predict_survival_function(rossi.iloc[:2], times=[20, 40])
+        >>> ours = surv.value(fit, model.params_.to_numpy()[None, :])
+        >>> bool(np.allclose(ours[0], theirs.to_numpy().T.ravel()))
+        True
         """
         theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
         survival = self._survival(fit)
@@ -252,6 +313,27 @@ class LifelinesSurvival(Target):
         -------
         numpy.ndarray, shape (P T, d)
             One row per column of the target.
+
+        Examples
+        --------
+        >>> from lifelines import WeibullAFTFitter
+        >>> from lifelines.datasets import load_rossi
+        >>> rossi = load_rossi()[["week", "arrest", "fin", "age", "prio"]]
+        >>> model = WeibullAFTFitter().fit(rossi, "week", "arrest")
+        >>> target = ci.targets.Survival(rossi.iloc[:2], [20, 40])
+        >>> fit = ci.influence(model, rossi, target=target).fit
+        >>> surv = target.implementation(fit=fit)
+        >>> J = surv.jacobian(fit)
+        >>> J.shape
+        (4, 5)
+
+        It is the derivative of :meth:`value` (here along the last parameter, Weibull's
+        ``rho_`` intercept, by central differences):
+
+        >>> h = 1e-6 * np.eye(5)[4]
+        >>> fd = (surv.value(fit, fit.coef + h) - surv.value(fit, fit.coef - h))[0] / 2e-6
+        >>> bool(np.allclose(J[:, 4], fd, atol=1e-6))
+        True
         """
         from autograd import jacobian
         survival = self._survival(fit)

@@ -73,6 +73,23 @@ class RiskScore(CoxLinearPredictor):
         -------
         numpy.ndarray, shape (B, P)
             One column per new patient.
+
+        Examples
+        --------
+        >>> from sksurv.datasets import load_veterans_lung_cancer
+        >>> from sksurv.linear_model import CoxnetSurvivalAnalysis
+        >>> X, y = load_veterans_lung_cancer()
+        >>> X = X[["Age_in_years", "Karnofsky_score", "Months_from_Diagnosis"]]
+        >>> est = CoxnetSurvivalAnalysis(alphas=[0.05]).fit(X, y)
+        >>> target = ci.targets.LinearPredictor(X.iloc[:2])
+        >>> fit = ci.influence(est, X, y=y, target=target).fit
+        >>> risk = target.implementation(fit=fit)
+        >>> type(risk).__name__, risk.columns(fit)
+        ('RiskScore', ['risk[0]', 'risk[1]'])
+        >>> np.round(risk.value(fit, fit.coef[None, :]), 4)
+        array([[-0.0695, -0.3942]])
+        >>> np.round(est.predict(X.iloc[:2]), 4)
+        array([-0.0695, -0.3942])
         """
         return np.asarray(theta, dtype=np.float64) @ (self._X(fit)[0] - _centre(fit)).T
 
@@ -88,6 +105,22 @@ class RiskScore(CoxLinearPredictor):
         -------
         numpy.ndarray, shape (P, d)
             One row per new patient.
+
+        Examples
+        --------
+        >>> from sksurv.datasets import load_veterans_lung_cancer
+        >>> from sksurv.linear_model import CoxnetSurvivalAnalysis
+        >>> X, y = load_veterans_lung_cancer()
+        >>> X = X[["Age_in_years", "Karnofsky_score", "Months_from_Diagnosis"]]
+        >>> est = CoxnetSurvivalAnalysis(alphas=[0.05]).fit(X, y)
+        >>> target = ci.targets.LinearPredictor(X.iloc[:2])
+        >>> fit = ci.influence(est, X, y=y, target=target).fit
+        >>> risk = target.implementation(fit=fit)
+        >>> risk.jacobian(fit).round(3)
+        array([[10.693,  1.431, -1.774],
+               [ 5.693, 11.431, -3.774]])
+        >>> bool(np.allclose(risk.jacobian(fit), X.iloc[:2] - X.mean()))
+        True
         """
         return self._X(fit)[0] - _centre(fit)
 
@@ -108,6 +141,29 @@ class RiskScore(CoxLinearPredictor):
         numpy.ndarray of shape (n, P), or None
             One row per training row (caller's order); None without centring
             (``CoxPHSurvivalAnalysis``).
+
+        Examples
+        --------
+        >>> from sksurv.datasets import load_veterans_lung_cancer
+        >>> from sksurv.linear_model import CoxnetSurvivalAnalysis
+        >>> X, y = load_veterans_lung_cancer()
+        >>> X = X[["Age_in_years", "Karnofsky_score", "Months_from_Diagnosis"]]
+        >>> est = CoxnetSurvivalAnalysis(alphas=[0.05]).fit(X, y)
+        >>> target = ci.targets.LinearPredictor(X.iloc[:2])
+        >>> fit = ci.influence(est, X, y=y, target=target).fit
+        >>> risk = target.implementation(fit=fit)
+        >>> effect = risk.data_effect(fit)
+        >>> effect.shape
+        (137, 2)
+        >>> np.round(effect[:2] * 1e4, 2)
+        array([[ -5.11,  -5.11],
+               [-28.98, -28.98]])
+
+        The same for both new patients, ``(x_i - mean)'beta / (n - 1)``:
+
+        >>> shift = (X - X.mean()).to_numpy() @ fit.coef / (len(X) - 1)
+        >>> bool(np.allclose(effect, shift[:, None]))
+        True
         """
         if fit.centre is None:
             return None
@@ -133,6 +189,28 @@ class RiskScore(CoxLinearPredictor):
         -------
         numpy.ndarray, shape (n, P)
             One row per training row.
+
+        Examples
+        --------
+        >>> from sksurv.datasets import load_veterans_lung_cancer
+        >>> from sksurv.linear_model import CoxnetSurvivalAnalysis
+        >>> X, y = load_veterans_lung_cancer()
+        >>> X = X[["Age_in_years", "Karnofsky_score", "Months_from_Diagnosis"]]
+        >>> est = CoxnetSurvivalAnalysis(alphas=[0.05]).fit(X, y)
+        >>> target = ci.targets.LinearPredictor(X.iloc[:2])
+        >>> res = ci.influence(est, X, y=y, method="exact", target=target)
+        >>> risk = target.implementation(fit=res.fit)
+        >>> theta_loo = res.fit.coef + res.theta_change.to_numpy()
+        >>> refits = risk.refit_values(res.fit, theta_loo)
+        >>> refits.shape
+        (137, 2)
+
+        The exact leave-one-out change of the risk score is the refit's value less the
+        full fit's:
+
+        >>> full = risk.value(res.fit, res.fit.coef[None, :])
+        >>> bool(np.allclose(refits - full, res.loo_change))
+        True
         """
         theta_loo = np.asarray(theta_loo, dtype=np.float64)
         X = self._X(fit)[0]

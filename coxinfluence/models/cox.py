@@ -629,6 +629,25 @@ class CoxFit(FitInterface):
         ``np.linalg.solve``), each block small enough for OpenBLAS to solve it on the
         calling thread (``coxinfluence.numerics.rows``: its helper threads, once
         woken, spin and slow the audit's other passes on a machine with few cores).
+
+        Examples
+        --------
+        Deleting row ``i`` moves the gradient by minus its score residual, so the paper's
+        scale of the score residuals (every row its own unit) is Reid's influence
+        function:
+
+        >>> from lifelines.datasets import load_rossi
+        >>> from coxinfluence.data.units import row_units
+        >>> rossi = load_rossi()
+        >>> fit = ci.fit_cox(rossi[["fin", "age", "prio"]], rossi["week"], rossi["arrest"])
+        >>> delta = -ci.score_residuals(fit).to_numpy()
+        >>> IF = fit.paper_scale(delta, row_units(fit.data))
+        >>> IF.round(3).head(2)
+             fin    age   prio
+        0 -6.254  0.767 -0.153
+        1 -5.199 -0.629  1.069
+        >>> bool(np.allclose(IF, ci.reid_influence(fit)))
+        True
         """
         from scipy.linalg import lu_factor, lu_solve
         delta = np.asarray(delta, dtype=np.float64)
