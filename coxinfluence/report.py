@@ -14,8 +14,11 @@ intervals and, where the model has them, its ratios exp(coef) (hazard ratios, ti
 the seam's ``ratio_name``: "subdistribution hazard ratio" for Fine-Gray) and the
 seam's ``report_notes()`` (what the status codes mean); the top influential units
 ranked by the verified likelihood displacement, exact and VIF side by side, then their
-changes, dfbetas and data; index plots of the result's own changes (exact refits marked
-where verified, as in the tables); "Model checks" where the model has them (asked of the
+changes, dfbetas and data; where the model's fit has a curves part
+(:mod:`coxinfluence.families.curves`: cause-specific and multi-state fits), the reference
+patient's prediction curves from the full fit and refitted without each of the top units;
+index plots of the result's own changes (exact refits marked where verified, as in the
+tables); "Model checks" where the model has them (asked of the
 residuals' table, :func:`coxinfluence.diagnostics.registry.residual_kinds`, by the fit's
 class: Cox and AFT fits, lifelines' and statsmodels' Cox models): the PH test table (R's
 ``cox.zph``) with plots of the terms failing at 5% (a model with scaled Schoenfeld
@@ -494,6 +497,7 @@ def build_report(result, *, reid=None, exact=None, title=None, description="",
                  f"{html.escape(approx.method.upper())}. {_target_wording(result)}</p>")
     parts.extend(_top_tables(result, top_k, unit_data))
     parts.extend(_target_top_table(result, top_k))
+    parts.append(_curves_section(result))
     parts.append("<h2>Index plots</h2>" + _index_caption(result)
                  + _img(figure_to_data_uri(result.plot_index()), "index plots"))
     if checks:
@@ -628,6 +632,22 @@ def _checks_section(result, top_k):
         else:
             out.append(f"<p>No {words}.</p>")
     return "".join(out)
+
+
+def _curves_section(result):
+    """The prediction curves of a model that has them (a curves part registered for its
+    fit's class, :mod:`coxinfluence.families.curves`: the absolute risk of a cause, the
+    state occupancy probabilities) of the reference patient, from the full fit and
+    refitted without each of the top units, in one figure with its caption; "" for the
+    other models."""
+    from coxinfluence.families.curves import caption, curves_figure, curves_of
+    curves = curves_of(result)
+    if curves is None:
+        return ""
+    text = caption(result, curves)
+    return (f"<h2>Prediction curves without the most influential {html.escape(result.unit_name)}"
+            f"</h2><p>{html.escape(text)}</p>"
+            + _img(figure_to_data_uri(curves_figure(curves)), "prediction curves"))
 
 
 def _index_caption(result):

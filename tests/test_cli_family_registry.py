@@ -109,8 +109,8 @@ def test_the_help_lists_the_registered_family(breslow_family, capsys):
         cli.main(["audit", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "breslowcox: a test's Cox model with Breslow's ties" in text
-    assert re.search(r"--model \{cox,weibull,exponential,lognormal,loglogistic,breslowcox\}",
-                     text)
+    assert re.search(r"--model \{cox,weibull,exponential,lognormal,loglogistic,"
+                     r"cause-specific,multistate,breslowcox\}", text)
 
 
 def test_a_re_registration_replaces_and_a_model_names_one_family(breslow_family):

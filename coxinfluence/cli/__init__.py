@@ -3,8 +3,8 @@ coxinfluence`` and ``python -m coxinfluence.cli``).
 
 Subcommands live in a registry (:mod:`coxinfluence.cli.registry`: :data:`SUBCOMMANDS`,
 :class:`Subcommand`, :func:`register`); each is a module registering itself when imported:
-``audit`` (:mod:`coxinfluence.cli.audit_command`: a Cox, AFT or Fine-Gray model's
-influential patients, an HTML report) and ``asymptotics``
+``audit`` (:mod:`coxinfluence.cli.audit_command`: a Cox, AFT, Fine-Gray, cause-specific or
+multi-state model's influential patients, an HTML report) and ``asymptotics``
 (:mod:`coxinfluence.cli.asymptotics_command`: the VIF - IF gap simulated). The model
 families ``audit`` fits are a table too (:mod:`coxinfluence.cli.family_registry`:
 :class:`~coxinfluence.cli.family_registry.CliFamily`,
@@ -15,7 +15,11 @@ command line is one entry.
 subcommand, or no subcommand; the message, naming the problem, goes to stderr); arguments
 argparse cannot parse make it exit with status 2 (``SystemExit``), argparse's convention.
 """
-from coxinfluence.cli import asymptotics_command, audit_command  # noqa: F401 (registration)
+from coxinfluence.cli import (  # noqa: F401 (registration)
+    asymptotics_command,
+    audit_command,
+    competing_risks_families,
+)
 from coxinfluence.cli.registry import (
     SUBCOMMANDS,
     Subcommand,

@@ -5,7 +5,10 @@ print a summary and write one self-contained HTML report (:mod:`coxinfluence.rep
 The model: Cox (the default, ``ci.fit_cox``); a parametric AFT model with ``--model
 weibull|exponential|lognormal|loglogistic`` (``ci.fit_aft``, R's ``survreg``); the
 Fine-Gray model for one cause with ``--status S --cause K [--cengroup COL]``
-(``ci.fit_fine_gray``, R's ``cmprsk::crr``). Options that do not apply to the model chosen
+(``ci.fit_fine_gray``, R's ``cmprsk::crr``); cause-specific Cox models with ``--model
+cause-specific --status S [--cause K]`` (``ci.fit_cause_specific``, R's ``CSC``); a Markov
+multi-state Cox model with ``--model multistate --start A --time B --state S --id ID``
+(``ci.fit_multistate``, R's survival). Options that do not apply to the model chosen
 (``--model weibull --cause 1``, ``--event`` or ``--cluster`` for Fine-Gray, ``--ties``
 for an AFT model) are refused with a one-line error naming them (exit status 2). What is
 said about the model (report and summary) comes from the model's seam, never from here.
@@ -49,29 +52,32 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start", default=None,
                    help="entry-time column: each row is at risk on (start, time] (R's "
                         "Surv(start, stop, event)); Cox: delayed entry, time-varying "
-                        "covariates; AFT: delayed entry (left truncation)")
+                        "covariates; AFT and cause-specific: delayed entry (left "
+                        "truncation); multistate (required): each row's interval")
     p.add_argument("--time", help="follow-up (stop) time column")
     p.add_argument("--event", help="event indicator column (1 = event, 0 = censored)")
     for family in families:               # the families' own options
         if family.add_arguments is not None:
             family.add_arguments(p)
     p.add_argument("--strata", nargs="+", default=None,
-                   help="stratum column(s) (Cox: a baseline hazard per stratum; AFT: a scale "
-                        "per stratum)")
+                   help="stratum column(s) (Cox, cause-specific: a baseline hazard per "
+                        "stratum; AFT: a scale per stratum)")
     p.add_argument("--weights", default=None, help="case-weight column")
     p.add_argument("--id", default=None,
                    help="patient id column: patients are labelled by its values (default, "
                         "without --id: by their data row number in the CSV, counted from 1 "
-                        "= the first row below the header); Cox with --start, or Cox and AFT "
-                        "with --subjects: repeated ids are one patient's rows and the audit "
-                        "is per patient")
+                        "= the first row below the header); Cox and cause-specific with "
+                        "--start, or Cox, AFT and cause-specific with --subjects, and "
+                        "multistate (required) always: repeated ids are one patient's rows "
+                        "and the audit is per patient")
     p.add_argument("--subjects", action="store_true",
-                   help="rows sharing an --id are one patient (Cox and AFT; implied by --start "
-                        "for Cox)")
+                   help="rows sharing an --id are one patient (Cox, AFT, cause-specific; "
+                        "implied by --start for Cox and cause-specific, always for "
+                        "multistate)")
     p.add_argument("--cluster", default=None,
                    help="cluster column (a hospital, a family): the audit deletes whole "
-                        "clusters and the model's SE are robust (grouped sandwich); Cox and "
-                        "AFT")
+                        "clusters and the model's SE are robust (grouped sandwich); Cox, AFT "
+                        "and cause-specific")
     p.add_argument("--covariates", nargs="+", default=None,
                    help="covariate columns (default: every column without a role, refused "
                         "when one looks like an identifier: named id, patient, subject, ... "
@@ -79,13 +85,16 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
                         "--id, --weights or --cluster column, nor a Cox or Fine-Gray --strata "
                         "column; the summary and the report list them")
     p.add_argument("--ties", choices=["efron", "breslow"], default=None,
-                   help="Cox: efron (default) or breslow; Fine-Gray: breslow (default, "
-                        "crr's) or efron")
+                   help="Cox, cause-specific, multistate: efron (default) or breslow; "
+                        "Fine-Gray: breslow (default, crr's) or efron")
     p.add_argument("--target", default="coef",
                    help="coef (default); hr (hazard ratios: Cox, Fine-Gray); tr (time "
                         "ratios: AFT); of new patients: lp, rr (Cox), survival:T1,T2,... "
                         "(Cox, AFT), quantile[:P1,P2,...] (AFT survival quantiles, default "
-                        "the median), cif:T1,T2,... (Fine-Gray cumulative incidence), for "
+                        "the median), cif:T1,T2,... (Fine-Gray cumulative incidence), "
+                        "absolute-risk:T1,T2,... (cause-specific: the absolute risk of "
+                        "--cause, default 1), state-probability:T1,T2,... (multistate: the "
+                        "probability of each state, or of --state-of-interest), for "
                         "the patients of --newdata, else at the covariate means (a row "
                         "labelled 'mean': in Python X.mean().rename('mean'); once per stratum for "
                         "survival in a stratified Cox model and "
@@ -170,7 +179,8 @@ def _audit_run(args: argparse.Namespace) -> int:
                                None if args.demo else args.strata, args.id)
     test = None if args.test is None else read_test(args.test, data, family.outcome)
     plan = target_plan(args.target, data.X, newdata, family=family.name, strata=data.strata,
-                       test=test, options=family.metric_options(args))
+                       test=test, options=family.metric_options(args),
+                       target_options=family.target_options(args))
     show = show_progress(args.progress)
     steps = tqdm(total=4, desc="audit", unit="step", disable=not show)
     steps.set_postfix_str("fitting")
@@ -302,15 +312,21 @@ def _print_target(res, target):
 
 register(Subcommand(
     "audit",
-    "audit a survival model's influential patients: Cox, AFT or Fine-Gray (HTML report)",
+    "audit a survival model's influential patients: Cox, AFT, Fine-Gray, cause-specific or "
+    "multi-state (HTML report)",
     add_arguments=_audit_arguments, run=_audit_run,
     description="Fit a model to DATA.csv (or --demo: lifelines' bundled GBSG2): Cox (default), "
                 "a parametric AFT model (--model weibull, exponential, lognormal, "
                 "loglogistic; as R's survreg) or the Fine-Gray model for one cause (--status S "
-                "--cause K [--cengroup COL]; as R's cmprsk::crr). Compute every patient's "
+                "--cause K [--cengroup COL]; as R's cmprsk::crr), cause-specific Cox models "
+                "(--model cause-specific --status S [--cause K]; as R's riskRegression::CSC) "
+                "or a Markov multi-state Cox model (--model multistate --start A --time B "
+                "--state S --id ID; as R's survival). Compute every patient's "
                 "leave-one-out influence (by default VIF, verified by exact refits where the "
                 "audit is read), Reid's IF and (with --exact or for small n) exact refits of "
-                "every patient, and write one self-contained HTML report. "
+                "every patient, and write one self-contained HTML report (cause-specific and "
+                "multi-state: with the reference patient's absolute-risk or state-occupancy "
+                "curves refitted without the most influential patients). "
                 "Patient labels (report and printed summary): the --id column's values; "
                 "without --id, the data row number in the CSV counted from 1 (the first row "
                 "below the header is 1); with --cluster, the cluster column's values; with "

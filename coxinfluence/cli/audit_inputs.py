@@ -516,7 +516,7 @@ class TargetPlan:
 
 
 def target_plan(spec, X, newdata=None, *, family="cox", strata=None, test=None,
-                options=None) -> TargetPlan:
+                options=None, target_options=None) -> TargetPlan:
     """The :class:`TargetPlan` of ``--target spec`` for a model of the family named
     ``family`` (a name of the table, :mod:`~coxinfluence.cli.family_registry`): coef, hr,
     tr (the model's parameters); lp, rr, survival:T1,T2,..., quantile[:P1,...] (default the
@@ -525,7 +525,8 @@ def target_plan(spec, X, newdata=None, *, family="cox", strata=None, test=None,
     the model offers the target is the seam's to say (``ci.influence`` refuses a target not
     in its ``target_names``). The test metrics brier:T1,..., ibs:T1,..., auc:T1,...,
     c[:harrell|uno] are of the patients of ``test`` (a :class:`TestSet`, ``--test``), with
-    the family's ``options`` (Fine-Gray's cause)."""
+    the family's ``options`` (Fine-Gray's cause). ``target_options``: the family's options
+    of its own target kinds (``CliFamily.target_options``: a cause, states of interest)."""
     entry = cli_family(family)
     patients = X.mean().to_frame("mean").T if newdata is None else newdata
     spec = spec.strip().lower()
@@ -555,7 +556,8 @@ def target_plan(spec, X, newdata=None, *, family="cox", strata=None, test=None,
     word = values if how.words else None
     numbers = _numbers(spec) if values and not how.words else None
     request = TargetRequest(kind, numbers, patients, newdata, strata, test=test, word=word,
-                            options=dict(options or {}))
+                            options=dict(options or {}),
+                            target_options=dict(target_options or {}))
     return TargetPlan(how.build(request), how, request)
 
 

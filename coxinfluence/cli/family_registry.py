@@ -3,10 +3,14 @@
 
 ``coxinfluence audit`` (:mod:`~coxinfluence.cli.audit_command`,
 :mod:`~coxinfluence.cli.audit_inputs`) is written once against this table and names no
-family. The options choose an entry (:func:`choose_family`): the entry one of whose own
-options is given (``--status``/``--cause``/``--cengroup``: Fine-Gray), else the entry whose
-``models`` hold ``--model`` (``cox``, the default, or an AFT distribution). The entry then
-says everything the command needs to know about its family:
+family. The options choose an entry (:func:`choose_family`): the entry whose ``models`` hold
+``--model`` when every option given that chooses a family is one it ``reads``
+(``--model cause-specific --status S``: the cause-specific Cox models), else the entry one of
+whose own options is given (``--status``/``--cause``/``--cengroup``: Fine-Gray), else the
+entry whose ``models`` hold ``--model`` (``cox``, the default, an AFT distribution,
+``cause-specific``, ``multistate``). An option another family adds (``--state``,
+``--cencode``) that the chosen entry neither adds nor reads is refused. The entry then says
+everything the command needs to know about its family:
 
 - which options do not apply (``refused``, refused with a one-line error naming them) and
   its own checks of the options (``check``); its own options (``add_arguments``);
@@ -19,9 +23,15 @@ says everything the command needs to know about its family:
 - how each ``--target kind:values`` is built: the public targets of
   :mod:`coxinfluence.targets`, by :data:`TARGET_KINDS` unless the entry's ``targets``
   override a kind (an AFT model's survival once per stratum, a stratified Cox model's
-  survival at the covariate means once per stratum after the fit); the test metrics
-  (``brier``, ``ibs``, ``auc``, ``c``: issue 38) are of the ``--test`` patients, with the
-  entry's ``metric_options`` (Fine-Gray's cause; its entry refuses ``c``).
+  survival at the covariate means once per stratum after the fit), with the entry's
+  ``target_options`` (the cause-specific models' ``--cause``, the multi-state model's
+  ``--state-of-interest``); the test metrics (``brier``, ``ibs``, ``auc``, ``c``: issue 38)
+  are of the ``--test`` patients, with the entry's ``metric_options`` (Fine-Gray's cause; its
+  entry refuses ``c``).
+
+The cause-specific and multi-state families' entries are in
+:mod:`coxinfluence.cli.competing_risks_families`, registered when :mod:`coxinfluence.cli`
+is imported (every module of the package is imported through it).
 
 Adding a family to the command line is one table entry, e.g. (a test does this)::
 
@@ -60,7 +70,8 @@ class TargetRequest:
     row labelled ``"mean"``); ``newdata``: the ``--newdata`` patients or None; ``strata``:
     the data's stratum columns (a DataFrame) or None; ``test``: the ``--test`` patients
     (covariates ``X``, ``time``, ``outcome``) of a test metric; ``word``: a word after the
-    colon (``c:uno``); ``options``: the family's ``metric_options`` (Fine-Gray's cause).
+    colon (``c:uno``); ``options``: the family's ``metric_options`` (Fine-Gray's cause);
+    ``target_options``: the family's ``target_options`` (a cause, states of interest).
 
     Examples
     --------
@@ -82,6 +93,9 @@ class TargetRequest:
     word: str | None = None
     #: the family's options of the test metrics (Fine-Gray's ``cause``)
     options: Mapping = field(default_factory=dict)
+    #: the family's options of its own target kinds (``CliFamily.target_options``: the
+    #: cause-specific models' cause, the multi-state model's states of interest)
+    target_options: Mapping = field(default_factory=dict)
 
     def stratified(self):
         """``(X_new, strata)``: the patients once per stratum (:func:`stratified_patients`).
@@ -202,6 +216,13 @@ class CliFamily:
     #: presence lets the outcome column hold labels (Fine-Gray: status labels -> 0, 1, 2,
     #: ...). None: the outcome column is numeric and read as it is
     encode_outcome: Callable[[Any, argparse.Namespace], Any] | None = None
+    #: options another family adds that this family reads too (the cause-specific models:
+    #: Fine-Gray's ``status``, ``cause``, ``cencode``); its ``--model`` value chooses it
+    #: even when they are given, and they are not refused as another family's
+    reads: tuple = ()
+    #: ``target_options(args)``: keyword arguments of the family's own target kinds
+    #: (:attr:`TargetRequest.target_options`)
+    target_options: Callable[[argparse.Namespace], dict] = lambda args: {}
 
     def describe(self, args):
         """The model in words for a refusal ("a weibull AFT model").
@@ -301,13 +322,46 @@ def refuse_options(args, model, refused):
             raise ValueError(f"{words} does not apply to {model}")
 
 
+def _given(values, option):
+    return values.get(option) not in (None, False)
+
+
+def own_options(family: CliFamily) -> tuple:
+    """The options (parsed attributes) ``family``'s ``add_arguments`` adds.
+
+    Parameters
+    ----------
+    family : CliFamily
+        An entry.
+
+    Returns
+    -------
+    tuple of str
+        Their ``dest`` names.
+
+    Examples
+    --------
+    >>> from coxinfluence.cli.family_registry import CLI_FAMILIES, own_options
+    >>> own_options(CLI_FAMILIES["fine_gray"])
+    ('status', 'cause', 'cencode', 'cengroup')
+    """
+    if family.add_arguments is None:
+        return ()
+    scratch = argparse.ArgumentParser(add_help=False)
+    family.add_arguments(scratch)
+    return tuple(a.dest for a in scratch._actions)
+
+
 def choose_family(args) -> CliFamily:
     """The family the options choose, its options checked.
 
-    The entry one of whose ``chosen_by`` options is given (the latest registered, if
-    several: :func:`register_cli_family`), else the one whose ``models`` hold ``--model``
-    (:data:`DEFAULT_MODEL` when none is given); its ``check`` runs and an option it
-    ``refused`` is refused.
+    The entry whose ``models`` hold ``--model`` when every ``chosen_by`` option given is
+    one it ``reads`` (``--model cause-specific --status S``); else the entry one of whose
+    ``chosen_by`` options is given (the latest registered, if several:
+    :func:`register_cli_family`); else the one whose ``models`` hold ``--model``
+    (:data:`DEFAULT_MODEL` when none is given). Its ``check`` runs, an option it
+    ``refused`` is refused, and so is an option another entry adds (``add_arguments``)
+    that it neither adds nor reads (``--state`` of a Cox model).
 
     Parameters
     ----------
@@ -331,16 +385,36 @@ def choose_family(args) -> CliFamily:
     >>> args = build_parser().parse_args(["audit", "d.csv", "--model", "weibull"])
     >>> choose_family(args).name
     'aft'
+    >>> args = build_parser().parse_args(["audit", "d.csv", "--status", "s", "--cause", "1",
+    ...                                   "--model", "cause-specific"])
+    >>> choose_family(args).name
+    'cause_specific'
     """
     values = vars(args)
-    chosen = [f for f in CLI_FAMILIES.values()
-              if any(values.get(o) not in (None, False) for o in f.chosen_by)]
+    model = values["model"]
+    named = [f for f in CLI_FAMILIES.values() if model is not None and model in f.models]
+    choosing = {o for f in CLI_FAMILIES.values() for o in f.chosen_by if _given(values, o)}
+    if named and choosing <= set(named[-1].chosen_by) | set(named[-1].reads):
+        chosen = named
+    else:
+        chosen = [f for f in CLI_FAMILIES.values()
+                  if any(_given(values, o) for o in f.chosen_by)]
     if not chosen:
-        model = values["model"] or DEFAULT_MODEL
+        model = model or DEFAULT_MODEL
         chosen = [f for f in CLI_FAMILIES.values() if model in f.models]
     family = chosen[-1]
     family.check(args)
     refuse_options(args, family.describe(args), family.refused)
+    mine = set(own_options(family)) | set(family.reads) | set(family.chosen_by)
+    for other in CLI_FAMILIES.values():
+        for option in own_options(other):
+            if option not in mine and _given(values, option):
+                takers = [f"--model {f.models[0]}" for f in CLI_FAMILIES.values()
+                          if f.models and option in set(own_options(f)) | set(f.reads)]
+                raise ValueError(f"--{option.replace('_', '-')} does not apply to "
+                                 f"{family.describe(args)}"
+                                 + (f" (it is read by {' or '.join(takers)})" if takers
+                                    else ""))
     return family
 
 
@@ -505,11 +579,14 @@ def _fine_gray_arguments(p):
     fg.add_argument("--status", default=None,
                     help="status column: 0 = censored, 1, 2, ... the cause of failure, or "
                          "labels (censored, death, ...; see --cencode) (with --cause, instead "
-                         "of --event)")
+                         "of --event; with --model cause-specific: one Cox model per cause, "
+                         "--cause optional)")
     fg.add_argument("--cause", default=None,
                     help="the cause K modelled (crr's failcode), a code of the status column "
                          "or one of its labels: fits the Fine-Gray subdistribution hazard "
-                         "model; the other causes compete")
+                         "model; the other causes compete (with --model cause-specific: the "
+                         "cause of --target absolute-risk and of the report's curves, default "
+                         "1, the first cause)")
     fg.add_argument("--cencode", default=None,
                     help="a status column of labels: the label of the censored rows (crr's "
                          "cencode; default 'censored' or '0' where the column has it); the "
@@ -542,8 +619,9 @@ def _no_fine_gray_concordance(r):
                      "cause's cumulative incidence")
 
 
-def _fine_gray_outcome(data, args):
-    """The status column and ``--cause`` as :func:`coxinfluence.fit_fine_gray` reads them.
+def encode_status(data, args):
+    """The status column and ``--cause`` as :func:`coxinfluence.fit_fine_gray` (and
+    :func:`coxinfluence.fit_cause_specific`) reads them.
 
     A numeric column is read as it is (0 = censored, 1, 2, ... the causes) and ``--cause``
     must be one of its codes. A column of labels (R's ``transplant$event``: censored, ltx,
@@ -551,7 +629,8 @@ def _fine_gray_outcome(data, args):
     "censored" or "0" where the column has it) 0, the other labels 1, 2, ... in sorted
     order; ``--cause`` must be one of them, and ``args.cause`` becomes its code
     (``args.cause_label`` keeps the label). A label not in the column is a one-line error
-    naming the labels present.
+    naming the labels present. Without ``--cause`` (``args.cause`` None: a family for
+    which it is optional) the column is coded and ``args.cause`` stays None.
 
     Parameters
     ----------
@@ -580,6 +659,8 @@ def _fine_gray_outcome(data, args):
         if args.cencode not in (None, "0"):
             raise ValueError(f"--cencode {args.cencode} applies to a status column of labels; "
                              f"{column!r} holds numbers (0 = censored, causes {causes})")
+        if args.cause is None:
+            return data
         try:
             cause = float(args.cause)
         except ValueError:
@@ -599,12 +680,14 @@ def _fine_gray_outcome(data, args):
     elif cencode not in labels:
         raise ValueError(f"--cencode {cencode} is not a label of the status column "
                          f"{column!r}: its labels are {present}")
-    if str(args.cause) not in labels or str(args.cause) == cencode:
+    if args.cause is not None and (str(args.cause) not in labels
+                                   or str(args.cause) == cencode):
         raise ValueError(f"--cause {args.cause} is not a cause in the status column "
                          f"{column!r}: its labels are {present} ({cencode!r} = censored)")
     codes = {cencode: 0}
     codes.update((v, k) for k, v in enumerate((v for v in labels if v != cencode), 1))
-    args.cause = codes[str(args.cause)]
+    if args.cause is not None:
+        args.cause = codes[str(args.cause)]
     return dataclasses.replace(data, outcome=status.astype(str).map(codes).astype(int),
                                outcome_codes=codes)
 
@@ -640,6 +723,6 @@ register_cli_family(CliFamily(
              "subjects": "--subjects (one row per subject)",
              "cluster": "--cluster (the subjects are the units: crr's sandwich SE)"},
     check=_check_fine_gray, add_arguments=_fine_gray_arguments,
-    metric_options=lambda args: {"cause": args.cause}, encode_outcome=_fine_gray_outcome,
+    metric_options=lambda args: {"cause": args.cause}, encode_outcome=encode_status,
     targets={"c": TargetKind(_no_fine_gray_concordance, values="optional", needs_test=True,
                              words=("harrell", "uno"))}))

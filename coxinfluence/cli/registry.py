@@ -50,8 +50,9 @@ def build_parser(registry: dict[str, Subcommand] | None = None) -> argparse.Argu
     registry = SUBCOMMANDS if registry is None else registry
     parser = argparse.ArgumentParser(
         prog="coxinfluence",
-        description="Influence diagnostics for survival models: Cox, parametric AFT and "
-                    "Fine-Gray (Reid's IF, the VIF, exact leave-one-out refits).")
+        description="Influence diagnostics for survival models: Cox, parametric AFT, "
+                    "Fine-Gray, cause-specific and multi-state (Reid's IF, the VIF, exact "
+                    "leave-one-out refits).")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for cmd in registry.values():
         p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.description or cmd.help)

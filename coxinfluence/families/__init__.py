@@ -14,4 +14,6 @@ the public targets). A new family adds its module here.
 # isort: off
 from . import cox_targets, aft_targets, lifelines_targets, sksurv_targets  # noqa: F401
 from . import fine_gray_targets, deprecated_targets  # noqa: F401
+# the report's curves parts (coxinfluence.families.curves) of the competing-risks families
+from . import competing_risks_curves  # noqa: F401
 # isort: on
