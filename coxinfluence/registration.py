@@ -1,9 +1,9 @@
 """A model family and all its parts in one registration (issue 45, item 1).
 
-A family's parts live in four tables, each in the layer that reads it (the seam's family
+A family's parts live in five tables, each in the layer that reads it (the seam's family
 in ``influence_functions/registry.py``, its targets in ``audit/target_base.py``, its
-residuals in ``diagnostics/registry.py``, its command-line entry in
-``cli/family_registry.py``), and all four dispatch by the one rule of
+residuals in ``diagnostics/registry.py``, its report curves in ``families/curves.py``, its
+command-line entry in ``cli/family_registry.py``), and all five dispatch by the one rule of
 ``coxinfluence.data.dispatch``. :func:`register` declares them together and forwards each
 part to its table; this module sits above every layer (it is in none of the import-linter
 layers), so no layer imports another's table to do so.
@@ -15,7 +15,7 @@ from coxinfluence.influence_functions.registry import Family, register_family
 __all__ = ["register"]
 
 
-def register(family, *, targets=(), residuals=None, cli=None):
+def register(family, *, targets=(), residuals=None, cli=None, curves=None):
     """Register a model family with every part it has, in one call.
 
     Parameters
@@ -34,6 +34,11 @@ def register(family, *, targets=(), residuals=None, cli=None):
         a ``"deviance"`` kind turns the report's Model checks on.
     cli : CliFamily, optional
         Its entry of ``coxinfluence audit`` (``register_cli_family``).
+    curves : callable, optional
+        Its report curves part, ``curves(result, theta_loo, codes) -> Curves``
+        (:mod:`coxinfluence.families.curves`), registered with ``register_curves`` for the
+        family's ``fit_class``: the report draws a reference patient's prediction curves
+        from the full fit and refitted without the top units.
 
     Returns
     -------
@@ -45,8 +50,8 @@ def register(family, *, targets=(), residuals=None, cli=None):
     TypeError
         ``family`` is not a ``Family``.
     ValueError
-        ``residuals`` as ``(kinds, function)`` for a family registered by a predicate
-        (no ``fit_class`` to key them by).
+        ``residuals`` as ``(kinds, function)``, or ``curves``, for a family registered by a
+        predicate (no ``fit_class`` to key them by).
 
     Notes
     -----
@@ -80,6 +85,9 @@ def register(family, *, targets=(), residuals=None, cli=None):
                                  "give residuals as (fit_class, kinds, function)")
             residuals = (family.fit_class, *residuals)
         fit_class, kinds, function = residuals
+    if curves is not None and family.fit_class is None:
+        raise ValueError(f"the family {family.name!r} is registered by a predicate: its "
+                         "curves need a fit class (register_curves(fit_class, function))")
     register_family(family)
     if targets:
         from coxinfluence.audit.target_base import register_target
@@ -88,6 +96,9 @@ def register(family, *, targets=(), residuals=None, cli=None):
     if residuals is not None:
         from coxinfluence.diagnostics import register_residuals
         register_residuals(fit_class, kinds, function, model=family.name)
+    if curves is not None:
+        from coxinfluence.families.curves import register_curves
+        register_curves(family.fit_class, curves)
     if cli is not None:
         from coxinfluence.cli.family_registry import register_cli_family
         register_cli_family(cli)

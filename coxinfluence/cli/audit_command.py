@@ -180,7 +180,8 @@ def _audit_run(args: argparse.Namespace) -> int:
     test = None if args.test is None else read_test(args.test, data, family.outcome)
     plan = target_plan(args.target, data.X, newdata, family=family.name, strata=data.strata,
                        test=test, options=family.metric_options(args),
-                       target_options=family.target_options(args))
+                       target_options=family.target_options(args),
+                       model_words=family.describe(args))
     show = show_progress(args.progress)
     steps = tqdm(total=4, desc="audit", unit="step", disable=not show)
     steps.set_postfix_str("fitting")
@@ -317,7 +318,7 @@ register(Subcommand(
     add_arguments=_audit_arguments, run=_audit_run,
     description="Fit a model to DATA.csv (or --demo: lifelines' bundled GBSG2): Cox (default), "
                 "a parametric AFT model (--model weibull, exponential, lognormal, "
-                "loglogistic; as R's survreg) or the Fine-Gray model for one cause (--status S "
+                "loglogistic; as R's survreg), the Fine-Gray model for one cause (--status S "
                 "--cause K [--cengroup COL]; as R's cmprsk::crr), cause-specific Cox models "
                 "(--model cause-specific --status S [--cause K]; as R's riskRegression::CSC) "
                 "or a Markov multi-state Cox model (--model multistate --start A --time B "

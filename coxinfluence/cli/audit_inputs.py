@@ -21,6 +21,7 @@ from coxinfluence.cli.family_registry import (
     PARAMETER_TARGETS,
     TargetRequest,
     cli_family,
+    kind_owners,
     target_help,
     target_kind,
 )
@@ -516,7 +517,7 @@ class TargetPlan:
 
 
 def target_plan(spec, X, newdata=None, *, family="cox", strata=None, test=None,
-                options=None, target_options=None) -> TargetPlan:
+                options=None, target_options=None, model_words=None) -> TargetPlan:
     """The :class:`TargetPlan` of ``--target spec`` for a model of the family named
     ``family`` (a name of the table, :mod:`~coxinfluence.cli.family_registry`): coef, hr,
     tr (the model's parameters); lp, rr, survival:T1,T2,..., quantile[:P1,...] (default the
@@ -526,7 +527,9 @@ def target_plan(spec, X, newdata=None, *, family="cox", strata=None, test=None,
     in its ``target_names``). The test metrics brier:T1,..., ibs:T1,..., auc:T1,...,
     c[:harrell|uno] are of the patients of ``test`` (a :class:`TestSet`, ``--test``), with
     the family's ``options`` (Fine-Gray's cause). ``target_options``: the family's options
-    of its own target kinds (``CliFamily.target_options``: a cause, states of interest)."""
+    of its own target kinds (``CliFamily.target_options``: a cause, states of interest);
+    ``model_words``: the model in words for the refusal of another family's own target kind
+    (default "the <family> model")."""
     entry = cli_family(family)
     patients = X.mean().to_frame("mean").T if newdata is None else newdata
     spec = spec.strip().lower()
@@ -540,6 +543,10 @@ def target_plan(spec, X, newdata=None, *, family="cox", strata=None, test=None,
         return TargetPlan(PARAMETER_TARGETS[spec]())
     kind, colon, values = spec.partition(":")
     how = target_kind(entry, kind)
+    owners = kind_owners(kind) if how is None else []
+    if owners:
+        words = model_words or f"the {family} model"
+        raise ValueError(f"--target {spec} applies to {' or '.join(owners)}, not to {words}")
     if (how is None or (colon and how.values == "none")
             or (not values and how.values == "required")
             or (values and how.words and values not in how.words)):

@@ -58,7 +58,8 @@ from coxinfluence.influence_functions.seam import label_text
 
 __all__ = ["CliFamily", "TargetKind", "TargetRequest", "CLI_FAMILIES", "TARGET_KINDS",
            "PARAMETER_TARGETS", "DEFAULT_MODEL", "register_cli_family", "cli_family",
-           "choose_family", "target_kind", "target_help", "stratified_patients"]
+           "choose_family", "own_options", "target_kind", "kind_owners", "target_help",
+           "stratified_patients", "encode_status"]
 
 
 @dataclass(frozen=True)
@@ -495,6 +496,21 @@ def target_kind(family: CliFamily, kind: str) -> TargetKind | None:
     """The family's :class:`TargetKind` of ``kind`` (its own, else :data:`TARGET_KINDS`'),
     or None."""
     return family.targets.get(kind, TARGET_KINDS.get(kind))
+
+
+def kind_owners(kind: str) -> list:
+    """The ``--model`` values of the families whose own target kinds have ``kind``
+    (``absolute-risk``: ``["--model cause-specific"]``), for the refusal of a kind another
+    family owns.
+
+    Examples
+    --------
+    >>> from coxinfluence.cli.family_registry import kind_owners
+    >>> kind_owners("state-probability")
+    ['--model multistate']
+    """
+    return [f"--model {f.models[0]}" for f in CLI_FAMILIES.values()
+            if f.models and kind in f.targets and kind not in TARGET_KINDS]
 
 
 def target_help() -> str:

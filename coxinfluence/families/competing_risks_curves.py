@@ -55,8 +55,8 @@ def _covariate_means(fit):
         data = model.data
         for j, c in enumerate(model.columns):
             means.setdefault(c, float(np.mean(data.X[:, j] + data.X_center[j])))
-    data = fit.models[0].data
-    stratum = [data.strata_labels[0]] if data.n_strata > 1 else None
+    labels = fit.models[0].data.strata_labels
+    stratum = [labels[0]] if labels is not None and len(labels) > 1 else None
     return pd.DataFrame(means, index=["mean"]), stratum
 
 
