@@ -136,14 +136,9 @@ def _methods_without_examples():
 
 
 # Issue 45: an Examples section on every public method and property (203 had none before
-# it), each run by test_examples_run above. The one exception: the methods of
-# ``ci.targets.StateProbability`` (coxinfluence/families/multistate_targets.py), the
-# multi-state family's target, whose examples are being written with that family (another
-# change, in progress when this test was tightened). Remove the names once those examples
-# are committed (the test warns while a listed name has one); add none.
-EXAMPLES_PENDING = frozenset(
-    f"coxinfluence.targets.StateProbability.{name}"
-    for name in ("columns", "data_effect", "jacobian", "refit_values", "value"))
+# it), each run by test_examples_run above. The last exceptions, the methods of
+# ``ci.targets.StateProbability``, have theirs now. Add none.
+EXAMPLES_PENDING = frozenset()
 
 
 def test_every_public_method_has_examples():

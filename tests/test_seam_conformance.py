@@ -16,7 +16,8 @@ checked against an independent computation:
   ``Logit`` for the autodiff GLM, scipy for the test-only family), within 1e-6 SE;
 - ``method="auto"``'s top 10 by likelihood displacement is ``method="exact"``'s top 10;
 - doubling a unit's integer case weights equals entering it twice (families with case
-  weights: Cox, AFT, Fine-Gray, lifelines' ``weights_col``, the test-only family);
+  weights: Cox, AFT, Fine-Gray, lifelines' ``weights_col``, cause-specific and multi-state
+  Cox, the test-only family);
 - the robust covariance is ``D' D`` with ``D`` the units' changes where the family defines
   it so (``Case.robust`` names the method giving ``D``; None: refused, a ValueError): Reid's
   change for Cox (rows, subjects, clusters, lifelines' ridge, scikit-survival's CoxPH: R's
@@ -347,8 +348,7 @@ def _multistate():
                 lambda d: (ci.fit_multistate(d[["x1", "x2"]], d["start"], d["stop"],
                                              d["state"], d["id"]), None, {}),
                 unit="id", robust="reid",
-                no_weights="fit_multistate takes no case weights (R's multi-state coxph "
-                           "does; not built yet)")
+                no_weights="unweighted here; case multistate_options has case weights")
 
 
 def _multistate_shared():
@@ -359,6 +359,31 @@ def _multistate_shared():
                                              d["state"], d["id"],
                                              shared={"x2": ["1:2", "1:3", "2:3"]}), None, {})
     return case
+
+
+def _multistate_options():
+    """Case weights (1 or 2 per subject), strata and subjects starting in different states
+    (istate: a quarter of those who fell ill enter ill)."""
+    from coxinfluence.models.multistate import simulate_illness_death
+    X, start, stop, state, ids = simulate_illness_death(n_subjects=60, seed=5)
+    df = X.assign(start=start, stop=stop, state=state, id=[f"p{i:02d}" for i in ids])
+    rng = np.random.default_rng(6)
+    subjects = df["id"].unique()
+    df["w"] = df["id"].map(dict(zip(subjects, rng.choice([1.0, 2.0], subjects.size))))
+    df["g"] = df["id"].map(dict(zip(subjects, rng.choice(["a", "b"], subjects.size))))
+    df["istate"] = np.where(df["id"].duplicated(), "1", "healthy").astype(object)
+    ill = df.loc[df["id"].duplicated(), "id"].to_numpy()[::4]     # enter already ill
+    first = df["id"].isin(ill) & ~df["id"].duplicated()
+    df = df[~first].copy()
+    df.loc[df["id"].isin(ill), "istate"] = "1"
+    df.index = pd.Index([f"row{i}" for i in range(len(df))][::-1])
+    return Case("multistate_options", df, "multistate",
+                lambda d: (ci.fit_multistate(d[["x1", "x2"]], d["start"], d["stop"],
+                                             d["state"], d["id"], weights=d["w"],
+                                             strata=d["g"], istate=d["istate"]), None, {}),
+                unit="id", weights="w", robust="reid",
+                weighted_unit=lambda d: d.loc[(d["state"] == 0)
+                                              & ~d["id"].duplicated(keep=False), "id"].iloc[0])
 
 
 def _cause_specific():
@@ -375,7 +400,7 @@ CASES = {c.__name__[1:]: c for c in (
     _cox_rows, _cox_subjects, _cox_clusters, _cox_ridge, _aft, _lifelines_weibull,
     _lifelines_ancillary, _fine_gray, _statsmodels_phreg, _sksurv_coxph, _sksurv_coxnet,
     _autodiff_glm, _example_family, _multistate, _multistate_shared,
-    _cause_specific)}
+    _multistate_options, _cause_specific)}
 
 
 #: registered families without a case of their own, and where they are covered

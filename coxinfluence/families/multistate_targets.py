@@ -4,9 +4,11 @@
 ``p_s(t | x; theta, D)``, the probability that a new patient ``x`` is in state ``s`` at
 time ``t`` (:func:`coxinfluence.models.multistate.state_probabilities`, R's
 ``survfit(fit, newdata)$pstate``), depends on the data directly through every
-transition's baseline hazard, so deleting subject g changes it through ``theta`` (the
+transition's baseline hazard and, when subjects start in different states (``istate=``),
+through the initial distribution ``p0`` (the weighted share of each state at the first
+transition time), so deleting subject g changes it through ``theta`` (the
 chain rule, ``J (theta_{-g} - theta_hat)``) and directly (the data effect, exact: the
-baselines re-estimated at ``theta_hat`` without the subject's rows). The exact change
+baselines and ``p0`` re-estimated at ``theta_hat`` without the subject's rows). The exact change
 recomputes both at the refitted coefficients. The Jacobian is taken by central
 differences (a four-point stencil; the probabilities are smooth in ``theta``).
 
@@ -40,8 +42,9 @@ class StateProbability(Target):
     """The probability of being in a state at given times, under a multi-state fit.
 
     ``p_s(t | x)`` for new patients ``x`` under a :class:`~coxinfluence.MultiStateFit`
-    (R's ``summary(survfit(fit, newdata), times)$pstate``; every patient starts in the
-    initial state). One column per (patient, time, state), ``"P(state,t|label)"``,
+    (R's ``survfit(fit, newdata)$pstate`` at ``times``; a patient starts from the data's
+    initial distribution in its stratum, R's ``p0``: the initial state when every subject
+    starts there). One column per (patient, time, state), ``"P(state,t|label)"``,
     patient outer, then time, then state.
 
     Parameters
@@ -53,6 +56,9 @@ class StateProbability(Target):
         The times ``t`` (non-negative).
     state : str or sequence of str, optional
         The state(s) (names as ``fit.states``); default every state.
+    strata : optional
+        A stratified fit: the patients' strata (one label for all, or one per patient);
+        default read from ``X_new``'s stratum column(s).
 
     Raises
     ------
@@ -77,12 +83,12 @@ class StateProbability(Target):
 
     name = "state_probability"
     quantity = "state_probability"
-    ask = "ci.targets.StateProbability(X_new, times, state=None)"
-    options = ("state",)
+    ask = "ci.targets.StateProbability(X_new, times, state=None, strata=None)"
+    options = ("state", "strata")
     fit_type = MultiStateFit
 
-    def __init__(self, X_new, times, state=None):
-        self.X_new = X_new
+    def __init__(self, X_new, times, state=None, strata=None):
+        self.X_new, self.strata = X_new, strata
         self.times = np.atleast_1d(np.asarray(times, dtype=np.float64))
         if not (np.isfinite(self.times).all() and (self.times >= 0).all()):
             raise ValueError("times must be finite and non-negative")
@@ -118,7 +124,8 @@ class StateProbability(Target):
         >>> ci.targets.StateProbability([[0.0, 1.0]], times=[5]).followup_notes(fit)
         ()
         """
-        return state_probability_notes(fit, self.times, fit.new_patients(self.X_new)[1])
+        return state_probability_notes(fit, self.times, fit.new_patients(self.X_new)[1],
+                                       fit.new_strata(self.X_new, self.strata))
 
     def columns(self, fit):
         """``"P(state,t|label)"`` per (patient, time, state).
@@ -132,6 +139,16 @@ class StateProbability(Target):
         -------
         list of str
             The target's column names.
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> fit = ci.fit_multistate(*simulate_illness_death(n_subjects=60))
+        >>> target = ci.targets.StateProbability([[0.0, 1.0]], times=[5, 10], state="1")
+        >>> target.columns(fit)
+        ['P(1,5|0)', 'P(1,10|0)']
+        >>> ci.targets.StateProbability([[0.0, 1.0]], times=[5]).columns(fit)
+        ['P((s0),5|0)', 'P(1,5|0)', 'P(2,5|0)']
         """
         labels = fit.new_patients(self.X_new)[1]
         names = [fit.states[s] for s in self._states(fit)]
@@ -139,7 +156,8 @@ class StateProbability(Target):
 
     def _values(self, fit, theta, drop=None):
         X = fit.new_patients(self.X_new)[0]
-        p = state_probabilities(fit, theta, X, self.times, drop)[..., self._states(fit)]
+        codes = fit.new_strata(self.X_new, self.strata)
+        p = state_probabilities(fit, theta, X, self.times, drop, codes)[..., self._states(fit)]
         return p.reshape(p.shape[0], -1)
 
     def value(self, fit, theta):
@@ -156,6 +174,14 @@ class StateProbability(Target):
         -------
         numpy.ndarray, shape (B, m)
             In the order of :meth:`columns`.
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> fit = ci.fit_multistate(*simulate_illness_death(n_subjects=60))
+        >>> target = ci.targets.StateProbability([[0.0, 1.0]], times=[5, 10], state="1")
+        >>> np.round(target.value(fit, fit.coef[None, :]), 4)
+        array([[0.1643, 0.1654]])
         """
         return self._values(fit, np.atleast_2d(np.asarray(theta, dtype=np.float64)))
 
@@ -171,6 +197,18 @@ class StateProbability(Target):
         -------
         numpy.ndarray, shape (m, d)
             One row per column of the target.
+
+        Examples
+        --------
+        P(ill, t) does not depend on the ill -> dead coefficients before the first
+        ill -> dead transition:
+
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> fit = ci.fit_multistate(*simulate_illness_death(n_subjects=60))
+        >>> target = ci.targets.StateProbability([[0.0, 1.0]], times=[5, 10], state="1")
+        >>> np.round(target.jacobian(fit), 3)
+        array([[-0.052,  0.059, -0.018, -0.025,  0.   ,  0.   ],
+               [-0.016,  0.055, -0.021, -0.028,  0.064, -0.021]])
         """
         coef = np.asarray(fit.coef, dtype=np.float64)
         h = 1e-4 * np.sqrt(np.diag(fit.var))
@@ -185,7 +223,7 @@ class StateProbability(Target):
         """The exact change of ``p`` by deleting each subject at the fitted coefficients.
 
         ``p(t|x; theta_hat, D_{-g}) - p(t|x; theta_hat, D)``: every transition's baseline
-        without subject g's rows.
+        (and the initial distribution ``p0``) without subject g's rows.
 
         Parameters
         ----------
@@ -198,6 +236,17 @@ class StateProbability(Target):
         -------
         numpy.ndarray, shape (U, m)
             One row per subject (sorted labels).
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> fit = ci.fit_multistate(*simulate_illness_death(n_subjects=60))
+        >>> target = ci.targets.StateProbability([[0.0, 1.0]], times=[5, 10], state="1")
+        >>> effect = target.data_effect(fit)
+        >>> effect.shape
+        (60, 2)
+        >>> round(float(np.abs(effect).max()), 4)
+        0.0215
         """
         coef = np.asarray(fit.coef, dtype=np.float64)[None, :]
         full = self.value(fit, coef)
@@ -224,6 +273,19 @@ class StateProbability(Target):
         -------
         numpy.ndarray, shape (U, m)
             NaN where ``theta_loo`` is.
+
+        Examples
+        --------
+        At the fitted coefficients it is the value without each subject's rows, the data
+        effect:
+
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> fit = ci.fit_multistate(*simulate_illness_death(n_subjects=60))
+        >>> target = ci.targets.StateProbability([[0.0, 1.0]], times=[5, 10], state="1")
+        >>> theta = np.repeat(fit.coef[None, :], fit.n_units, axis=0)
+        >>> full = target.value(fit, fit.coef[None, :])
+        >>> bool(np.allclose(target.refit_values(fit, theta) - full, target.data_effect(fit)))
+        True
         """
         theta = np.asarray(theta_loo, dtype=np.float64)
         ok = np.flatnonzero(np.isfinite(theta).all(axis=1))

@@ -193,7 +193,7 @@ class MultiStateAudit(Engine):
         codes = fit.unit_labels.get_indexer(fit.ids)
         U = len(self.unit_labels)
         return pd.DataFrame({"rows": np.bincount(codes, minlength=U),
-                             "transitions": np.bincount(codes, weights=fit.state_codes > 0,
+                             "transitions": np.bincount(codes, weights=fit.state_codes >= 0,
                                                         minlength=U).astype(int)},
                             index=self.unit_labels)
 
@@ -204,7 +204,9 @@ class MultiStateAudit(Engine):
                             statement=f"Markov multi-state Cox model (states {states}; "
                                       f"transitions {', '.join(fit.transition_names)})",
                             facts=f"{fit.n_events} transitions observed, {fit.ties} ties, "
-                                  f"log partial likelihood {fit.loglik:.4f}")
+                                  + ("case weights, " if (fit.weights != 1).any() else "")
+                                  + (f"{fit.n_strata} strata, " if fit.n_strata > 1 else "")
+                                  + f"log partial likelihood {fit.loglik:.4f}")
 
     def summary_table(self, robust):
         return self.fit.summary(robust=robust)

@@ -3,9 +3,11 @@
 Data in R's counting-process form: one row per interval ``(start, stop]`` of a subject
 (``id``), ``state`` the state entered at ``stop`` (0: none, the interval ends censored or
 at a change of covariates). Each subject starts in ``initial_state`` (R's ``"(s0)"`` when
-not given) and is, on each of its rows, in the state its previous row entered (R's
-``survcheck``). The states are the initial one and the states entered (sorted), numbered
-1, 2, ... as R numbers them; a transition ``a:b`` is a pair (from, to) seen at least once.
+not given), or in the ``istate`` of its first row, and is, on each later row, in the state
+its previous row entered (R's ``survcheck``). The states are those only started in, then
+the states entered (sorted, or a categorical's order), numbered 1, 2, ... as R numbers
+them; a transition ``a:b`` is a pair (from, to) seen at least once, in R's order (by
+``b``, then ``a``).
 
 Transition ``a:b`` is a Cox model of its own (:func:`~coxinfluence.fit_cox`): the rows at
 risk in state ``a`` (delayed entry through ``start``), the event "enters ``b``", Efron's
@@ -27,6 +29,18 @@ risk, not the sum Efron's ``survfit.coxph`` hazard uses; measured against R).
 ``tests/test_multistate_r.py`` checks coefficients,
 both variances, ``loglik`` and ``pstate`` against R (``tests/r/multistate_reference.R``:
 survival's ``mgus2`` and a simulated illness-death set; ties, delayed entry).
+
+Case weights (``weights=``, R's ``weights``), strata (``strata=``, R's ``+ strata(g)``)
+and initial states (``istate=``, R's ``istate``) are R's too: a weight multiplies its row's
+terms in each transition's partial likelihood and score residuals (the robust variance),
+in the baseline jumps (``dw / (S0 - (d - 1) / (2 d) Se / d)``, ``dw`` the events' summed
+weights, ``d`` their count, ``S0`` and ``Se`` weighted: R's ``coxsurv2``) and in ``p0``;
+strata give every transition a baseline per stratum (a new patient reads its stratum's);
+a subject's first row's ``istate`` is the state it starts in, and a new patient starts from
+``p0``, R's ``survfit`` default: the weighted share of the rows at risk at the stratum's
+first transition time in each state (the initial state when every subject starts there).
+``tests/test_multistate_options_r.py`` checks them against R
+(``tests/r/multistate_options_reference.R``).
 """
 from __future__ import annotations
 
@@ -36,7 +50,8 @@ import numpy as np
 import pandas as pd
 
 from coxinfluence.data.followup import followup_notes, warn_beyond_follow_up
-from coxinfluence.data.inputs import CoxInputError
+from coxinfluence.data.inputs import CoxInputError, encode_strata
+from coxinfluence.data.new_patients import strata_from_frame, stratum_codes
 from coxinfluence.data.units import resolve_units
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
 from coxinfluence.models.base import FitInterface, standard_errors
@@ -49,25 +64,30 @@ __all__ = ["MultiStateFit", "fit_multistate", "state_probabilities", "simulate_i
 INITIAL = "(s0)"
 
 
-def _origins(start, stop, state, ids, entered):
-    """(n,) each row's state code (0 the initial state, k the k-th entered state): the
-    state its subject's previous row entered (rows ordered by ``start`` within subject)."""
+def _origins(start, stop, state, ids, entered, first=None):
+    """(n,) the state each row is in (its position in the states; ``state`` -1 for a
+    censored row): a subject's first row is in ``first`` (default 0, the initial state), each
+    later row in the state its previous row entered, or its previous row's state after a
+    censored row (rows ordered by ``stop`` then ``start`` within subject: R's
+    ``survcheck``)."""
     order = np.lexsort((start, stop, ids))
     origin = np.zeros(len(state), dtype=int)
     current, last = 0, None
     for r in order:
         if ids[r] != last:
-            current, last = 0, ids[r]
+            current, last = (0 if first is None else int(first[r])), ids[r]
         origin[r] = current
-        if state[r] != 0:
+        if state[r] >= 0:
             current = entered[r]
     return origin
 
 
 def transitions_of(state_codes, origin):
-    """The transitions ``(a, b)`` (0-based state codes) with at least one row, sorted."""
-    seen = {(int(a), int(b)) for a, b in zip(origin, state_codes) if b != 0}
-    return sorted(seen)
+    """The transitions ``(a, b)`` (0-based state codes; ``state_codes`` -1 censored) with
+    at least one row, in R's order: by target state, then origin (the columns of
+    ``survcheck``'s from x to table)."""
+    seen = {(int(a), int(b)) for a, b in zip(origin, state_codes) if b >= 0}
+    return sorted(seen, key=lambda ab: (ab[1], ab[0]))
 
 
 class MultiStateFit(FitInterface):
@@ -91,12 +111,22 @@ class MultiStateFit(FitInterface):
     ids : numpy.ndarray
         The subject of each row (caller's order).
     state_codes : numpy.ndarray
-        The state each row enters (0-based code, 0: censored).
+        The state each row enters (0-based code in ``states``; -1: censored).
     rows : list of numpy.ndarray, optional
         Each transition's rows (positions in ``frame``).
     cmap : array_like of int, shape (K, d), optional
         Each transition's coefficient positions in ``coef`` (R's ``cmap``; default one
         coefficient per transition and covariate).
+    weights : numpy.ndarray, optional
+        Each row's case weight (default 1).
+    strata : numpy.ndarray, optional
+        Each row's stratum code (0..C-1; default one stratum).
+    strata_labels : tuple, optional
+        The strata's labels in code order (None: not stratified).
+    strata_names : tuple of str, optional
+        The stratum columns' names (read from new patients' frames).
+    origin : numpy.ndarray, optional
+        The state each row is in (0-based code; R's ``survcheck`` istate).
 
     Examples
     --------
@@ -111,8 +141,15 @@ class MultiStateFit(FitInterface):
     has_subjects = True
 
     def __init__(self, fits, transitions, states, frame, ids, state_codes, rows=None,
-                 cmap=None):
+                 cmap=None, weights=None, strata=None, strata_labels=None,
+                 strata_names=None, origin=None):
         self.rows = rows
+        self.weights = np.ones(len(frame)) if weights is None else np.asarray(weights, float)
+        self.strata = (np.zeros(len(frame), dtype=np.intp) if strata is None
+                       else np.asarray(strata, dtype=np.intp))
+        self.strata_labels = None if strata_labels is None else tuple(strata_labels)
+        self.strata_names = tuple(strata_names or ())
+        self.origin = origin
         self.fits, self.transitions, self.states = list(fits), list(transitions), list(states)
         self.frame, self.ids, self.state_codes = frame, np.asarray(ids), state_codes
         self._covariates = [str(c) for c in frame.columns]
@@ -144,8 +181,9 @@ class MultiStateFit(FitInterface):
 
     @cached_property
     def transition_rows(self):
-        """Per transition ``(start, stop, event, X, subject)``: its rows (caller's order),
-        the subject as a position in :attr:`unit_labels`.
+        """Per transition ``(start, stop, event, X, subject, weight, stratum)``: its rows
+        (caller's order), the subject as a position in :attr:`unit_labels`, the stratum
+        as a code (0 without strata).
 
         Examples
         --------
@@ -160,8 +198,64 @@ class MultiStateFit(FitInterface):
         for (_, b), rows in zip(self.transitions, self.rows):
             out.append((self.starts[rows], self.stops[rows],
                         (self.state_codes[rows] == b).astype(np.float64), X[rows],
-                        subject[rows]))
+                        subject[rows], self.weights[rows], self.strata[rows]))
         return out
+
+    @property
+    def n_strata(self):
+        """The number of strata (1 without strata).
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> ci.fit_multistate(*simulate_illness_death()).n_strata
+        1
+        """
+        return 1 if self.strata_labels is None else len(self.strata_labels)
+
+    def initial_distribution(self, drop=None):
+        """The state distribution every new patient starts from (R's ``survfit``
+        ``p0``), per stratum.
+
+        R's default: at the stratum's first transition time ``t0``, the case-weighted
+        share of the rows at risk (``start < t0 <= stop``) in each state. With every
+        subject starting in the initial state it is that state.
+
+        Parameters
+        ----------
+        drop : array_like of int, shape (B,), optional
+            Per problem a subject code (position in :attr:`unit_labels`) whose rows are
+            left out (-1: none).
+
+        Returns
+        -------
+        numpy.ndarray, shape (B, C, S)
+            ``B = 1`` without ``drop``; ``C`` strata, ``S`` states.
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> ci.fit_multistate(*simulate_illness_death()).initial_distribution()
+        array([[[1., 0., 0.]]])
+        """
+        S, C = len(self.states), self.n_strata
+        drop = np.array([-1]) if drop is None else np.asarray(drop, dtype=np.intp)
+        subject = self.unit_labels.get_indexer(self.ids)
+        present = subject[None, :] != drop[:, None]                          # (B, n)
+        origin = np.zeros(self.n, dtype=int) if self.origin is None else self.origin
+        out = np.zeros((drop.size, C, S))
+        for c in range(C):
+            mine = present & (self.strata == c)[None, :]
+            events = mine & (self.state_codes >= 0)[None, :]
+            t0 = np.where(events.any(axis=1),
+                          np.where(events, self.stops[None, :], np.inf).min(axis=1),
+                          np.where(mine, self.stops[None, :], -np.inf).max(axis=1))
+            at_zero = (mine & (self.starts[None, :] < t0[:, None])
+                       & (self.stops[None, :] >= t0[:, None]))
+            w = at_zero * self.weights[None, :]                                # (B, n)
+            out[:, c, :] = w @ np.eye(S)[origin]
+        total = out.sum(axis=2, keepdims=True)
+        return np.divide(out, total, out=np.zeros_like(out), where=total > 0)
 
     @property
     def covariates(self):
@@ -263,7 +357,7 @@ class MultiStateFit(FitInterface):
         >>> ci.fit_multistate(*simulate_illness_death()).n_events
         132
         """
-        return int(np.count_nonzero(self.state_codes))
+        return int(np.count_nonzero(self.state_codes >= 0))
 
     @property
     def loglik(self):
@@ -450,11 +544,50 @@ class MultiStateFit(FitInterface):
                                 f"({self.covariates}); got {X.shape[1]}")
         return X, pd.RangeIndex(len(X))
 
-    def predict_state_probabilities(self, X_new, times):
+    def new_strata(self, X_new, strata=None):
+        """The new patients' stratum codes: ``strata`` (one label for all, or one per
+        patient), else read from ``X_new``'s stratum column(s); zeros without strata.
+
+        Parameters
+        ----------
+        X_new : pandas.DataFrame or array_like
+            The new patients.
+        strata : optional
+            Their stratum labels (as in the training data).
+
+        Returns
+        -------
+        numpy.ndarray, shape (P,)
+
+        Raises
+        ------
+        coxinfluence.InputError
+            A stratified fit without the patients' strata, or an unknown label.
+
+        Examples
+        --------
+        >>> from coxinfluence.models.multistate import simulate_illness_death
+        >>> X, start, stop, state, id = simulate_illness_death()
+        >>> g = pd.Series(np.where(id % 2 == 0, "even", "odd"), name="g")
+        >>> fit = ci.fit_multistate(X, start, stop, state, id, strata=g)
+        >>> fit.strata_labels
+        ('even', 'odd')
+        >>> fit.new_strata(pd.DataFrame({"x1": [0.0, 1.0], "x2": [1.0, 0.0],
+        ...                              "g": ["odd", "even"]}))
+        array([1, 0])
+        """
+        m = len(self.new_patients(X_new)[1])
+        given = strata_from_frame(X_new, strata, self.strata_names)
+        return stratum_codes(self.strata_labels, given, m)
+
+    def predict_state_probabilities(self, X_new, times, strata=None):
         """The probability of being in each state at ``times`` (Aalen-Johansen).
 
-        R's ``summary(survfit(fit, newdata), times)$pstate``: every patient starts in the
-        initial state; the transitions' hazards are their Cox models' (module docstring).
+        R's ``survfit(fit, newdata)$pstate`` read at ``times`` (``summary(..., times,
+        extend = TRUE)``): the patient starts from the data's initial distribution in its
+        stratum (R's ``p0``; the initial state when every subject starts there), the
+        transitions' hazards are their Cox models' (module docstring), with the patient's
+        stratum's baselines.
 
         Parameters
         ----------
@@ -462,6 +595,10 @@ class MultiStateFit(FitInterface):
             The new patients (covariate columns by name, or an array in their order).
         times : float or array_like
             Times (non-negative).
+        strata : optional
+            A stratified fit: the patients' strata (one label for all, or one per
+            patient); default read from ``X_new``'s stratum column(s). R's ``survfit``
+            gives every stratum's curve for each patient: pick one here.
 
         Returns
         -------
@@ -471,7 +608,8 @@ class MultiStateFit(FitInterface):
         Warns
         -----
         coxinfluence.TargetBeyondFollowUpWarning
-            A time past the data's last transition (the probabilities are flat after it).
+            A time past the data's last transition (of the patient's stratum): the
+            probabilities are flat after it.
 
         Examples
         --------
@@ -485,11 +623,12 @@ class MultiStateFit(FitInterface):
                 10.0  0.341  0.218  0.441
         """
         X, labels = self.new_patients(X_new)
+        codes = self.new_strata(X_new, strata)
         times = np.atleast_1d(np.asarray(times, dtype=np.float64))
         if not (np.isfinite(times).all() and (times >= 0).all()):
             raise ValueError("times must be finite and non-negative")
-        warn_beyond_follow_up(state_probability_notes(self, times, labels))
-        p = state_probabilities(self, self.coef[None, :], X, times)[0]       # (P, T, S)
+        warn_beyond_follow_up(state_probability_notes(self, times, labels, codes))
+        p = state_probabilities(self, self.coef[None, :], X, times, codes=codes)[0]
         index = pd.MultiIndex.from_product([labels, times], names=["patient", "time"])
         return pd.DataFrame(p.reshape(-1, len(self.states)), index=index,
                             columns=list(self.states))
@@ -499,14 +638,21 @@ class MultiStateFit(FitInterface):
                 f"n={self.n}, subjects={self.n_units})")
 
 
-def state_probability_notes(fit, times, patients):
+def state_probability_notes(fit, times, patients, codes=None):
     """The follow-up rule (:class:`~coxinfluence.TargetBeyondFollowUpWarning`) for the
-    state probabilities: past the last transition of the data no hazard jumps, so
-    ``p(t|x)`` is the last value carried forward. One sentence, or none."""
-    last = max(f.data.time[f.data.event_rows].max(initial=-np.inf) for f in fit.fits)
-    return followup_notes(times, np.array([last]), np.zeros(len(patients), dtype=np.intp),
+    state probabilities: past the last transition of the data (of the patient's stratum)
+    no hazard jumps, so ``p(t|x)`` is the last value carried forward. One sentence per
+    stratum, or none."""
+    last = np.full(fit.n_strata, -np.inf)
+    for rows in fit.transition_rows:
+        ev = rows[2] > 0
+        np.maximum.at(last, rows[6][ev], rows[1][ev])
+    codes = np.zeros(len(patients), dtype=np.intp) if codes is None else codes
+    return followup_notes(times, last, np.asarray(codes, dtype=np.intp),
                           [str(p) for p in patients], quantity="P(state,t|x)",
                           events="transition",
+                          stratum_labels=None if fit.strata_labels is None
+                          else list(fit.strata_labels),
                           consequence="no hazard jumps after it, so the value there is "
                                       "the last one carried forward, not an estimate "
                                       "from transitions")
@@ -520,31 +666,37 @@ def event_grid(fit, horizon):
 
 
 def hazard_jumps(fit, k, theta, grid, drop=None):
-    """(B, J) transition ``k``'s baseline hazard jumps at ``grid`` (at coefficients
-    ``theta`` (B, d_k), on the scale shifted by ``shift`` (B,)), and ``shift``; ``drop``
-    (B,) a subject code to leave out per problem (-1: none).
+    """(B, C, J) transition ``k``'s baseline hazard jumps at ``grid`` in each stratum (at
+    coefficients ``theta`` (B, d_k), on the scale shifted by ``shift`` (B,)), and
+    ``shift``; ``drop`` (B,) a subject code to leave out per problem (-1: none).
 
-    R's ``survfit.coxphms`` (its ``multihaz``): ``d / (S0 - (d - 1) / (2 d) Se / d)``
-    with Efron's ties (``ctype = 2``; ``Se / d`` the mean risk of the events at the
-    time), ``d / S0`` with Breslow's.
+    R's ``survfit.coxphms`` (its ``multihaz`` with ``coxsurv2``'s counts): ``dw / (S0 -
+    (d - 1) / (2 d) Se / d)`` with Efron's ties (``ctype = 2``), ``dw / S0`` with
+    Breslow's; ``d`` the number of events at the time, ``dw`` their summed case weights,
+    ``S0`` the weighted risk of the rows at risk, ``Se / d`` (``Se`` the events'
+    weighted risk, divided by the count) as R's ``meanwt``.
     """
-    start, stop, event, X, subject = fit.transition_rows[k]
+    start, stop, event, X, subject, weight, stratum = fit.transition_rows[k]
     lp = np.atleast_2d(theta) @ X.T                                      # (B, n_k)
     shift = lp.max(axis=1)
     r = np.exp(lp - shift[:, None])
     presence = np.ones_like(r)
     if drop is not None:
         presence = (subject[None, :] != np.asarray(drop)[:, None]).astype(np.float64)
-        r = r * presence
+    wr = r * presence * weight[None, :]
     at_risk = ((start[None, :] < grid[:, None])
                & (stop[None, :] >= grid[:, None])).T.astype(np.float64)      # (n_k, J)
     events = ((stop[None, :] == grid[:, None]) & (event[None, :] > 0)).T.astype(np.float64)
-    S0, Se, d = r @ at_risk, r @ events, presence @ events
-    if fit.ties == "efron":
-        den = S0 - (d - 1.0) / (2.0 * np.maximum(d, 1.0) ** 2) * Se
-    else:
-        den = S0
-    return np.where(d > 0, d / np.where(d > 0, den, 1.0), 0.0), shift
+    out = np.zeros((wr.shape[0], fit.n_strata, grid.size))
+    for c in range(fit.n_strata):
+        mine = (stratum == c).astype(np.float64)
+        S0, Se = (wr * mine) @ at_risk, (wr * mine) @ events
+        d = (presence * mine) @ events
+        dw = (presence * (weight * mine)[None, :]) @ events
+        den = S0 - (d - 1.0) / (2.0 * np.maximum(d, 1.0) ** 2) * Se \
+            if fit.ties == "efron" else S0
+        out[:, c] = np.where(d > 0, dw / np.where(d > 0, den, 1.0), 0.0)
+    return out, shift
 
 
 def expm_batch(H):
@@ -564,25 +716,29 @@ def expm_batch(H):
     return out
 
 
-def state_probabilities(fit, theta, X, times, drop=None):
+def state_probabilities(fit, theta, X, times, drop=None, codes=None):
     """(B, P, T, S) state probabilities at coefficients ``theta`` (B, d).
 
-    R's ``survfit.coxphms`` (``stype = 2``): ``p(t) = p(0) prod_{s <= t} exp(dA(s))``,
-    the matrix exponential of each event time's hazard matrix, every patient starting in
-    the initial state. ``drop`` (B,): per problem a subject code (position in
-    ``fit.unit_labels``) whose rows are left out of every baseline (-1: none).
+    R's ``survfit.coxphms`` (``stype = 2``): ``p(t) = p0 prod_{s <= t} exp(dA(s))``, the
+    matrix exponential of each event time's hazard matrix (the patient's stratum's
+    baselines), ``p0`` the data's initial distribution in the stratum
+    (:meth:`MultiStateFit.initial_distribution`: the initial state when every subject
+    starts there). ``drop`` (B,): per problem a subject code (position in
+    ``fit.unit_labels``) whose rows are left out of every baseline and of ``p0`` (-1:
+    none); ``codes`` (P,) the patients' strata (default 0).
     """
     theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
     times = np.asarray(times, dtype=np.float64)
     B, P, S = theta.shape[0], X.shape[0], len(fit.states)
+    codes = np.zeros(P, dtype=np.intp) if codes is None else np.asarray(codes, np.intp)
     grid = event_grid(fit, times.max() if times.size else 0.0)
     rates = []
     for k, positions in enumerate(fit.cmap):
-        inc, shift = hazard_jumps(fit, k, theta[:, positions], grid, drop)    # (B, J)
+        inc, shift = hazard_jumps(fit, k, theta[:, positions], grid, drop)    # (B, C, J)
         risk = np.exp(theta[:, positions] @ X.T - shift[:, None])            # (B, P)
-        rates.append(risk[:, :, None] * inc[:, None, :])                     # (B, P, J)
-    p = np.zeros((B, P, S))
-    p[:, :, 0] = 1.0
+        rates.append(risk[:, :, None] * inc[:, codes, :])                    # (B, P, J)
+    p0 = fit.initial_distribution(drop)                                      # (B', C, S)
+    p = np.broadcast_to(p0[:, codes, :], (B, P, S)).copy()
     after = np.searchsorted(grid, times, side="right") - 1
     out = np.empty((B, P, times.size, S))
     for t in np.flatnonzero(after < 0):
@@ -599,7 +755,8 @@ def state_probabilities(fit, theta, X, times, drop=None):
 
 
 def fit_multistate(X, start, stop, state, id, initial_state=None, ties="efron",
-                   tol=1e-10, max_iter=50, shared=None) -> MultiStateFit:
+                   tol=1e-10, max_iter=50, shared=None, weights=None, strata=None,
+                   istate=None) -> MultiStateFit:
     """Fit a Markov multi-state Cox model, one Cox model per transition (R's survival).
 
     R's ``coxph(Surv(start, stop, state) ~ X, id = id)`` with ``state`` a factor whose
@@ -622,7 +779,8 @@ def fit_multistate(X, start, stop, state, id, initial_state=None, ties="efron",
     id : array_like, shape (n,)
         The subject of each row (its rows are deleted together by the audit).
     initial_state : str, optional
-        The name of the state every subject starts in (default R's ``"(s0)"``).
+        The name of the state every subject starts in (default R's ``"(s0)"``); not with
+        ``istate``.
     ties : {"efron", "breslow"}, default "efron"
         Ties of each transition's partial likelihood.
     tol : float, default 1e-10
@@ -634,6 +792,26 @@ def fit_multistate(X, start, stop, state, id, initial_state=None, ties="efron",
         ``coxph(list(Surv(...) ~ x, 1:2 + 1:3 ~ x / common))``); the model is then one
         :func:`~coxinfluence.fit_cox` of every transition's rows, stratified by transition
         (R's expansion), a shared coefficient named after its first transition.
+    weights : array_like, shape (n,), optional
+        Positive case weights (R's ``weights=``), per row; usually one per subject, but
+        R also takes weights that vary over a subject's rows, and so do we. They weight
+        each transition's partial likelihood, the robust variance's score residuals (as
+        R's), the baseline hazards and the initial distribution of the state
+        probabilities (R's ``survfit``). A weight that is not positive is refused (R:
+        "Invalid weights, must be >0"); to remove a subject, drop its rows.
+    strata : array_like or pandas.DataFrame, shape (n,), optional
+        Stratum labels (R's ``+ strata(g)`` in the multi-state formula): every
+        transition's baseline hazard and risk sets by stratum, the coefficients common to
+        the strata. A named Series' name (a DataFrame's columns) is the column new
+        patients' strata are read from (``predict_state_probabilities``).
+    istate : array_like, shape (n,), optional
+        Each row's state at its start (R's ``istate=``): a subject's first row sets the
+        state it starts in (subjects may start in different states); a later row must
+        name the state its previous row entered (R's ``survcheck`` flags others as
+        "teleport"/"jump", where coxph and survfit read them differently: refused).
+        States named only here come first, sorted (a categorical's order), then the
+        entered states (R's ``fit$states``). A new patient then starts from the data's
+        state distribution at the first transition time (R's ``survfit`` ``p0``).
 
     Returns
     -------
@@ -642,7 +820,9 @@ def fit_multistate(X, start, stop, state, id, initial_state=None, ties="efron",
     Raises
     ------
     coxinfluence.InputError
-        If the rows' lengths differ or no transition is observed.
+        If the rows' lengths differ, no transition is observed, a weight is not positive,
+        both ``istate`` and ``initial_state`` are given, or a later row's ``istate`` is
+        not the state its subject's previous row entered.
 
     See Also
     --------
@@ -685,6 +865,8 @@ def fit_multistate(X, start, stop, state, id, initial_state=None, ties="efron",
     raw = np.asarray(state)
     if not all(len(a) == n for a in (start, stop, raw, ids)):
         raise CoxInputError("X, start, stop, state and id must have one entry per row")
+    w = _case_weights(weights, n, frame.index)
+    strata_codes, strata_labels, strata_names = encode_strata(strata, n, frame.index)
     if (isinstance(state, (pd.Series, pd.Categorical))                   # R's factor
             and isinstance(state.dtype, pd.CategoricalDtype)):
         cat = pd.Categorical(state)
@@ -693,12 +875,29 @@ def fit_multistate(X, start, stop, state, id, initial_state=None, ties="efron",
     else:
         censored = np.array([v == 0 or (isinstance(v, str) and v == "0") for v in raw])
         labels = sorted(set(raw[~censored].tolist()))
-    initial = INITIAL if initial_state is None else str(initial_state)
     names = [str(v) for v in labels]
-    states = [initial] + [s for s in names if s != initial]
+    if istate is None:
+        initial = INITIAL if initial_state is None else str(initial_state)
+        states = [initial] + [s for s in names if s != initial]
+    else:
+        if initial_state is not None:
+            raise CoxInputError("give istate= (each row's state) or initial_state= (one "
+                                "initial state for every subject), not both")
+        given = _istate_labels(istate, n)
+        states = [s for s in _istate_levels(istate, given) if s not in names] + names
     code = {lab: states.index(str(lab)) for lab in labels}
-    state_codes = np.array([0 if c else code[v] for v, c in zip(raw.tolist(), censored)])
-    origin = _origins(start, stop, state_codes, ids, state_codes)
+    state_codes = np.array([-1 if c else code[v] for v, c in zip(raw.tolist(), censored)])
+    first = None if istate is None else np.array([states.index(g) for g in given])
+    origin = _origins(start, stop, state_codes, ids, state_codes, first)
+    if first is not None and (first != origin).any():
+        bad = np.flatnonzero(first != origin)
+        raise CoxInputError(
+            f"istate disagrees with the state the subject's previous row entered in "
+            f"{bad.size} row(s) (first: row {frame.index[bad[0]]!r} of subject "
+            f"{ids[bad[0]]!r}, istate {given[bad[0]]!r}, previous row entered "
+            f"{states[origin[bad[0]]]!r}): only a subject's first row sets its state "
+            f"(R's survcheck flags such rows as 'teleport' or 'jump'; coxph reads the "
+            f"previous row's state, survfit's p0 the istate)")
     transitions = transitions_of(state_codes, origin)
     if not transitions:
         raise CoxInputError("no transition is observed (every state is 0)")
@@ -707,16 +906,59 @@ def fit_multistate(X, start, stop, state, id, initial_state=None, ties="efron",
     cmap = _coefficient_map([str(c) for c in frame.columns], names, shared)
     events = [(state_codes[rows] == b).astype(np.float64)
               for (_, b), rows in zip(transitions, all_rows)]
+    stratified = strata is not None
     if shared:
         fits = [_stacked_fit(frame, start, stop, ids, all_rows, events, cmap, ties, tol,
-                             max_iter)]
+                             max_iter, None if weights is None else w,
+                             strata_codes if stratified else None)]
     else:
         fits = [fit_cox(frame.iloc[rows], stop[rows], event, start=start[rows],
-                        id=ids[rows], ties=ties, tol=tol, max_iter=max_iter)
+                        id=ids[rows], ties=ties, tol=tol, max_iter=max_iter,
+                        weights=None if weights is None else w[rows],
+                        strata=strata_codes[rows] if stratified else None)
                 for rows, event in zip(all_rows, events)]
-    out = MultiStateFit(fits, transitions, states, frame, ids, state_codes, all_rows, cmap)
+    out = MultiStateFit(fits, transitions, states, frame, ids, state_codes, all_rows, cmap,
+                        weights=w, strata=strata_codes,
+                        strata_labels=strata_labels if stratified else None,
+                        strata_names=strata_names if stratified else None, origin=origin)
     out.starts, out.stops = start, stop
     return out
+
+
+def _case_weights(weights, n, index):
+    """(n,) positive finite case weights (ones when None); R's coxph refuses the others."""
+    if weights is None:
+        return np.ones(n)
+    w = np.asarray(weights, dtype=np.float64).reshape(-1)
+    if w.size != n:
+        raise CoxInputError(f"weights has {w.size} entries for {n} rows")
+    bad = ~np.isfinite(w) | (w <= 0)
+    if bad.any():
+        raise CoxInputError(f"weights must be positive and finite (R's coxph: 'Invalid "
+                            f"weights, must be >0'); not in {int(bad.sum())} row(s), first "
+                            f"{index[np.flatnonzero(bad)[0]]!r}. To remove a subject, drop "
+                            f"its rows")
+    return w
+
+
+def _istate_labels(istate, n):
+    """Each row's ``istate`` as a state name (str)."""
+    values = np.asarray(istate, dtype=object).reshape(-1)
+    if values.size != n:
+        raise CoxInputError(f"istate has {values.size} entries for {n} rows")
+    if pd.isna(pd.Series(values)).any():
+        raise CoxInputError("istate has missing values")
+    return [str(v) for v in values.tolist()]
+
+
+def _istate_levels(istate, given):
+    """The states ``istate`` names in R's order: a categorical's categories that occur
+    (``istate[, drop = TRUE]``), else the sorted names (``as.factor``)."""
+    if (isinstance(istate, (pd.Series, pd.Categorical, pd.Index))
+            and isinstance(istate.dtype, pd.CategoricalDtype)):
+        seen = set(given)
+        return [str(c) for c in pd.Categorical(istate).categories if str(c) in seen]
+    return sorted(set(given))
 
 
 def _coefficient_map(covariates, names, shared):
@@ -738,9 +980,11 @@ def _coefficient_map(covariates, names, shared):
     return cmap
 
 
-def _stacked_fit(frame, start, stop, ids, all_rows, events, cmap, ties, tol, max_iter):
-    """One Cox fit of every transition's rows, stratified by transition, each row's
-    covariates in its transition's columns (R's expansion of a multi-state model)."""
+def _stacked_fit(frame, start, stop, ids, all_rows, events, cmap, ties, tol, max_iter,
+                 weights, strata=None):
+    """One Cox fit of every transition's rows, stratified by transition (and by
+    ``strata`` within it), each row's covariates in its transition's columns (R's
+    expansion of a multi-state model)."""
     X = frame.to_numpy(dtype=np.float64)
     rows = np.concatenate(all_rows)
     D = np.zeros((rows.size, int(cmap.max()) + 1))
@@ -748,9 +992,12 @@ def _stacked_fit(frame, start, stop, ids, all_rows, events, cmap, ties, tol, max
     for r, positions in zip(all_rows, cmap):
         D[at:at + r.size, positions] = X[r]
         at += r.size
-    strata = np.repeat(np.arange(len(all_rows)), [r.size for r in all_rows])
+    layer = np.repeat(np.arange(len(all_rows)), [r.size for r in all_rows])
+    if strata is not None:
+        layer = layer * (int(strata.max()) + 1) + strata[rows]
     return fit_cox(pd.DataFrame(D), stop[rows], np.concatenate(events), start=start[rows],
-                   id=ids[rows], strata=strata, ties=ties, tol=tol, max_iter=max_iter)
+                   id=ids[rows], strata=layer, ties=ties, tol=tol, max_iter=max_iter,
+                   weights=None if weights is None else weights[rows])
 
 
 def simulate_illness_death(n_subjects=150, seed=1):
