@@ -139,6 +139,32 @@ def test_cause_specific_labels_strata_weights_entry_and_subjects(tmp_path, capsy
            "transplant = 2." in stdout
 
 
+def test_cause_specific_test_metric_is_the_python_apis(tmp_path, capsys, captured):
+    """``--test TEST.csv --target brier:1000,2000``: each training patient's change of the
+    test set's Brier score of the absolute risk of ``--cause`` (``ci.targets.BrierScore``
+    with ``cause=``), as the API computes it."""
+    full = pd.read_csv(FIXTURES / "r_cause_specific" / "data_pbc.csv")
+    columns = ["time", "status", "age", "logbili"]
+    train, test = _labelled(PBC[columns]), full[columns].iloc[200:]
+    train.to_csv(tmp_path / "train.csv", index=False)
+    test.to_csv(tmp_path / "test.csv", index=False)
+    code, stdout, err = run([str(tmp_path / "train.csv"), "--time", "time", "--status",
+                             "status", "--model", "cause-specific", "--cause", "2",
+                             "--target", "brier:1000,2000", "--test",
+                             str(tmp_path / "test.csv"), "--method", "vif", "--exact-max-n",
+                             "0", "--no-progress", "--out", str(tmp_path / "r.html")], capsys)
+    assert code == 0, err
+    X = train[["age", "logbili"]]
+    fit = ci.fit_cause_specific(X, train["time"], train["status"])
+    test.index = [f"test {k}" for k in range(1, len(test) + 1)]
+    target = ci.targets.BrierScore(test[["age", "logbili"]], test["time"].astype(float),
+                                   test["status"], [1000, 2000], cause=2)
+    # the cause of a cause-specific fit's test metrics: ci.influence's cause= (the fit's)
+    api = ci.influence(fit, train, target=target, method="vif", cause=2)
+    _assert_same_audit(captured[0], api)
+    assert np.abs(api.loo_change.to_numpy()).max() > 0
+
+
 # ------------------------------------------------------------------- multi-state
 
 def test_multistate_audit_is_the_python_apis(tmp_path, capsys, captured):
@@ -227,6 +253,9 @@ MS = ["--model", "multistate", "--start", "tstart", "--time", "tstop", "--state"
     ("status", CS + ["--target", "state-probability:1"],
      "--target state-probability:1 applies to --model multistate, not to cause-specific "
      "Cox models"),
+    ("status", CS + ["--target", "c", "--test", "d.csv"],
+     "--target c (the concordance of a survival prediction) is not defined for "
+     "cause-specific models"),
     ("status", CS + ["--state", "e"],
      "--state does not apply to cause-specific Cox models (it is read by --model multistate)"),
     ("status", ["--time", "t", "--event", "e", "--state-of-interest", "1"],
@@ -266,6 +295,7 @@ def test_options_that_do_not_apply_are_refused(tmp_path, capsys, data, extra, me
     path = tmp_path / "d.csv"
     df.to_csv(path, index=False)
     covariates = ["x"] if data == "status" else ["x1", "x2"]
+    extra = [str(path) if a == "d.csv" else a for a in extra]      # --test: the same file
     code, stdout, err = run([str(path), "--covariates", *covariates, "--no-progress",
                              "--out", str(tmp_path / "r.html"), *extra], capsys)
     assert code == 2, err

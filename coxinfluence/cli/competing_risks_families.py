@@ -11,7 +11,9 @@ absolute-risk:T1,T2,...`` and of the report's absolute-risk curves (default 1, t
 cause; the fit carries it as its ``cause``); ``--strata``, ``--weights``, ``--start``
 (delayed entry, R's ``Surv(start, stop, status)``), ``--id`` (with ``--start`` or
 ``--subjects``: a subject's rows, deleted together), ``--cluster`` and ``--ties`` as for a
-Cox model; ``--event`` and ``--cengroup`` (crr's censoring groups) are refused.
+Cox model; ``--event`` and ``--cengroup`` (crr's censoring groups) are refused. The test
+metrics (``--test``: brier, ibs, auc) score the absolute risk of ``--cause`` (default 1);
+``--target c`` is refused.
 
 ``--model multistate`` (:func:`coxinfluence.fit_multistate`, R's ``coxph(Surv(tstart,
 tstop, state) ~ ., id = id)``): ``--start`` and ``--time`` the interval, ``--state`` the
@@ -82,7 +84,20 @@ def _absolute_risk(r):
 
 
 def _cause_options(args):
+    """The cause of the absolute risk and the test metrics: ``--cause`` (its code), else
+    None for the target (the fit's cause, else 1)."""
     return {} if args.cause is None else {"cause": args.cause}
+
+
+def _no_concordance(r):
+    raise ValueError("--target c (the concordance of a survival prediction) is not defined "
+                     "for cause-specific models; their test metrics are brier, ibs and auc of "
+                     "the absolute risk of --cause (default 1)")
+
+
+def _metric_options(args):
+    """The test metrics score the absolute risk of ``--cause``, else of cause 1."""
+    return {"cause": 1 if args.cause is None else args.cause}
 
 
 CAUSE_SPECIFIC = register_cli_family(CliFamily(
@@ -96,9 +111,11 @@ CAUSE_SPECIFIC = register_cli_family(CliFamily(
              "cengroup": "--cengroup (crr's censoring groups: cause-specific Cox models have "
                          "no censoring weights)"},
     check=_check_cause_specific, subjects=_cause_specific_subjects,
-    encode_outcome=encode_status, metric_options=_cause_options,
+    encode_outcome=encode_status, metric_options=_metric_options,
     target_options=_cause_options,
-    targets={"absolute-risk": TargetKind(_absolute_risk, values="required")}))
+    targets={"absolute-risk": TargetKind(_absolute_risk, values="required"),
+             "c": TargetKind(_no_concordance, values="optional", needs_test=True,
+                             words=("harrell", "uno"))}))
 
 
 # ------------------------------------------------------------------- multi-state
