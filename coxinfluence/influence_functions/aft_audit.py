@@ -11,7 +11,7 @@ the refits) is :mod:`~coxinfluence.influence_functions.decomposable_audit`'s. R'
 ``residuals(fit, "dfbeta")`` of row i is ``-H^{-1} grad l_i`` per unit of case weight, so
 ``change(i) = -w_i dfbeta_R(i)``. The third derivative is in closed form
 (:meth:`coxinfluence.likelihood.aft.AFTLikelihood.third_derivative`); the refits finish
-with R's Newton steps (:func:`~coxinfluence.models.aft.polish`); deletions that leave no
+with R's Newton steps (``coxinfluence.models.aft.POLISH_STEPS``); deletions that leave no
 maximum or a rank-deficient design keep their own handling (:meth:`AFTAudit.undefined`).
 """
 from __future__ import annotations
@@ -31,11 +31,11 @@ from coxinfluence.influence_functions.seam import FitSeam, ReportHeader
 from coxinfluence.likelihood.aft import EXACT, INTERVAL, LEFT, RIGHT
 from coxinfluence.models.aft import (
     DIST_NAMES,
+    POLISH_STEPS,
     AFTFit,
     AFTNotConvergedError,
     aft_gradient_tolerance,
     design_view,
-    polish,
 )
 from coxinfluence.numerics.newton import newton
 
@@ -113,8 +113,9 @@ class AFTAudit(DecomposableAudit):
 
     def deletion_kernel(self):
         """The likelihood without each unit's rows (presence masks), with R's finishing
-        Newton steps (:func:`~coxinfluence.models.aft.polish`)."""
-        return MaskKernel(self.fit.likelihood, self.unit_of, finish=polish)
+        Newton steps (``POLISH_STEPS``)."""
+        return MaskKernel(self.fit.likelihood, self.unit_of,
+                          newton_options={"polish": POLISH_STEPS})
 
     def no_maximum(self):
         """(U,) bool: the deletion leaves no event, or a stratum's scale without an event
@@ -145,8 +146,8 @@ class AFTAudit(DecomposableAudit):
             loss, grad, hess = full(idx, th)
             return loss, grad[:, keep], hess[:, keep][:, :, keep]
 
-        res = newton(reduced, fit.coef[keep][None, :], tol=tol, max_iter=fit.max_iter)
-        res = polish(reduced, res, tol)
+        res = newton(reduced, fit.coef[keep][None, :], tol=tol, max_iter=fit.max_iter,
+                     polish=POLISH_STEPS)
         if res.converged[0]:
             out[keep] = res.theta[0]
         return out

@@ -22,8 +22,8 @@ sum_{i in g} w_i grad l_i``:
   information split ``C_g = sum_{i in g} w_i grad^2 l_i`` (``H - C_g = H_{-g}``);
 - **exact refits**: the engine's batched loop
   (:mod:`coxinfluence.influence_functions.engine_refits`) on the loss with the unit's rows
-  at presence 0, to ``max |gradient| <= tol``; :func:`minimise` (Newton steps, chord and
-  BFGS updates) fits the full model;
+  at presence 0, to ``max |gradient| <= tol``; :func:`minimise` (the one solver with its
+  Hessian updates) fits the full model;
 - ``unstable``: :func:`~coxinfluence.influence_functions.stability.unstable_from_split`
   with ``C_g`` and ``T``; ``undefined``: none known without refitting;
 - ``unit_scores``: ``-s_g``; ``covariance(False)``: ``H^{-1}``; ``covariance(True)``: the
@@ -41,14 +41,10 @@ from coxinfluence.data.inputs import encode_labels
 from coxinfluence.influence_functions.engine import Engine, MaskKernel
 from coxinfluence.influence_functions.seam import FitSeam, ReportHeader
 from coxinfluence.models.base import FitProtocol
+from coxinfluence.numerics.newton import newton
 
 __all__ = ["DecomposableFit", "DecomposableAudit", "minimise"]
 
-#: accept a step when the loss is not above ``f (1 + slack)`` (rounding)
-_SLACK = 1e-12
-#: slow steps (the gradient not falling tenfold) taken with BFGS's update of the Hessian
-#: before it is recomputed
-_BFGS_STEPS = 2
 #: step halvings before a Newton step is given up
 _HALVINGS = 40
 
@@ -105,77 +101,25 @@ def _value_gradient(loss, theta, presence):
     return float(f), np.asarray(g, dtype=np.float64)
 
 
-def _descent_direction(H, g):
-    """``(H + mu I)^{-1} g``: Newton's direction (``mu = 0``) where ``H`` is positive
-    definite, else shifted by ``mu = 1e-6 max|H| - lambda_min(H)`` so that it is (a
-    Levenberg-Marquardt step, a descent direction away from the maximum's basin)."""
-    import scipy.linalg  # on use: import coxinfluence imports no scipy
-
-    try:
-        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), g)
-    except (np.linalg.LinAlgError, ValueError):
-        pass
-    lam = np.linalg.eigvalsh(H)
-    mu = 1e-6 * max(1.0, float(np.abs(H).max())) - min(float(lam[0]), 0.0)
-    return np.linalg.solve(H + mu * np.eye(H.shape[0]), g)
-
-
-def _bfgs(H, s, y):
-    """BFGS's update of the Hessian ``H`` after the step ``s`` changed the gradient by
-    ``y`` (``s'y > 0``): ``H + y y'/(y's) - H s s' H / (s'H s)``."""
-    Hs = H @ s
-    return H + np.outer(y, y) / float(y @ s) - np.outer(Hs, Hs) / float(s @ Hs)
+def minimise(loss, theta0, presence, *, tol, max_iter=60):
+    """``(theta, ok)``: ``L(., presence)`` minimised from ``theta0`` by the one solver,
+    :func:`coxinfluence.numerics.newton.newton`, with its Hessian updates (the Hessian
+    kept while ``max |grad|`` falls tenfold per step, else BFGS's update, then
+    recomputed: a loss's Hessian through autodiff costs several gradients) and
+    Levenberg's damping where the Hessian is not positive definite; ``ok``: converged."""
+    presence = np.asarray(presence, dtype=np.float64)[None, :]
+    objective = _LossObjective(loss).objective(_Presence(presence))
+    res = newton(objective, np.asarray(theta0, dtype=np.float64)[None, :], tol=tol,
+                 max_iter=max_iter, max_halving=_HALVINGS, damping=True,
+                 hessian="updated")
+    return res.theta[0], bool(res.converged[0])
 
 
-def minimise(loss, theta0, presence, *, tol, hessian=None, max_iter=60, runaway=None):
-    """``(theta, ok)``: ``L(., presence)`` minimised from ``theta0`` by Newton steps with
-    step halving, the Hessian kept while ``max |grad|`` falls tenfold per step (a chord
-    method, started with ``hessian`` when given), else updated by BFGS (:func:`_bfgs`) for
-    up to :data:`_BFGS_STEPS` such steps and then recomputed, shifted where it is not
-    positive definite (:func:`_descent_direction`); ``ok`` when ``max |grad| <=
-    tol`` was reached. ``runaway(theta)``, when given, stops the search (not ok) once it
-    returns True (the iterate has left any neighbourhood of a maximum)."""
-    theta = np.asarray(theta0, dtype=np.float64).copy()
-    f, g = _value_gradient(loss, theta, presence)
-    H = _symmetric(loss.hessian(theta, presence) if hessian is None else hessian)
-    fresh = hessian is None
-    slow = 0
-    for _ in range(max_iter):
-        gmax = float(np.abs(g).max())
-        if gmax <= tol:
-            return theta, True
-        if not np.isfinite(gmax):
-            return theta, False
-        step = _descent_direction(H, g)
-        moved = False
-        new = theta - step
-        fn, g_new = _value_gradient(loss, new, presence)
-        for k in range(1, _HALVINGS):
-            if np.isfinite(fn) and fn <= f + _SLACK * abs(f):
-                moved = True
-                break
-            new = theta - np.ldexp(step, -k)
-            fn = float(loss.value(new, presence))
-        if not moved:
-            if fresh:
-                return theta, False
-            H, fresh = _symmetric(loss.hessian(theta, presence)), True
-            continue
-        if k > 1:
-            g_new = np.asarray(loss.gradient(new, presence))
-        s, y = new - theta, g_new - g
-        theta, f = new, fn
-        if runaway is not None and runaway(theta):
-            return theta, False
-        fresh = False
-        if float(np.abs(g_new).max()) > 0.1 * gmax:
-            slow += 1
-            if slow <= _BFGS_STEPS and float(s @ y) > 0:
-                H = _bfgs(H, s, y)
-            else:
-                H, fresh, slow = _symmetric(loss.hessian(theta, presence)), True, 0
-        g = g_new
-    return theta, bool(np.abs(g).max() <= tol)
+class _Presence:
+    """A deletion given by its presence masks (B, n)."""
+
+    def __init__(self, presence):
+        self.presence = presence
 
 
 class _LossObjective:

@@ -11,10 +11,12 @@
   too many for memory).
 - :func:`refit_units`: chunks of whole batches, so every refit is computed in the same
   batch (the same bits) however ``executor`` (a ``concurrent.futures.Executor`` or a dask
-  ``Client``: the kernel's data scattered once per worker) spreads them; per batch
-  quasi-Newton steps with Broyden updates (:func:`_loo_chunk`), Newton-Raphson for the
-  rest, runaway (:data:`RUNAWAY_SE`) and flat-likelihood checks; the statuses of
-  :class:`Refits` (:func:`_statuses`).
+  ``Client``: the kernel's data scattered once per worker) spreads them; per batch the
+  one solver, :func:`coxinfluence.numerics.newton.newton`, with its secant start (Broyden
+  updates of the start's inverse Jacobians) and the family's options
+  (:attr:`DeletionKernel.newton_options`) (:func:`_loo_chunk`), runaway
+  (:data:`RUNAWAY_SE`) and flat-likelihood checks; the statuses of :class:`Refits`
+  (:func:`_statuses`).
 """
 from __future__ import annotations
 
@@ -95,16 +97,15 @@ class DeletionKernel:
         :func:`coxinfluence.numerics.newton.newton` minimises."""
         raise NotImplementedError
 
+    #: the options of :func:`coxinfluence.numerics.newton.newton` the family's refits
+    #: take (e.g. ``{"polish": 3}``: an AFT model's finishing steps)
+    newton_options: dict = {}
+
     def gradients(self, codes):
         """``gradients(theta (k, d), live (k,)) -> (k, d)``: the gradients of the problems
         at positions ``live`` of ``codes`` (default: from :meth:`objective`)."""
         objective = self.objective(codes)
         return lambda theta, live: objective(live, theta)[1]
-
-    def polish(self, objective, result, tol):
-        """The Newton result of some problems after the family's finishing steps
-        (default: as it is)."""
-        return result
 
     def detach(self):
         """``(parts, light)``: the ``shared_names`` attributes and a copy without them."""
@@ -176,15 +177,15 @@ class MaskKernel(DeletionKernel):
     returns ``evaluate(idx, theta, hess=True) -> (loss, grad, hess)`` for a
     :class:`~coxinfluence.data.deletion.Deletion` (the rows' presence 0/1 per problem),
     e.g. :meth:`coxinfluence.likelihood.aft.AFTLikelihood.objective`; ``unit_of`` (n,)
-    the unit code of each row; ``finish(objective, result, tol)`` the family's finishing
-    Newton steps, when it has them."""
+    the unit code of each row; ``newton_options`` the family's options of its refits
+    (:attr:`DeletionKernel.newton_options`)."""
 
     shared_names = ("source", "unit_of")
 
-    def __init__(self, source, unit_of, finish=None):
+    def __init__(self, source, unit_of, newton_options=None):
         self.source = source
         self.unit_of = np.asarray(unit_of)
-        self.finish = finish
+        self.newton_options = dict(newton_options or {})
 
     def objective(self, codes):
         from coxinfluence.data.deletion import Deletion
@@ -193,9 +194,6 @@ class MaskKernel(DeletionKernel):
     def gradients(self, codes):
         objective = self.objective(codes)
         return lambda theta, live: objective(live, theta, hess=False)[1]
-
-    def polish(self, objective, result, tol):
-        return result if self.finish is None else self.finish(objective, result, tol)
 
 
 # ------------------------------------------------------------------- the start
@@ -286,79 +284,71 @@ def _loo_chunk(*args):
     Jacobians; returns (theta (m, d), converged (m,), flat (m,): stopped on a flat
     likelihood or ran off).
 
-    Per batch of ``plan.batch_size``: quasi-Newton steps with the start's inverse-Jacobian
-    estimates refined by Broyden updates and the deleted problems' gradients (no Hessian;
-    a refit whose gradient is not finite goes back to its start, one that runs off stops),
-    then Newton-Raphson with step halving (:func:`coxinfluence.numerics.newton.newton`)
-    for those not converged after ``plan.chord_steps`` steps, converged far from where the
-    start pointed, or more than one standard error from ``theta_hat`` (a diverging refit
-    can reach a tiny gradient), with the flat-likelihood check."""
+    Per batch of ``plan.batch_size``, :func:`coxinfluence.numerics.newton.newton` with its
+    secant start (the start's inverse-Jacobian estimates refined by Broyden's updates and
+    the deleted problems' gradients, no Hessian, for ``plan.chord_steps`` steps; a refit
+    whose gradient is not finite goes back to its start, one that runs off stops), then
+    Newton-Raphson with step halving for those the secant steps did not converge; again
+    from where they stopped for those converged far from where the start pointed or more
+    than one standard error from ``theta_hat`` (a diverging refit can reach a tiny
+    gradient), so that every refit Newton took gets the flat-likelihood check."""
     *parts, kernel, plan, codes, theta_start, J_start = args
     from scipy.linalg import cho_solve
     kernel = kernel.attach(parts)
     coef, chol = plan.coef, plan.chol
     H_inv = cho_solve(chol, np.eye(coef.size))
     se = np.sqrt(np.diag(H_inv))
+    options = kernel.newton_options
     thetas, oks, flats = [], [], []
     for start in range(0, len(codes), plan.batch_size):
         pos = np.arange(start, min(start + plan.batch_size, len(codes)))
         rows = codes[pos]
         gradients = kernel.gradients(rows)
-        theta = theta_start[pos].copy()
-        done = np.zeros(len(rows), dtype=bool)
-        off = np.zeros(len(rows), dtype=bool)       # ran off: no more steps
+        objective = _OnFirstUse(kernel, rows)
         J = (np.repeat(H_inv[None], len(rows), axis=0) if J_start is None
-             else J_start[pos].copy())                     # inverse-Jacobian estimates
-        prev = None
-        for _ in range(plan.chord_steps):
-            live = np.flatnonzero(~done & ~off)
-            if live.size == 0:
-                break
-            try:
-                g = gradients(theta[live], live)
-            except FloatingPointError:
-                break
-            lost = ~np.isfinite(g).all(axis=1)
-            if lost.any():                      # left the domain: Newton from the start
-                back = live[lost]
-                theta[back] = theta_start[pos][back]
-                done[back] = False
-                off[back] = True
-                live, g = live[~lost], g[~lost]
-            if prev is not None:
-                _broyden_update(J, live, theta[live] - prev[0][live], g - prev[1][live])
-            prev = (theta.copy(), np.zeros_like(theta))
-            prev[1][live] = g
-            small = np.abs(g).max(axis=1) <= plan.tol
-            done[live[small]] = True
-            live, g = live[~small], g[~small]
-            step = np.einsum("bij,bj->bi", J[live], g)
-            theta[live] -= step
-            tiny = np.abs(step).max(axis=1) <= 1e-13 * (1 + np.abs(theta[live]).max(axis=1))
-            done[live[tiny]] = True
-            away = plan.runaway(theta[live])
-            if away.any():
-                done[live[away]] = False
-                off[live[away]] = True
-        ran_off = off & plan.runaway(theta)
+             else J_start[pos])
+        res = newton(objective, theta_start[pos], tol=plan.tol, max_iter=plan.max_iter,
+                     escape=plan.runaway, inverse=J, secant_steps=plan.chord_steps,
+                     gradient=_by_position(gradients), **options)
+        theta, done = res.theta, res.converged.copy()
         moved = np.abs(theta - theta_start[pos]).max(axis=1)
         predicted = np.abs(theta_start[pos] - coef).max(axis=1)
         far = (np.abs(theta - coef) / se).max(axis=1) > 1.0
-        rest = np.flatnonzero((~done | (moved > 1e-2 * (1 + predicted)) | far) & ~ran_off)
-        flat = ran_off.copy()
-        done &= ~ran_off
-        if rest.size:
-            objective = kernel.objective(rows[rest])
-            res = newton(objective, theta[rest], tol=plan.tol, max_iter=plan.max_iter,
-                         escape=plan.runaway)
-            res = kernel.polish(objective, res, plan.tol)
-            theta[rest] = res.theta
-            done[rest] = res.converged
-            flat[rest] = _flat_at_refit(res.hess, chol) | res.escaped
+        again = np.flatnonzero(res.secant & ((moved > 1e-2 * (1 + predicted)) | far))
+        newton_took = ~res.secant & ~res.escaped
+        flat = res.escaped.copy()
+        flat[newton_took] = _flat_at_refit(res.hess[newton_took], chol)
+        if again.size:
+            check = newton(kernel.objective(rows[again]), theta[again], tol=plan.tol,
+                           max_iter=plan.max_iter, escape=plan.runaway, **options)
+            theta[again] = check.theta
+            done[again] = check.converged
+            flat[again] = _flat_at_refit(check.hess, chol) | check.escaped
         thetas.append(theta)
         oks.append(done)
         flats.append(flat)
     return np.concatenate(thetas), np.concatenate(oks), np.concatenate(flats)
+
+
+def _by_position(gradients):
+    """A kernel's ``gradients(theta, live)`` as the solver's ``gradient(idx, theta)``."""
+    return lambda live, theta: gradients(theta, live)
+
+
+class _OnFirstUse:
+    """``kernel.objective`` of the problems ``rows``, built on the first call for the
+    problems it asks for (those the secant steps left: building it for the whole batch
+    costs what those steps saved); later calls ask for subsets of them."""
+
+    def __init__(self, kernel, rows):
+        self.kernel, self.rows, self.first, self.objective = kernel, rows, None, None
+
+    def __call__(self, idx, theta, **kwargs):
+        idx = np.asarray(idx)
+        if self.objective is None:
+            self.first = idx
+            self.objective = self.kernel.objective(self.rows[idx])
+        return self.objective(np.searchsorted(self.first, idx), theta, **kwargs)
 
 
 def _flat_at_refit(H_loo, hess_chol):
@@ -378,26 +368,12 @@ def _flat_at_refit(H_loo, hess_chol):
     return out
 
 
-def _broyden_update(J, idx, s, y):
-    """Broyden's ("good") rank-one update of inverse-Jacobian estimates ``J[idx]`` from
-    steps ``s`` and gradient changes ``y``: ``J += (s - J y) s' J / (s' J y)``.
-    Starting from the full-data ``H^{-1}`` it learns the leave-one-out Hessian's effect
-    along the iterates, turning the chord method's linear convergence superlinear."""
-    Jy = np.einsum("bij,bj->bi", J[idx], y)
-    sJ = np.einsum("bi,bij->bj", s, J[idx])
-    denom = np.einsum("bi,bi->b", s, Jy)
-    ok = np.abs(denom) > 1e-300
-    upd = (s - Jy)[:, :, None] * sJ[:, None, :] / np.where(ok, denom, 1.0)[:, None, None]
-    J[idx[ok]] += upd[ok]
-
-
 def _from_coef(kernel, coef, code, tol, max_iter, escape=None):
     """The Newton-Raphson result (with step halving) of the refit without unit ``code``
     from ``coef``."""
     objective = kernel.objective(np.array([code]))
-    res = newton(objective, np.asarray(coef, dtype=np.float64)[None, :], tol=tol,
-                 max_iter=max_iter, escape=escape)
-    return kernel.polish(objective, res, tol)
+    return newton(objective, np.asarray(coef, dtype=np.float64)[None, :], tol=tol,
+                  max_iter=max_iter, escape=escape, **kernel.newton_options)
 
 
 def refit_units(model, codes, *, progress=None, executor=None, batch_size=None,

@@ -59,6 +59,7 @@ import pandas as pd
 from coxinfluence.data.inputs import InputError
 from coxinfluence.influence_functions.decomposable_audit import DecomposableFit, minimise
 from coxinfluence.models.cox import ConvergenceWarning
+from coxinfluence.numerics.newton import gradient_tolerance as newton_gradient_tolerance
 
 from . import Resolved, check_lifelines_inputs, covariate_frame, lifelines_design
 
@@ -329,10 +330,11 @@ def _describe(model):
 
 
 def gradient_tolerance(lik, theta):
-    """:data:`TOL`, or the summed gradient's rounding floor when that is larger:
-    ``8 eps max_j sum_i |W_i dl_i/dtheta_j|`` at ``theta`` (large data)."""
-    terms = np.abs(lik.row_gradients(theta)).sum(axis=0).max()
-    return max(TOL, 8 * np.finfo(np.float64).eps * float(terms))
+    """:data:`TOL`, or the summed gradient's rounding floor when that is larger: the one
+    rule of :func:`coxinfluence.numerics.newton.gradient_tolerance` over the rows, each
+    term's scale its largest ``|W_i dl_i/dtheta_j|`` at ``theta`` (large data)."""
+    terms = np.abs(lik.row_gradients(theta)).max(axis=1)
+    return newton_gradient_tolerance(TOL, np.ones(terms.size), scale=terms)
 
 
 def _facts(lik, coef):

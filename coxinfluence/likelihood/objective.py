@@ -4,25 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from coxinfluence.numerics.newton import gradient_tolerance as newton_gradient_tolerance
+
 
 def gradient_tolerance(data, tol):
-    """The gradient tolerance for Cox data: ``tol``, or the gradient's rounding floor
-    when that is larger, ``4 eps sum_{events} w_i max_j |x_ij|`` (centred covariates).
-    The gradient sums one term per event, each scaled by its case weight, so its
-    rounding error grows with the weights: with one weight of 1e12 an absolute 1e-10 is
-    below rounding, and refits would never converge. With unit weights and covariates of
-    ordinary scale the floor is far below 1e-10 and this is ``tol``."""
+    """The gradient tolerance for Cox data: the one rule of
+    :func:`coxinfluence.numerics.newton.gradient_tolerance` over the events, ``tol`` or
+    ``4 eps sum_{events} w_i max_j |x_ij|`` (centred covariates) when that is larger: the
+    gradient sums one term per event, each scaled by its case weight."""
     if data.event_rows.size == 0:
         return tol
-    X, we = data.X, data.weights * data.event
-    total = 0.0
-    for b0 in range(0, data.n, 8192):        # cache-sized blocks: no (n, d) temporary
-        Xb = X[b0:b0 + 8192]
-        top = np.abs(Xb[:, 0])
-        for j in range(1, data.d):           # row maxima column by column (short rows)
-            np.maximum(top, np.abs(Xb[:, j]), out=top)
-        total += float(we[b0:b0 + 8192] @ top)
-    return max(tol, 4 * np.finfo(np.float64).eps * total)
+    return newton_gradient_tolerance(tol, data.weights * data.event, data.X)
 
 
 def cox_objective(risk_sets, deleted=None, *, ridge=None, blas=True):

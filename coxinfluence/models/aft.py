@@ -45,10 +45,15 @@ from coxinfluence.likelihood.aft import (
 from coxinfluence.models import predictions
 from coxinfluence.models.base import FitInterface, standard_errors
 from coxinfluence.models.cox import ConvergenceWarning, NotConvergedError
-from coxinfluence.numerics.newton import newton
+from coxinfluence.numerics.newton import gradient_tolerance, newton
 from coxinfluence.numerics.rows import matmul_reduce_rows
 
-__all__ = ["AFTFit", "fit_aft", "aft_gradient_tolerance"]
+__all__ = ["AFTFit", "fit_aft", "aft_gradient_tolerance", "POLISH_STEPS"]
+
+#: finishing Newton steps of an AFT fit and its refits (``numerics.newton``'s ``polish``):
+#: with covariates in large units the step test stops at a gradient of 1e-9, one more
+#: step takes it to rounding, as R's ``survreg``
+POLISH_STEPS = 3
 
 #: the names R's survreg prints for the distributions
 DIST_NAMES = {"weibull": "Weibull", "exponential": "Exponential", "lognormal": "Log-normal",
@@ -56,11 +61,10 @@ DIST_NAMES = {"weibull": "Weibull", "exponential": "Exponential", "lognormal": "
 
 
 def aft_gradient_tolerance(data, tol):
-    """``tol``, or the gradient's rounding floor when that is larger:
-    ``4 eps sum_i w_i max_j |x_ij|`` (the design with its intercept), as
-    ``coxinfluence.likelihood.objective.gradient_tolerance`` for Cox."""
-    top = np.abs(data.X).max(axis=1)
-    return max(tol, 4 * np.finfo(np.float64).eps * float(data.weights @ top))
+    """The gradient tolerance of an AFT fit: the one rule of
+    :func:`coxinfluence.numerics.newton.gradient_tolerance` over every row (the design
+    with its intercept), ``tol`` or ``4 eps sum_i w_i max_j |x_ij|`` when larger."""
+    return gradient_tolerance(tol, data.weights, data.X)
 
 
 @dataclass(eq=False)
@@ -877,69 +881,6 @@ def least_squares_start(data):
     return theta
 
 
-def _levenberg(objective, theta, max_iter=500):
-    """Damped Newton (Levenberg-Marquardt: ``(H + mu I)^{-1} g``, ``mu`` raised until the
-    step is a descent and the matrix positive definite, lowered after each success) from
-    ``theta`` into the basin of the maximum, where plain Newton takes over. A start
-    where the Hessian is not positive definite (a scale far from the data's) needs it."""
-    loss, g, H = objective(np.arange(1), theta[None])
-    loss, g, H = loss[0], g[0], H[0]
-    mu = 1e-3 * max(float(np.abs(np.diag(H)).max()), 1.0)
-    d = theta.size
-    for _ in range(max_iter):
-        try:
-            np.linalg.cholesky(H)
-            if mu < 1e-12:
-                return theta
-        except np.linalg.LinAlgError:
-            pass
-        for _ in range(60):
-            try:
-                L = np.linalg.cholesky(H + mu * np.eye(d))
-            except np.linalg.LinAlgError:
-                mu *= 10
-                continue
-            step = np.linalg.solve(L.T, np.linalg.solve(L, g))
-            new = theta - step
-            l2, g2, H2 = objective(np.arange(1), new[None])
-            if np.isfinite(l2[0]) and l2[0] <= loss:
-                theta, loss, g, H = new, l2[0], g2[0], H2[0]
-                mu /= 10
-                break
-            mu *= 10
-        else:
-            return theta
-    return theta
-
-
-def polish(objective, res, tol, steps=3):
-    """Plain Newton steps for the problems of ``res`` (a converged
-    :class:`~coxinfluence.numerics.newton.NewtonResult`) whose gradient is still above
-    ``tol``, each kept only where it lowers ``max |gradient|``. Newton's step test
-    (``converged``) stops once the step is at rounding
-    level in ``theta``; with covariates in large units (age in years) the gradient can
-    then still be 1e-9, which one more step takes to rounding (1e-12)."""
-    from coxinfluence.numerics.newton import solve_batch
-    for _ in range(steps):
-        todo = np.flatnonzero(res.converged & (np.abs(res.grad).max(axis=1) > tol))
-        if todo.size == 0:
-            break
-        step, ok = solve_batch(res.hess[todo], res.grad[todo])
-        todo, step = todo[ok], step[ok]
-        if todo.size == 0:
-            break
-        theta = res.theta[todo] - step
-        loss, grad, hess = objective(todo, theta)
-        better = (np.isfinite(loss) & (np.abs(grad).max(axis=1)
-                                       < np.abs(res.grad[todo]).max(axis=1)))
-        keep = todo[better]
-        res.theta[keep], res.loss[keep] = theta[better], loss[better]
-        res.grad[keep], res.hess[keep] = grad[better], hess[better]
-        if not better.any():
-            break
-    return res
-
-
 def fit_aft(X, time, event=None, dist="weibull", *, upper=None, entry=None, weights=None,
             strata=None, id=None, tol=1e-10, max_iter=50, init=None) -> AFTFit:
     """Fit a parametric accelerated failure time (AFT) model, as R's ``survreg``.
@@ -1063,12 +1004,10 @@ def fit_aft(X, time, event=None, dist="weibull", *, upper=None, entry=None, weig
                             f"{theta0.shape}")
     gtol = aft_gradient_tolerance(data, tol)
     objective = lik.objective()
-    res = newton(objective, theta0[None, :], tol=gtol, max_iter=max_iter)
-    if not res.converged[0]:
-        # a start outside the maximum's basin (Hessian not positive definite there)
-        theta1 = _levenberg(objective, theta0)
-        res = newton(objective, theta1[None, :], tol=gtol, max_iter=max_iter)
-    res = polish(objective, res, gtol)
+    # damping: a start outside the maximum's basin (a scale far from the data's) has a
+    # Hessian that is not positive definite; polish: R's finishing steps
+    res = newton(objective, theta0[None, :], tol=gtol, max_iter=max_iter, damping=True,
+                 polish=POLISH_STEPS)
     fit = AFTFit(coef=res.theta[0], loglik=float(-res.loss[0]), information=res.hess[0],
                  gradient=res.grad[0], converged=bool(res.converged[0]),
                  n_iter=int(res.n_iter[0]), data=data, columns=columns, index=index,

@@ -243,7 +243,12 @@ def elastic_net_newton(objective, l1, theta0, tol, max_iter=100):
     Newton (module docstring). ``objective(idx, theta) -> (loss, grad, hess)`` is the
     smooth part (:func:`coxinfluence.likelihood.objective.cox_objective` with its ridge);
     ``l1`` (B, d). Returns ``(theta, converged, grad, hess)``, the smooth part's gradient
-    and Hessian at ``theta``."""
+    and Hessian at ``theta``.
+
+    Not :func:`coxinfluence.numerics.newton.newton` (the package's one solver for smooth
+    losses): the L1 term is not differentiable at 0, so a step solves a lasso subproblem
+    in the quadratic model (:func:`_same_signs_step`, feature-sign search, coordinate
+    sweeps) and convergence is the KKT conditions, not a small gradient."""
     theta = np.array(theta0, dtype=np.float64)
     B = theta.shape[0]
     idx = np.arange(B)

@@ -50,7 +50,7 @@ from coxinfluence.likelihood.fine_gray import (
 from coxinfluence.models import predictions
 from coxinfluence.models.base import FitInterface
 from coxinfluence.models.cox import ConvergenceWarning
-from coxinfluence.numerics.newton import newton
+from coxinfluence.numerics.newton import gradient_tolerance, newton
 
 __all__ = ["fit_fine_gray", "FineGrayFit", "FineGrayConvergenceWarning",
            "fine_gray_gradient_tolerance"]
@@ -66,9 +66,10 @@ class FineGrayConvergenceWarning(ConvergenceWarning):
 def fine_gray_gradient_tolerance(data, tol):
     """``tol``, or the gradient's rounding floor when that is larger.
 
-    The floor is ``4 eps`` times the number of failures (their total weight) times the
-    largest ``|x|`` (centred covariates): the gradient sums one ``xbar_k - x_i`` per
-    failure.
+    The one rule of :func:`coxinfluence.numerics.newton.gradient_tolerance` over the
+    failures, each term's scale the largest ``|x|`` (centred covariates; at least 1): the
+    gradient sums one ``xbar_k - x_i`` per failure, and ``xbar_k`` is as large as any
+    row's ``x``.
 
     Parameters
     ----------
@@ -82,9 +83,8 @@ def fine_gray_gradient_tolerance(data, tol):
     float
         The tolerance on ``max |gradient|``.
     """
-    fails = float((data.weight * (data.kind == CAUSE)).sum())
     top = float(np.abs(data.X).max()) if data.X.size else 0.0
-    return max(tol, 4 * np.finfo(np.float64).eps * fails * max(top, 1.0))
+    return gradient_tolerance(tol, data.weight * (data.kind == CAUSE), scale=max(top, 1.0))
 
 
 @dataclass(eq=False)

@@ -142,7 +142,11 @@ def newton_solve(f, theta0, *, tol=1e-10, max_iter=50, damping=0.0):
     ``lax.while_loop``, JAX-traceable (``tol`` and ``max_iter`` may be traced): jit it
     for one problem, vmap it over presence vectors for a batch (each problem then
     stops at its own convergence).  Returns the final :class:`NewtonState`; converged
-    iff ``state.gmax <= tol`` (``gmax`` is at the returned ``theta``)."""
+    iff ``state.gmax <= tol`` (``gmax`` is at the returned ``theta``).
+
+    Not :func:`coxinfluence.numerics.newton.newton` (the numpy core's one solver): this
+    loop is traced by JAX, so it runs under ``jit`` and ``vmap`` on the accelerator's
+    arrays; the numpy solver would move every iterate to the host and back."""
     return jax.lax.while_loop(
         lambda s: s.moved,
         lambda s: newton_step(f, s, tol=tol, max_iter=max_iter, damping=damping),

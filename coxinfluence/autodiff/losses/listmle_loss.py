@@ -504,7 +504,12 @@ class ListMLELoss(Loss):
 
         Returns ``(theta, solver)``, the solver being :meth:`hessian_solver` at the
         returned theta (what :func:`coxinfluence.autodiff.vif` and :meth:`loo_newton`
-        take); warns when not converged."""
+        take); warns when not converged.
+
+        Not :func:`coxinfluence.numerics.newton.newton`: with a parameter per item
+        (tens of thousands on Delicious) no dense d x d Hessian fits in memory; the
+        structured Hessian is applied through :meth:`hessian_solver` as L-BFGS's
+        initial inverse, on JAX arrays."""
         p = np.ones((1, self.n_objects))
         th = np.asarray(self.init_params() if theta0 is None else theta0, np.float64)[None]
         slv = self.hessian_solver(th[0]) if solver is None else solver
