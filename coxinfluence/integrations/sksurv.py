@@ -473,6 +473,26 @@ def sksurv_seam(estimator, X, *, y=None, alpha=None, groups=None, robust=None):
     return SksurvCoxAudit(resolved.fit), resolved
 
 
+def sksurv_fit_seam(fit, data=None, *, groups=None, robust=None):
+    """The seam of a :class:`~coxinfluence.models.coxnet.SksurvCoxFit` passed itself
+    (``result.fit`` of an audit of the estimator; ``ci.exact_loo(result.fit)``): the seam
+    its estimator's audit uses, :class:`CoxnetAudit` (without survival targets: whether
+    the estimator kept a baseline model is not in the fit) or :class:`SksurvCoxAudit`.
+    Without it the fit is a :class:`~coxinfluence.CoxFit` to the registry, and the Cox
+    audit does not know the elastic net's penalty."""
+    if groups is not None or robust:
+        raise ValueError("groups= and robust= are not available for scikit-survival "
+                         "estimators: their units are the rows")
+    from coxinfluence.integrations import resolve
+    resolved = dataclasses.replace(resolve(fit, data), source="scikit-survival")
+    if fit.estimator == "CoxnetSurvivalAnalysis":
+        return CoxnetAudit(fit), resolved
+    return SksurvCoxAudit(fit), resolved
+
+
+register_family(Family("scikit-survival fit", SksurvCoxFit, sksurv_fit_seam,
+                       description="the SksurvCoxFit of an audited scikit-survival "
+                                   "estimator"))
 register_family(Family("scikit-survival", is_sksurv_cox, sksurv_seam, options=("y", "alpha"),
                        needs_data=True,
                        description="a fitted scikit-survival CoxPHSurvivalAnalysis or "
