@@ -195,34 +195,43 @@ def test_multistate_audit_is_the_python_apis(tmp_path, capsys, captured):
     assert_top_table_is(report_tables(out), api)
 
 
-def test_multistate_labels_initial_state_and_every_states_probability(tmp_path, capsys,
-                                                                       captured):
+def test_multistate_labels_initial_states_weights_strata_and_every_state(tmp_path, capsys,
+                                                                        captured):
     """A state column of labels (censored rows "censored", found without ``--cencode``),
-    ``--initial-state healthy``; without ``--state-of-interest`` the target is every
-    state's probability (R's pstate)."""
+    ``--initial-state istate`` (R's istate: each row's state at its start), ``--weights``
+    and ``--strata``, as ``fit_multistate`` takes them; without ``--state-of-interest`` the
+    target is every state's probability (R's pstate), of the covariate means once per
+    stratum."""
     df = SIM.copy()
     df["state"] = df["state"].map({0: "censored", 1: "ill", 2: "dead"})
+    df["istate"] = np.where(df["id"].duplicated(), "ill", "healthy")
+    df["w"] = np.where(df["x2"] == 1, 2.0, 1.0)
+    df["site"] = np.where(df["id"] % 2 == 0, "A", "B")
     path = tmp_path / "sim.csv"
     df.to_csv(path, index=False)
     code, stdout, err = run([str(path), "--model", "multistate", "--start", "tstart",
                              "--time", "tstop", "--state", "state", "--id", "id",
-                             "--initial-state", "healthy", "--target", "state-probability:8",
-                             "--method", "vif", "--exact-max-n", "0", "--no-progress",
+                             "--initial-state", "istate", "--weights", "w", "--strata", "site",
+                             "--target", "state-probability:8", "--method", "vif",
+                             "--exact-max-n", "0", "--no-progress",
                              "--out", str(tmp_path / "r.html")], capsys)
     assert code == 0, err
     df = _labelled(df)
     X = df[["x1", "x2"]]
     state = pd.Series(pd.Categorical(df["state"], ["censored", "dead", "ill"]),
                       index=df.index)
-    fit = ci.fit_multistate(X, df["tstart"], df["tstop"], state, df["id"],
-                            initial_state="healthy")
+    fit = ci.fit_multistate(X, df["tstart"], df["tstop"], state, df["id"], weights=df["w"],
+                            strata=df[["site"]], istate=df["istate"])
     assert fit.states == ["healthy", "dead", "ill"]
-    mean = X.mean().to_frame("mean").T
-    api = ci.influence(fit, df, target=ci.targets.StateProbability(mean, [8]),
-                       method="vif")
+    means = pd.concat([X.mean().to_frame("mean").T] * 2)
+    means.index = ["mean, stratum A", "mean, stratum B"]
+    target = ci.targets.StateProbability(means, [8], strata=["A", "B"])
+    api = ci.influence(fit, df, target=target, method="vif")
     _assert_same_audit(captured[0], api)
-    assert list(api.loo_change.columns) == ["P(healthy,8|mean)", "P(dead,8|mean)",
-                                            "P(ill,8|mean)"]
+    assert api.loo_change.columns[:3].tolist() == [
+        "P(healthy,8|mean, stratum A)", "P(dead,8|mean, stratum A)",
+        "P(ill,8|mean, stratum A)"]
+    assert "initial_state = istate" in stdout
 
 
 # ------------------------------------------------------------------- refusals
@@ -269,11 +278,8 @@ MS = ["--model", "multistate", "--start", "tstart", "--time", "tstop", "--state"
      "--model multistate needs --start: rows (--start, --time] of subjects (--id)"),
     ("sim", ["--model", "multistate", "--start", "tstart", "--time", "tstop", "--state",
              "state"], "--model multistate needs --id"),
-    ("sim", MS + ["--weights", "x1"],
-     "--weights (fit_multistate takes no case weights) does not apply to a multi-state "
-     "model"),
-    ("sim", MS + ["--strata", "x2"], "--strata (each transition has its own baseline hazard; "
-                                     "no strata) does not apply to a multi-state model"),
+    ("status", ["--time", "t", "--event", "e", "--initial-state", "s"],
+     "--initial-state does not apply to the cox model (it is read by --model multistate)"),
     ("sim", MS + ["--cluster", "x2"], "--cluster (a multi-state model's units are its "
                                       "subjects, --id) does not apply"),
     ("sim", MS + ["--event", "state"], "--event (a multi-state model reads --state"),

@@ -141,6 +141,38 @@ def test_state_occupancy_curves_are_the_predictions_of_the_full_and_refitted_fit
         np.testing.assert_allclose(frame.to_numpy(), want, rtol=0, atol=ATOL)
 
 
+def test_state_curves_with_weights_strata_and_initial_states():
+    """Case weights, strata and subjects starting ill (R's istate, p0): the curves of the
+    covariate means in the first stratum (A) are the predictions of the full fit and of
+    ``fit_multistate`` without the subject (its weights, strata and initial states kept)."""
+    df = SIM.copy()
+    df["istate"] = np.where(df["id"].duplicated(), "1", "healthy")
+    first = ~df["id"].duplicated(keep=False) | df["id"].duplicated()
+    df = df[first | (df["id"] % 3 != 0)]          # some subjects recruited already ill
+    df["w"] = np.where(df["x2"] == 1, 2.0, 1.0)
+    df["site"] = np.where(df["id"] % 2 == 0, "A", "B")
+
+    def fit_without(drop=()):
+        d = df[~df["id"].isin(drop)]
+        return ci.fit_multistate(d[["x1", "x2"]], d["tstart"], d["tstop"], d["state"],
+                                 d["id"], weights=d["w"], strata=d["site"],
+                                 istate=d["istate"])
+
+    fit = fit_without()
+    res = ci.influence(fit, method="vif")
+    curves = curves_of(res)
+    assert curves.patient == "mean, stratum A"
+    mean = df[["x1", "x2"]].mean().to_frame("mean").T.assign(site="A")
+    times = curves.times
+    np.testing.assert_allclose(curves.full.to_numpy(),
+                               _quiet(fit.predict_state_probabilities, mean, times).to_numpy(),
+                               rtol=0, atol=1e-12)
+    assert list(curves.refitted) == list(res.top(3).index)
+    for label, frame in curves.refitted.items():
+        want = _quiet(fit_without([label]).predict_state_probabilities, mean, times)
+        np.testing.assert_allclose(frame.to_numpy(), want.to_numpy(), rtol=0, atol=ATOL)
+
+
 def test_the_report_embeds_the_curves_figure_with_its_caption(multistate):
     """The section: its heading, the caption naming the patient and the units, one PNG;
     the figure has a panel per state with the full curve and one line per unit."""

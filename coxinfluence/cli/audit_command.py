@@ -60,8 +60,8 @@ def _audit_arguments(p: argparse.ArgumentParser) -> None:
         if family.add_arguments is not None:
             family.add_arguments(p)
     p.add_argument("--strata", nargs="+", default=None,
-                   help="stratum column(s) (Cox, cause-specific: a baseline hazard per "
-                        "stratum; AFT: a scale per stratum)")
+                   help="stratum column(s) (Cox, cause-specific, multistate: a baseline "
+                        "hazard per stratum; AFT: a scale per stratum)")
     p.add_argument("--weights", default=None, help="case-weight column")
     p.add_argument("--id", default=None,
                    help="patient id column: patients are labelled by its values (default, "

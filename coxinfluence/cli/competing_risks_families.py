@@ -19,14 +19,17 @@ metrics (``--test``: brier, ibs, auc) score the absolute risk of ``--cause`` (de
 tstop, state) ~ ., id = id)``): ``--start`` and ``--time`` the interval, ``--state`` the
 state entered at its end (0 = none: censored or a change of covariates; a column of labels
 names its censored rows with ``--cencode``, default ``0`` or ``censored``), ``--id`` the
-subject (required: the units of the audit), ``--initial-state NAME`` the name of the state
-every subject starts in (default R's ``(s0)``; one name for all subjects, as
-``fit_multistate`` takes it: there is no per-subject initial state). ``--target
-state-probability:T1,T2,...`` is ``ci.targets.StateProbability`` of the reference
-patient(s) at those times: by default every state's probability (R's ``pstate``; they sum
-to one), or the states named by ``--state-of-interest NAME[,NAME...]`` (the names as
-``fit.states`` has them: the initial state, then the states entered, sorted). ``--weights``,
-``--strata``, ``--cluster`` and ``--event`` are refused.
+subject (required: the units of the audit), ``--initial-state COL`` the column of each
+row's state at its start (R's ``istate``: a subject's first row says where it starts;
+without it every subject starts in R's ``(s0)``), ``--weights`` case weights and
+``--strata`` a baseline hazard per stratum for every transition (R's ``+ strata(g)``), as
+``fit_multistate`` takes them. ``--target state-probability:T1,T2,...`` is
+``ci.targets.StateProbability`` of the reference patient(s) at those times (the
+``--newdata`` patients, else the covariate means, once per stratum of a stratified
+model): by default every state's probability (R's ``pstate``; they sum to one), or the
+states named by ``--state-of-interest NAME[,NAME...]`` (the names as ``fit.states`` has
+them: the states named only as initial states, then the states entered, sorted).
+``--cluster`` (the units are the subjects) and ``--event`` are refused.
 """
 from __future__ import annotations
 
@@ -128,8 +131,9 @@ def _multistate_arguments(p):
                         "none (censored, or a change of covariates), or labels (see "
                         "--cencode); each subject's rows run (--start, --time]")
     g.add_argument("--initial-state", default=None,
-                   help="the name of the state every subject starts in (default R's "
-                        "'(s0)')")
+                   help="column of each row's state at its start (R's istate): a subject's "
+                        "first row says where it starts (default: every subject starts in "
+                        "R's '(s0)')")
     g.add_argument("--state-of-interest", default=None,
                    help="state name(s), comma-separated, of --target state-probability "
                         "(default: every state)")
@@ -177,14 +181,18 @@ def _multistate_outcome(data, args):
 
 def _fit_multistate(data, args):
     return ci.fit_multistate(data.X, data.start, data.time, data.outcome, data.ids,
-                             initial_state=args.initial_state, ties=args.ties or "efron")
+                             ties=args.ties or "efron", weights=data.weights,
+                             strata=data.strata,
+                             istate=data.family_columns.get("initial_state"))
 
 
 def _state_probability(r):
     """``ci.targets.StateProbability`` of the reference patients (``--newdata``, else the
-    covariate means) at the times, for ``--state-of-interest`` (default every state)."""
-    return ci.targets.StateProbability(r.patients, r.numbers,
-                                       state=r.target_options.get("state"))
+    covariate means, once per stratum of a stratified fit) at the times, for
+    ``--state-of-interest`` (default every state)."""
+    X_new, labels = r.stratified()
+    return ci.targets.StateProbability(X_new, r.numbers, state=r.target_options.get("state"),
+                                       strata=labels)
 
 
 def _state_options(args):
@@ -196,13 +204,11 @@ def _state_options(args):
 MULTISTATE = register_cli_family(CliFamily(
     "multistate", _fit_multistate, models=("multistate",),
     help="multistate: a Markov multi-state Cox model, a Cox model per transition (R's "
-         "survival; --start, --time, --state, --id)",
+         "survival; --start, --time, --state, --id [--initial-state])",
     words=lambda args: "a multi-state model",
-    outcome="state", reads=("cencode",),
+    outcome="state", reads=("cencode",), columns=("initial_state",),
     refused={"event": "--event (a multi-state model reads --state: the state entered at "
                       "--time, 0 = censored)",
-             "weights": "--weights (fit_multistate takes no case weights)",
-             "strata": "--strata (each transition has its own baseline hazard; no strata)",
              "cluster": "--cluster (a multi-state model's units are its subjects, --id)"},
     check=_check_multistate, subjects=lambda args: True,
     add_arguments=_multistate_arguments, encode_outcome=_multistate_outcome,

@@ -8,7 +8,8 @@ registered with :func:`coxinfluence.families.curves.register_curves` when import
   times, cause)``.
 - Markov multi-state Cox models (:class:`~coxinfluence.MultiStateFit`): every state's
   occupancy probability ``p_s(t | x)`` at every transition time, R's ``survfit(fit,
-  newdata)$pstate``, a panel per state.
+  newdata)$pstate`` (from the data's initial distribution, R's ``p0``), a panel per
+  state.
 
 The reference patient is the audited target's first patient (``--newdata``'s first row,
 or the covariate means the CLI uses by default) when the target is the family's curve,
@@ -43,7 +44,12 @@ def reference_patient(result, X_new, strata=None):
     else:
         patient = np.atleast_2d(np.asarray(X_new, dtype=np.float64))[:1]
         label = 0
-    stratum = None if strata is None else [list(strata)[0]]
+    if strata is None:
+        stratum = None
+    elif isinstance(strata, (str, bytes, tuple)) or np.ndim(strata) == 0:
+        stratum = [strata]                      # one label for every patient
+    else:
+        stratum = [list(strata)[0]]
     return patient, stratum, str(label)
 
 
@@ -129,13 +135,16 @@ def state_probability_curves(result, theta_loo, codes):
     """
     fit, target = result.fit, result.target
     if isinstance(target, StateProbability):
-        patient, _, label = reference_patient(result, target.X_new)
-        note = _MEANS if label == "mean" else ""
+        patient, stratum, label = reference_patient(result, target.X_new, target.strata)
+        note = _MEANS if label.startswith("mean") else ""
     else:
         patient = fit.frame[fit.covariates].mean().to_frame("mean").T
-        label, note = "mean", _MEANS
+        labels = fit.strata_labels
+        stratum = [labels[0]] if labels is not None and len(labels) > 1 else None
+        label = "mean" if stratum is None else f"mean, stratum {stratum[0]}"
+        note = _MEANS
     times = np.unique(np.concatenate([[0.0], event_grid(fit, np.inf)]))
-    curve = StateProbability(patient, times)
+    curve = StateProbability(patient, times, strata=stratum)
     panels = [f"P({s},t|{label})" for s in fit.states]
     full = curve.value(fit, np.asarray(fit.coef)[None, :])[0]
     values = curve.refit_values(fit, theta_loo, result.units)
@@ -143,8 +152,8 @@ def state_probability_curves(result, theta_loo, codes):
     return Curves(_frame(full, times, panels),
                   {labels[c]: _frame(values[c], times, panels) for c in codes},
                   label, "the probability of being in each state (R's survfit(fit, "
-                         "newdata)$pstate, every patient starting in the initial state) over "
-                         "the transition times", ylabel="probability", patient_note=note)
+                         "newdata)$pstate, from the data's initial distribution p0) over the "
+                         "transition times", ylabel="probability", patient_note=note)
 
 
 register_curves(CauseSpecificFit, absolute_risk_curves)
