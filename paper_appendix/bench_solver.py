@@ -57,11 +57,7 @@ def run():
 """,
     "Fine-Gray fit + exact (simulated, 600)": """
 import coxinfluence as ci
-rng = np.random.default_rng(3)
-n = 600
-X = rng.normal(size=(n, 3))
-t = np.round(rng.exponential(1 / np.exp(X @ [0.5, -0.3, 0.2])), 2) + 0.01
-status = np.where(rng.uniform(size=n) < 0.3, 0, rng.integers(1, 3, size=n))
+X, t, status = competing_risks(3)
 def run():
     fit = ci.fit_fine_gray(X, t, status, cause=1)
     return ci.influence(fit, method="exact", progress=False).loo_change.to_numpy()
@@ -96,11 +92,7 @@ def run():
 """,
     "cause-specific Cox fit + exact (simulated, 600)": """
 import coxinfluence as ci
-rng = np.random.default_rng(4)
-n = 600
-X = rng.normal(size=(n, 3))
-t = np.round(rng.exponential(1 / np.exp(X @ [0.5, -0.3, 0.2])), 2) + 0.01
-status = np.where(rng.uniform(size=n) < 0.3, 0, rng.integers(1, 3, size=n))
+X, t, status = competing_risks(4)
 def run():
     fit = ci.fit_cause_specific(X, t, status)
     return ci.influence(fit, method="exact", progress=False).loo_change.to_numpy()
@@ -118,6 +110,12 @@ def gbsg2():
     X = d[["age", "tsize", "pnodes", "progrec", "estrec"]].astype(float)
     X["horTh"] = (d["horTh"] == "yes").astype(float)
     return X, d["time"].astype(float), d["cens"].astype(float)
+def competing_risks(seed, n=600):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    t = np.round(rng.exponential(1 / np.exp(X @ [0.5, -0.3, 0.2])), 2) + 0.01
+    status = np.where(rng.uniform(size=n) < 0.3, 0, rng.integers(1, 3, size=n))
+    return X, t, status
 """
 
 EPILOGUE = """
