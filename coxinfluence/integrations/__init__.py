@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from coxinfluence.data.dispatch import choose
 from coxinfluence.data.inputs import InputError
 from coxinfluence.influence_functions.aft_audit import AFTAudit
 from coxinfluence.influence_functions.cox_audit import CoxAudit, low_level_seam
@@ -289,10 +290,13 @@ def _seam_of(resolved):
     lifelines AFT fit in ``params_`` naming), else by the fit's family."""
     if resolved.seam is not None:
         return resolved.seam(resolved.fit, resolved.groups)
-    fit = resolved.fit
-    seam = (AFTAudit if isinstance(fit, AFTFit) else
-            DecomposableAudit if isinstance(fit, DecomposableFit) else CoxAudit)
-    return seam(fit, resolved.groups)
+    return choose(resolved.fit, _SEAMS)(resolved.fit, resolved.groups)
+
+
+#: the seam of each class of fit an integration resolves a model to, chosen by the one
+#: dispatch rule (``coxinfluence.data.dispatch.choose``: the most specific class wins)
+_SEAMS = ((CoxAudit, CoxFit, None), (AFTAudit, AFTFit, None),
+          (DecomposableAudit, DecomposableFit, None))
 
 
 def _build(model, data, *, groups=None, robust=None):
