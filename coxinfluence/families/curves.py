@@ -111,7 +111,8 @@ def curves_part(fit) -> Callable | None:
     >>> import numpy as np
     >>> import coxinfluence as ci
     >>> from coxinfluence.families.curves import curves_part
-    >>> print(curves_part(ci.fit_cox(np.arange(6.0), np.arange(1.0, 7.0), [1, 0] * 3)))
+    >>> fit = ci.fit_cox(np.array([0.0, 1, 0, 1, 0, 1]), np.arange(1.0, 7.0), [1, 1, 0, 1, 1, 1])
+    >>> print(curves_part(fit))                     # a Cox fit: no curves
     None
     """
     return choose(fit, [(f, cls, None) for cls, f in CURVES.items()])
