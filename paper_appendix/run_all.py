@@ -95,6 +95,10 @@ STEPS = [
     ("evaluate", "Performance: ci.evaluate (every metric with its SE) against R's Score + "
      "concordance and scikit-survival, 10^4..10^6 test rows", "bench_evaluate.py", [],
      ["--quick"], "bench_evaluate.md"),
+    ("cause_specific", "Performance: cause-specific and multi-state Cox models, fit + VIF "
+     "against R's CSC + predict(iid) (riskRegression) and coxph + survfit (survival), "
+     "10^4..10^6 subjects", "bench_cause_specific.py", [], ["--quick"],
+     "bench_cause_specific.md"),
     ("core", "Performance: the Cox core against R and lifelines (METABRIC, SUPPORT)",
      "bench_core.py", [], ["--repeats", "1", "--skip-newton"], "bench_core.md"),
     ("scale", "Performance: time against n, and fit + VIF at 10^7 rows",
