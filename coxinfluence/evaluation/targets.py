@@ -112,6 +112,7 @@ class _TestSetMetric(Target):
 
     def __init__(self, X_test, time_test, event_test, times=None, cause=None):
         self.X_test = X_test
+        self.cause = cause
         self.outcomes: TestOutcomes = read_test_set(X_test, time_test, event_test, cause)
         self.times = None if times is None else check_times(times, self.outcomes)
         self._inner = None
@@ -126,7 +127,8 @@ class _TestSetMetric(Target):
                 and implementation_of("cumulative_incidence", fit=fit) is not None):
             if self._incidence is None or self._incidence[0] is not fit:
                 cls = implementation_of("cumulative_incidence", fit=fit)
-                self._incidence = (fit, cls(self.X_test, self.times))
+                self._incidence = (fit, cls(self.X_test, self.times,
+                                            **self._cause_option(fit, cls)))
             inner, flip = self._incidence[1], True
         if self.transform is not None and inner.transform is not self.transform:
             inner = copy.copy(inner)
@@ -134,6 +136,21 @@ class _TestSetMetric(Target):
             if not flip:
                 self._inner = inner
         return inner, flip
+
+    def _cause_option(self, fit, cls):
+        """The prediction's cause where the metric names one (``cause=``): passed to a
+        prediction that takes it (the cause-specific absolute risk); a model fitted for
+        one cause (Fine-Gray) must be for that cause, else its predictions would be
+        scored against another cause's events."""
+        if self.cause is None:
+            return {}
+        if "cause" in cls.options:
+            return {"cause": self.cause}
+        fitted = 1 if fit.cause is None else fit.cause
+        if fitted != self.cause:
+            raise ValueError(f"the {self.name} scores cause {self.cause!r} but the model "
+                             f"predicts cause {fitted!r}: fit it for cause {self.cause!r}")
+        return {}
 
     def _surv(self, fit, theta):
         pred, flip = self._pred(fit)
