@@ -3,7 +3,7 @@ run: cause-specific Cox models (riskRegression's ``CSC``) and Markov multi-state
 (survival's ``coxph(Surv(tstart, tstop, state) ~ ., id = id)`` + ``survfit``).
 
     python paper_appendix/bench_cause_specific.py [--quick] [--sizes 10000,100000,1000000]
-        [--r-timeout 600] [--r-mem-gib 14] [--change-max-n 100000] [--audit-max-n 10000]
+        [--r-timeout 600] [--mem-gib 14] [--change-max-n 100000] [--audit-max-n 10000]
         [--tie-free-max-n 10000]
 
 Simulated data, seed = n, 5 covariates, ties through rounded times:
@@ -56,10 +56,11 @@ is: on the 3 subjects where they differ most, both against the derivative in the
 subject's case weight by central differences of refits; and the whole comparison again
 on the same subjects with the times jittered apart (no ties), ours and R rerun.
 
-R runs under a per-process limit of ``--r-timeout`` seconds and ``--r-mem-gib`` GiB of
-address space (``RLIMIT_AS``): a size it cannot finish within them is reported as not
-run, with what was measured. Default (what RESULTS.md records): 10^4, 10^5, 10^6
-subjects. ``--quick`` (CI): 10^4 only. Writes ``paper_appendix/out/bench_cause_specific.md``.
+Every process (ours and R's) runs under an address-space limit of ``--mem-gib`` GiB
+(``RLIMIT_AS``; the machine has 24 GiB, shared), R's also under ``--r-timeout`` seconds:
+a step that cannot finish within them is reported as not run, with what was measured.
+Default (what RESULTS.md records): 10^4, 10^5, 10^6 subjects. ``--quick`` (CI): 10^4
+only. Writes ``paper_appendix/out/bench_cause_specific.md``.
 """
 from __future__ import annotations
 
@@ -171,39 +172,67 @@ for _ in range(repeats):
     fit, s = timed(fit_); fit_s.append(s)
     vif, s = timed(lambda: ci.influence(fit, method="vif")); vif_s.append(s)
 peak_fit_vif = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-for _ in range(repeats):
-    p, s = timed(lambda: predict(fit)); pred_s.append(s)
 res = {"peak_fit_vif": peak_fit_vif, "fit_s": statistics.median(fit_s),
-       "vif_s": statistics.median(vif_s), "predict_s": statistics.median(pred_s),
-       "coef": list(map(float, fit.coef)),
-       "pred": p.ravel().tolist(), "vif_finite": bool(np.isfinite(vif.loo_change.to_numpy()).all()),
+       "vif_s": statistics.median(vif_s), "coef": list(map(float, fit.coef)),
+       "vif_finite": bool(np.isfinite(vif.loo_change.to_numpy()).all()),
        "units": int(len(vif.loo_change))}
 if family == "cs":
     res["events"] = [int(m.n_events) for m in fit.models]
 else:
     res["events"] = [int(f.n_events) for f in fit.fits]
     res["rows"] = int(fit.n)
+
+def stage(name, fn):
+    # a step past the process's address-space limit: recorded, not fatal
+    t0 = time.perf_counter()
+    try:
+        value = fn()
+    except MemoryError as exc:
+        res[name + "_error"] = (f"MemoryError after {time.perf_counter() - t0:.1f} s "
+                                f"({str(exc)[:80]})")
+        return None
+    res[name + "_s"] = time.perf_counter() - t0
+    return value
+
+def predictions():
+    for _ in range(repeats):
+        p, s = timed(lambda: predict(fit)); pred_s.append(s)
+    return p
+
+p = stage("predict", predictions)
+if p is not None:
+    res["predict_s"] = statistics.median(pred_s)
+    res["pred"] = p.ravel().tolist()
 if change:
     def reid():
         seam = CauseSpecificAudit(fit)
         return seam.change("reid") @ target.jacobian(fit).T + target.baseline_influence(fit)
-    ch, res["change_s"] = timed(reid)
-    np.save(out + ".change.npy", ch)
+    ch = stage("change", reid)
+    if ch is not None:
+        np.save(out + ".change.npy", ch)
 if audit:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        a, res["audit_s"] = timed(lambda: ci.influence(fit, method="vif", target=target))
-    np.save(out + ".audit.npy", a.loo_change.to_numpy())
+        a = stage("audit", lambda: ci.influence(fit, method="vif", target=target))
+    if a is not None:
+        np.save(out + ".audit.npy", a.loo_change.to_numpy())
 res["peak_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 with open(out, "w") as fh:
     json.dump(res, fh)
 """
 
 
-def ours(family, npz, folder, repeats, change, audit):
+def ours(family, npz, folder, repeats, change, audit, mem_gib):
+    """Our side in a fresh process under an address-space limit of ``mem_gib`` GiB (as
+    R's): a step that passes it is recorded (``<step>_error``), not run."""
     out = str(folder / f"ours_{family}.json")
+    limit = int(mem_gib * GIB)
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
     subprocess.run([sys.executable, "-c", CHILD, family, str(npz), out, str(repeats),
-                    str(int(change)), str(int(audit))], check=True)
+                    str(int(change)), str(int(audit))], check=True, preexec_fn=cap)
     res = json.loads(Path(out).read_text())
     for key in ("change", "audit"):
         f = Path(f"{out}.{key}.npy")
@@ -318,7 +347,7 @@ def r_cause_specific(X, t, s, folder, args, iid):
     frame.to_csv(folder / "cs.csv", index=False, float_format="%.17g")
     pd.DataFrame(NEW, columns=COLS).to_csv(folder / "new.csv", index=False)
     return run_r(R_CS, [folder / "cs.csv", folder / "new.csv", int(iid)], folder, "r_cs",
-                 args.r_timeout, args.r_mem_gib)
+                 args.r_timeout, args.mem_gib)
 
 
 def derivative_check(X, t, s, change, iid, k=3, eps=1e-5):
@@ -353,7 +382,8 @@ def cause_specific(n, args, folder, have_r):
     change = n <= args.change_max_n
     audit = n <= args.audit_max_n
     np.savez(folder / "cs.npz", X=X, time=t, status=s, new=NEW, times=CS_TIMES)
-    mine = ours("cs", folder / "cs.npz", folder, 1 if n >= 10 ** 6 else 3, change, audit)
+    mine = ours("cs", folder / "cs.npz", folder, 1 if n >= 10 ** 6 else 3, change, audit,
+                args.mem_gib)
     r, why, steps = None, "R not installed", {}
     if have_r:
         r, why, steps = r_cause_specific(X, t, s, folder, args, iid=True)
@@ -364,7 +394,7 @@ def cause_specific(n, args, folder, have_r):
     if have_r and n <= args.tie_free_max_n:
         jitter = t + np.random.default_rng(n + 1).uniform(0.0, 1e-3, n)
         np.savez(folder / "cs.npz", X=X, time=jitter, status=s, new=NEW, times=CS_TIMES)
-        m2 = ours("cs", folder / "cs.npz", folder, 1, True, False)
+        m2 = ours("cs", folder / "cs.npz", folder, 1, True, False, args.mem_gib)
         r2 = r_cause_specific(X, jitter, s, folder, args, iid=True)[0]
         tie_free = (m2, r2)
     return n, mine, r, why, steps, tie_free
@@ -375,7 +405,8 @@ def multistate(n, args, folder, have_r):
     audit = n <= args.audit_max_n
     np.savez(folder / "ms.npz", X=X, start=start, stop=stop, state=state, id=ids, new=NEW,
              times=MS_TIMES)
-    mine = ours("ms", folder / "ms.npz", folder, 1 if n >= 10 ** 6 else 3, False, audit)
+    mine = ours("ms", folder / "ms.npz", folder, 1 if n >= 10 ** 6 else 3, False, audit,
+                args.mem_gib)
     r, why, steps = None, "R not installed", {}
     if have_r:
         frame = pd.DataFrame(X, columns=COLS).assign(tstart=start, tstop=stop, state=state,
@@ -383,7 +414,7 @@ def multistate(n, args, folder, have_r):
         frame.to_csv(folder / "ms.csv", index=False, float_format="%.17g")
         pd.DataFrame(NEW, columns=COLS).to_csv(folder / "new.csv", index=False)
         r, why, steps = run_r(R_MS, [folder / "ms.csv", folder / "new.csv"], folder, "r_ms",
-                              args.r_timeout, args.r_mem_gib)
+                              args.r_timeout, args.mem_gib)
     return n, len(state), mine, r, why, steps
 
 
@@ -399,17 +430,26 @@ def iid_agreement(m, r):
     return f"{gap:.1e} ({gap / np.abs(iid).max():.1e}); r >= {corr:.6f}"
 
 
+def step_cell(m, name, fmt, skipped):
+    """Our step's time, or why it did not run (past the memory limit, or skipped)."""
+    if f"{name}_s" in m:
+        return fmt.format(m[f"{name}_s"])
+    if f"{name}_error" in m:
+        return f"not run: {m[name + '_error']}"
+    return skipped
+
+
 def cs_rows(results, args):
     time_rows, agree_rows = [], []
     for n, m, r, why, steps, tie_free in results:
-        ch = m.get("change_s")
-        ours_total = m["fit_s"] + m["vif_s"] + m["predict_s"] + (ch or 0.0)
+        ch, pr = m.get("change_s"), m.get("predict_s")
         cells = [f"{n:,}", " / ".join(f"{e:,}" for e in m["events"]),
-                 f"{m['fit_s']:.2f}", f"{m['vif_s']:.2f}", f"{m['predict_s']:.3f}",
-                 f"{ch:.2f}" if ch is not None else
-                 f"not run (n > --change-max-n {args.change_max_n:,})",
-                 f"{m['audit_s']:.1f}" if "audit_s" in m else
-                 f"not run (n > --audit-max-n {args.audit_max_n:,})",
+                 f"{m['fit_s']:.2f}", f"{m['vif_s']:.2f}",
+                 step_cell(m, "predict", "{:.3f}", "not run"),
+                 step_cell(m, "change", "{:.2f}",
+                           f"not run (n > --change-max-n {args.change_max_n:,})"),
+                 step_cell(m, "audit", "{:.1f}",
+                           f"not run (n > --audit-max-n {args.audit_max_n:,})"),
                  f"{m['peak_fit_vif'] / GIB:.2f} / {m['peak_bytes'] / GIB:.2f}"]
         if r is None:
             cells += [not_run(why, steps), "", "", "", "", ""]
@@ -421,10 +461,12 @@ def cs_rows(results, args):
                       f"{iid_s:.2f}" if iid_s is not None else not_run(why, {}),
                       f"{r['peak_bytes'] / GIB:.2f}"
                       + (" (up to predict; the iid not run)" if iid_s is None else ""),
-                      f"{(m['fit_s'] + m['predict_s']) / r_core:.2f}x",
-                      f"{ours_total / (r_core + iid_s):.2f}x"
-                      if iid_s is not None and ch is not None else "n/a"]
-            agree = [f"{mx(m['coef'], r['coef']):.1e}", f"{mx(m['pred'], r['pred']):.1e}",
+                      f"{(m['fit_s'] + pr) / r_core:.2f}x" if pr is not None else "n/a",
+                      f"{(m['fit_s'] + m['vif_s'] + pr + ch) / (r_core + iid_s):.2f}x"
+                      if iid_s is not None and ch is not None and pr is not None
+                      else "n/a"]
+            agree = [f"{mx(m['coef'], r['coef']):.1e}",
+                     f"{mx(m['pred'], r['pred']):.1e}" if "pred" in m else "n/a",
                      iid_agreement(m, r)]
             if m.get("audit") is not None and r.get("iid") is not None:
                 iid = r["iid"].reshape(m["audit"].shape[1], -1).T
@@ -440,34 +482,41 @@ def cs_rows(results, args):
     return time_rows, agree_rows
 
 
-def ms_rows(results):
+def ms_rows(results, args):
     rows = []
     for n, nrows, m, r, why, steps in results:
+        pr = m.get("predict_s")
         cells = [f"{n:,}", f"{nrows:,}", " / ".join(f"{e:,}" for e in m["events"]),
-                 f"{m['fit_s']:.2f}", f"{m['vif_s']:.2f}", f"{m['predict_s']:.3f}",
-                 f"{m['audit_s']:.1f}" if "audit_s" in m else "not run",
+                 f"{m['fit_s']:.2f}", f"{m['vif_s']:.2f}",
+                 step_cell(m, "predict", "{:.3f}", "not run"),
+                 step_cell(m, "audit", "{:.1f}",
+                           f"not run (n > --audit-max-n {args.audit_max_n:,})"),
                  f"{m['peak_fit_vif'] / GIB:.2f} / {m['peak_bytes'] / GIB:.2f}"]
         if r is None:
             cells += [not_run(why, steps), "", "", "", "", ""]
         else:
-            ratio = ((m["fit_s"] + m["vif_s"] + m["predict_s"])
-                     / (r["fit_s"] + r["predict_s"]))
+            ratio = (f"{(m['fit_s'] + m['vif_s'] + pr) / (r['fit_s'] + r['predict_s']):.2f}x"
+                     if pr is not None else "n/a")
             cells += [f"{r['fit_s']:.2f}", f"{r['predict_s']:.2f}",
-                      f"{r['peak_bytes'] / GIB:.2f}", f"{ratio:.2f}x",
-                      f"{mx(m['coef'], r['coef']):.1e}", f"{mx(m['pred'], r['pred']):.1e}"]
+                      f"{r['peak_bytes'] / GIB:.2f}", ratio,
+                      f"{mx(m['coef'], r['coef']):.1e}",
+                      f"{mx(m['pred'], r['pred']):.1e}" if "pred" in m else "n/a"]
         rows.append(cells)
     return rows
 
 
 def memory_note(cs):
-    """A paragraph where our cause-specific peak grows past 3x the fit + VIF's: the
-    absolute-risk prediction's (its dense mask; measured here, not assumed)."""
-    big = [(n, m) for n, m, *_ in cs if m["peak_bytes"] > 3 * m["peak_fit_vif"]]
+    """A paragraph where our cause-specific prediction of F stopped at the memory limit,
+    or our peak grew past 3x the fit + VIF's: the absolute-risk prediction's (measured
+    here: the peak after fit + VIF against the end's)."""
+    big = [(n, m) for n, m, *_ in cs
+           if "predict_error" in m or m["peak_bytes"] > 3 * m["peak_fit_vif"]]
     if not big:
         return []
     sizes = "; ".join(f"at {n:,} subjects {m['peak_fit_vif'] / GIB:.2f} GiB after fit + "
                       f"VIF, {m['peak_bytes'] / GIB:.2f} GiB at the end, the prediction "
-                      f"of F taking {m['predict_s']:.1f} s" for n, m in big)
+                      + (f"of F taking {m['predict_s']:.1f} s" if "predict_s" in m else
+                         f"of F stopped: {m['predict_error']}") for n, m in big)
     return [f"Ours' cause-specific peak memory: {sizes}. The growth is the absolute-risk "
             "prediction's: `absolute_risk` evaluates each cause's baseline hazard at every "
             "jump time through a dense (jump times x events) mask "
@@ -481,8 +530,8 @@ def main(argv=None):
     ap.add_argument("--sizes", default=None, help="comma-separated numbers of subjects")
     ap.add_argument("--r-timeout", type=float, default=600.0,
                     help="seconds per R process")
-    ap.add_argument("--r-mem-gib", type=float, default=14.0,
-                    help="address-space limit of each R process, GiB")
+    ap.add_argument("--mem-gib", type=float, default=14.0,
+                    help="address-space limit of each process (ours and R's), GiB")
     ap.add_argument("--change-max-n", type=int, default=100_000,
                     help="largest n for our Reid change of the absolute risk (R's "
                          "predict(iid = TRUE) is tried at every n)")
@@ -530,8 +579,8 @@ def main(argv=None):
         "process's peak resident set (imports and data included; ours: after fit + VIF, "
         "and at the end, all of the row's steps; R: at the end). Ours: medians of 3 after "
         "a warm-up (one run at 10^6); R: one run, timed "
-        f"inside R, each R process limited to {args.r_timeout:.0f} s and "
-        f"{args.r_mem_gib:g} GiB of address space.", "",
+        f"inside R. Every process (ours and R's) limited to {args.mem_gib:g} GiB of "
+        f"address space (RLIMIT_AS), R's also to {args.r_timeout:.0f} s.", "",
         "## Cause-specific Cox models: ours against riskRegression's CSC", "",
         "Ours: `fit = ci.fit_cause_specific(X, time, status)`, `ci.influence(fit, "
         "method=\"vif\")` (every cause's coefficients, a subject deleted from every cause "
@@ -588,7 +637,7 @@ def main(argv=None):
                         "ours peak GiB: fit + VIF / all", "R coxph s", "R survfit s",
                         "R peak GiB",
                         "ours / R time", "max abs diff coefficients",
-                        "max abs diff P(state)"], ms_rows(ms)), "",
+                        "max abs diff P(state)"], ms_rows(ms, args)), "",
         "Not run, and why: our Reid change of the absolute risk only up to "
         f"{args.change_max_n:,} subjects (measured: {change_times}): per cause it "
         "forms every subject's membership of every event's risk set, O(n x events), so "
@@ -597,7 +646,7 @@ def main(argv=None):
         "audits of a target (`ci.influence(..., target=...)`, method vif) only up to "
         f"{args.audit_max_n:,} subjects (measured: {audit_times}): each subject's literal "
         "deletion from the baselines recomputes them once per subject, O(n^2). A cell "
-        "'not run' from R says what stopped it and what R had finished.", "",
+        "'not run' says what stopped it (and for R what it had finished).", "",
         *memory_note(cs),
         f"Total wall time: {time.perf_counter() - t_start:.1f} s", ""]
     write_result("bench_cause_specific.md", "\n".join(text))
