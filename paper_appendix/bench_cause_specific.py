@@ -200,6 +200,7 @@ def predictions():
     return p
 
 p = stage("predict", predictions)
+res["peak_predict"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 if p is not None:
     res["predict_s"] = statistics.median(pred_s)
     res["pred"] = p.ravel().tolist()
@@ -297,6 +298,17 @@ writeLines(sprintf(json, t1 - t0, t2 - t1, hwm, paste(sprintf("%.17g", coef(fit)
 """
 
 
+def r_error(stderr):
+    """R's error message (from its first line starting 'Error' to 'Execution halted'),
+    on one line."""
+    lines = stderr.strip().splitlines()
+    at = next((i for i, line in enumerate(lines) if line.startswith("Error")), None)
+    if at is None:
+        return (lines or ["?"])[-1][:150]
+    text = " ".join(line.strip() for line in lines[at:] if line != "Execution halted")
+    return text[:200]
+
+
 def run_r(script, args, folder, name, timeout, mem_gib):
     """``(result dict or None, why not, steps finished)``: Rscript under ``timeout`` s and
     an address-space limit of ``mem_gib`` GiB."""
@@ -316,8 +328,7 @@ def run_r(script, args, folder, name, timeout, mem_gib):
         proc = None
     else:
         why = None if proc.returncode == 0 else (
-            f"failed after {time.perf_counter() - t0:.0f} s: "
-            + (proc.stderr.strip().splitlines() or ["?"])[-1][:120])
+            f"failed after {time.perf_counter() - t0:.0f} s: " + r_error(proc.stderr))
     steps_file = Path(f"{out}.steps")
     steps = {k: float(v) for k, v in (line.split() for line in
                                       steps_file.read_text().splitlines())} \
@@ -507,21 +518,21 @@ def ms_rows(results, args):
 
 def memory_note(cs):
     """A paragraph where our cause-specific prediction of F stopped at the memory limit,
-    or our peak grew past 3x the fit + VIF's: the absolute-risk prediction's (measured
-    here: the peak after fit + VIF against the end's)."""
+    or grew the peak past 3x the fit + VIF's (measured: the peak after fit + VIF against
+    the peak after the prediction)."""
     big = [(n, m) for n, m, *_ in cs
-           if "predict_error" in m or m["peak_bytes"] > 3 * m["peak_fit_vif"]]
+           if "predict_error" in m or m["peak_predict"] > 3 * m["peak_fit_vif"]]
     if not big:
         return []
     sizes = "; ".join(f"at {n:,} subjects {m['peak_fit_vif'] / GIB:.2f} GiB after fit + "
-                      f"VIF, {m['peak_bytes'] / GIB:.2f} GiB at the end, the prediction "
-                      + (f"of F taking {m['predict_s']:.1f} s" if "predict_s" in m else
-                         f"of F stopped: {m['predict_error']}") for n, m in big)
-    return [f"Ours' cause-specific peak memory: {sizes}. The growth is the absolute-risk "
-            "prediction's: `absolute_risk` evaluates each cause's baseline hazard at every "
-            "jump time through a dense (jump times x events) mask "
-            "(`coxinfluence.likelihood.baseline_hazard.cumulative_mask`), quadratic in "
-            "the cohort's size.", ""]
+                      f"VIF, {m['peak_predict'] / GIB:.2f} GiB after the prediction of F, "
+                      + (f"which took {m['predict_s']:.1f} s" if "predict_s" in m else
+                         f"which stopped: {m['predict_error']}") for n, m in big)
+    return [f"Ours' cause-specific peak memory: {sizes}. The prediction evaluates each "
+            "cause's baseline hazard at every jump time through a dense (jump times x "
+            "events) mask (`coxinfluence.likelihood.baseline_hazard.cumulative_mask`), "
+            "quadratic in the cohort's size. (The peak at the end also holds the Reid "
+            "change of F, up to --change-max-n.)", ""]
 
 
 def main(argv=None):
