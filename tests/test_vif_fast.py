@@ -25,6 +25,7 @@ from coxinfluence.influence_functions.vif_series import part1_series
 from coxinfluence.likelihood.efron import efron_fraction_sum
 from coxinfluence.likelihood.risk_sets import RiskSets
 from coxinfluence.numerics.series import (
+    Kept,
     prefix_plan,
     prefix_sums_of_columns,
     segmented_prefix_sums,
@@ -230,6 +231,32 @@ def test_segmented_prefix_sums_against_cumsum():
     prefix_sums_of_columns(columns, plan, out, block=64)
     assert np.allclose(out[:K], ref.T, rtol=1e-14, atol=1e-13)
     assert np.all(out[K] == 0) and max(calls) <= 64          # never all K columns at once
+    # only some positions kept (the VIF's compact gathers): their rows, the same bits
+    mask = rng.random(K + 1) < 0.2
+    mask[[0, 63, 64, 65, K - 1, K]] = True                   # block edges, the sentinel
+    kept = Kept(mask)
+    part = np.full((kept.size, 4), np.nan)
+    prefix_sums_of_columns(columns, plan, part, block=64, kept=kept)
+    assert np.array_equal(part, out[mask])
+    assert kept.rows_before(K) == kept.size - 1
+
+
+def test_term_means_by_blocks_are_the_states_bits():
+    """The VIF's term means by blocks (``RiskSetState.term_means_of``) and its tie-group
+    sums of them (``RiskSets.group_term_sums``) are the (K, d) array's bits."""
+    X, t, e, w, s = simulate(3000, seed=9, n_times=60, strata=2, weights=True)
+    theta = np.array([0.3, -0.2, 0.1])
+    data = make_cox_data(X, t, e, weights=w, strata=s)
+    rs = RiskSets(data)
+    state = rs._state(theta)                  # not the cached state: formed when read
+    assert "term_mean" not in state.__dict__
+    k = np.random.default_rng(0).permutation(data.term_group.size)[:500]
+    rows = state.term_means_of(k)
+    whole = rs.term_means(state.risk[None], state.den[None], data.term_frac)[0]
+    assert np.array_equal(rows, whole[k]) and "term_mean" not in state.__dict__
+    assert np.array_equal(state.term_mean, whole)
+    sums = rs.group_term_sums(lambda k0, k1: whole[k0:k1], data.d, block=37)
+    assert np.array_equal(sums, rs.group_event_sums(whole[None])[0])
 
 
 def test_efron_fraction_sum_against_exact_summation():
@@ -282,3 +309,18 @@ def test_method_choice_and_validation():
         ci.vif(small, method="fmm")
     with pytest.raises(ValueError, match="rho"):
         part1_series(small.data, RiskSets(small.data).state(small.coef), rho=1.5)
+
+
+def test_ci_vif_keeps_no_vif_array_and_has_the_changes_bits():
+    """``ci.vif`` (``CoxAudit.paper_vif``) forms the VIF in one new array, keeping none
+    beside the cached differences (10^7 rows: one (n, d) array less at the peak), with
+    the bits of ``-n * change("vif")``."""
+    from coxinfluence.influence_functions.cox_audit import CoxAudit
+    X, t, e, w, s = simulate(400, seed=3, n_times=40, weights=True)
+    fit = ci.fit_cox(X, t, e, weights=w)
+    model = CoxAudit(fit)
+    got = model.paper_vif()
+    assert "vif" not in model.__dict__ and "_loss_differences" in model.__dict__
+    assert np.array_equal(got, -len(t) * model.change("vif"))     # keeps the VIF
+    assert np.array_equal(model.paper_vif(), got)
+    assert np.array_equal(np.asarray(ci.vif(fit)), got)

@@ -135,7 +135,7 @@ def vif(fit, *, method="auto", groups=None):
     (17, 7)
     """
     model = family_seam(fit, groups, "vif", method=method, refuse=True)
-    return _wrap(model, -_n_units(model) * model.change("vif"))
+    return _wrap(model, model.paper_vif())
 
 
 def reid_influence(fit, groups=None):

@@ -83,6 +83,27 @@ class CoxAudit(CoxEngine):
             return change
         return super().change(method)          # "vif" (CoxEngine's); another name: ValueError
 
+    def paper_vif(self):
+        """``ci.vif``'s array ``-U change("vif")``: when the VIF is not kept yet (an
+        unpenalised fit), the same operations in one new array, none kept, so that 10^7
+        rows hold two (U, d) arrays (the differences and this) instead of three (also
+        the VIF :meth:`change` keeps).
+
+        Returns
+        -------
+        numpy.ndarray
+            (U, d), unit order: the bits of ``-U * change("vif")``.
+        """
+        if self.fit.penalty is not None or "vif" in self.__dict__:
+            return super().paper_vif()
+        check_fit(self.fit, "vif")
+        U = self.units.n_units
+        out = self._scaled_differences()      # the values self.vif would keep
+        np.negative(out, out=out)
+        out /= U                              # change("vif"): -vif / U
+        out *= -U                             # AuditModel.paper_vif: -U change("vif")
+        return out
+
     # ------------------------------------------------------------------ trust
     def undefined(self):
         if self.fit.penalty is not None:       # a ridge objective always has a maximum

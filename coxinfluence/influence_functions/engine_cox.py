@@ -156,6 +156,11 @@ class CoxEngine(FitSeam, Engine):
     def vif(self):
         """(U, d) ``VIF_n(g)`` of every unit (paper scale), the loss's part of
         :attr:`gradient_differences` scaled."""
+        return self._scaled_differences()
+
+    def _scaled_differences(self):
+        """A new (U, d) array of :attr:`vif`'s values (a copy of the differences, scaled),
+        whether or not :attr:`vif` is kept."""
         return _vif.vif_of_units(self.fit, units=self.units, delta=self._loss_differences,
                                  wrap=False)
 

@@ -79,6 +79,18 @@ class AuditModel:
         every unit): a :class:`coxinfluence.influence_functions.engine_refits.Refits`."""
         raise NotImplementedError
 
+    def paper_vif(self) -> np.ndarray:
+        """``VIF_n(g) = -U change("vif")`` (the paper's scale) as a new array, for a
+        caller that reads it once (``ci.vif``); a family may form it without keeping
+        what :meth:`change` keeps (the Cox model: one (U, d) array less at 10^7 rows).
+
+        Returns
+        -------
+        numpy.ndarray
+            (U, d), the units in ``unit_labels`` order.
+        """
+        return -len(self.unit_labels) * self.change("vif")
+
     def unstable(self, delta_vif) -> np.ndarray:
         """(U,) bool: the first-order change ``delta_vif`` (U, d) is predicted to be off."""
         raise NotImplementedError

@@ -55,11 +55,13 @@ def _group_sums(data, state):
     S0 = np.zeros(G)
     S1 = np.zeros((G, data.d))
     S0[has] = state.den[first_term[has]]               # the r = 0 term has c = 0
-    S1[has] = state.term_mean[first_term[has]] * S0[has, None]
+    S1[has] = state.term_means_of(first_term[has]) * S0[has, None]
     S0D = rs.group_event_sums(u[ev][None, :])[0]
     S1D = rs._group_sums_rx(u)[1]                       # no (events, d) temporary
     m = data.group_event_weight / np.maximum(data.group_n_events, 1)
-    full = m[:, None] * rs.group_event_sums(state.term_mean[None, :, :])[0]
+    # the terms' means by blocks of tie groups: no (K, d) array at 10^7 rows
+    full = m[:, None] * rs.group_term_sums(
+        lambda k0, k1: state.term_means_of(slice(k0, k1)), data.d)
     return S0, S1, S0D, S1D, full
 
 
@@ -202,6 +204,7 @@ def gradient_differences(fit, units, method="auto"):
     if method == "auto":
         method = "direct" if data.n * data.term_group.size <= 200_000 else "series"
     delta = (_vif_delta_direct if method == "direct" else _vif_delta_series)(data, state)
+    del state             # large data: its arrays go before the (U, d) copy in unit order
     delta = units.collapse(delta)
     shared = np.flatnonzero(units.shares_risk_sets)
     if shared.size:      # by deleting their rows, the definition (O(n d) per unit)

@@ -121,7 +121,7 @@ class _SortedTerms:
         self.s_last = np.append(self.s_first[1:], K) - 1
         # centre x and a per stratum at the mean of the stratum's largest risk set
         self.centre = np.zeros((int(data.strata.max()) + 1, data.d))
-        self.centre[t_stratum[self.s_last]] = state.term_mean[perm[self.s_last]]
+        self.centre[t_stratum[self.s_last]] = state.term_means_of(perm[self.s_last])
         # monotone search key: stratum blocks, then log den (made exactly non-decreasing)
         self.key = np.maximum.accumulate(t_stratum * _STRATUM_KEY + np.log(self.den))
 
@@ -132,7 +132,7 @@ class _SortedTerms:
 
     def term_means(self, k):
         """``a_k`` of the terms ``k`` (this order), centred per stratum, (len(k), d)."""
-        a = self.state.term_mean[self.perm[k]]
+        a = self.state.term_means_of(self.perm[k])     # no (K, d) array at 10^7 rows
         a -= self.centre[0] if self.centre.shape[0] == 1 else self.centre[self.t_stratum[k]]
         return a
 
@@ -165,8 +165,9 @@ class _SortedTerms:
         (:func:`gather_series` of the suffix sums of ``[m/den, m a/den]``): row i adds
         ``x_i F_i - G_i`` with ``F_i`` (scalar) and ``G_i`` (d,) the sums of its gathered
         suffix sums; ``G`` goes straight into ``out``, so per row only its gather row,
-        its ratio and ``F`` are kept (memory: ``out``, one (K + 1, d + 1) array and
-        three (n,) vectors)."""
+        its ratio and ``F`` are kept (memory: ``out``, the suffix sums at the positions
+        the rows gather, ``compact=True``: at 10^7 rows with ties about a tenth of the
+        (K + 1, d + 1) array, and three (n,) vectors)."""
         n = self.data.n
         F = np.zeros(n)
 
@@ -174,7 +175,7 @@ class _SortedTerms:
             F[rows] += g[:, 0]
             out[rows] -= g[:, 1:]
         gather_series(self, kstar, P, lambda seg: _cox_sums_by_power(seg, self, P), consume,
-                      self.data.d + 1)
+                      self.data.d + 1, compact=True)
 
         def add_x_f(w, a, b):
             out[a:b] += self.x_centred(slice(a, b)) * F[a:b, None]
@@ -187,13 +188,16 @@ def _cox_sums_by_power(seg, terms, P):
     row K - 1 - k; a zero sentinel row K) of ``[m/den, m a/den]`` scaled by ``(s/den)^p``
     (s: the segment's smallest den, all factors <= 1) on the segments ``seg``
     (:class:`~coxinfluence.numerics.series.Segments`), (K + 1, d + 1), so that a row's
-    gather reads one contiguous line (about 4x faster than d + 1 strided gathers). The
-    summands are made by blocks of terms as they are summed
-    (:func:`~coxinfluence.numerics.series.prefix_sums_of_columns`), and one (K + 1, d + 1)
-    array is reused for every p: a yielded array is overwritten by the next."""
+    gather reads one contiguous line (about 4x faster than d + 1 strided gathers); with
+    ``seg.kept`` (:func:`~coxinfluence.numerics.series.gather_series`'s ``compact``) only
+    the rows at its positions. The summands are made by blocks of terms as they are summed
+    (:func:`~coxinfluence.numerics.series.prefix_sums_of_columns`; the term means too,
+    :meth:`~coxinfluence.likelihood.terms.RiskSetState.term_means_of`), and one array is
+    reused for every p: a yielded array is overwritten by the next."""
     K, d = terms.den.size, terms.data.d
     plan = prefix_plan((K - seg.start - seg.length)[::-1], seg.length[::-1])
-    sums = np.empty((K + 1, d + 1))
+    kept = seg.kept                         # only the rows the gathers read (or None)
+    sums = np.empty((K + 1 if kept is None else kept.size, d + 1))
     for p in range(P):
         def columns(j, p=p):                  # column j holds term K - 1 - j
             k = K - 1 - j
@@ -203,4 +207,4 @@ def _cox_sums_by_power(seg, terms, P):
                 w *= (seg.scale[seg.of[k]] / terms.den[k]) ** p
             np.multiply(terms.term_means(k).T, w, out=out[1:])
             return out
-        yield prefix_sums_of_columns(columns, plan, sums)
+        yield prefix_sums_of_columns(columns, plan, sums, kept=kept)

@@ -400,23 +400,72 @@ class RiskSets:
         """:meth:`term_means` of one problem (r (n,), den and frac (K,)) without delayed
         entry: the risk-set sums ``S1`` of the tie groups are cumulative sums over the
         groups of their sums of ``r x`` (:meth:`_group_sums_rx`); (K, d)."""
+        return self.term_means_from_sums(self.term_sums(r, frac), den, frac)
+
+    def term_sums(self, r, frac):
+        """What the term means of one problem without delayed entry are formed from
+        (:meth:`term_means_rows`): per tie group the risk-set sum ``S1`` (cumulative sums
+        over the groups of their sums of ``r x``, :meth:`_group_sums_rx`) and the event
+        sum ``S1D``, (G, d) each, and whether the Efron correction applies (the fractions
+        given: a survival target's baseline may be Efron's on a Breslow fit)."""
         data = self.data
         S1, S1D = self._group_sums_rx(r)
         for start, stop in _strata_blocks(self._group_stratum_starts, data.n_groups):
             np.cumsum(S1[start:stop], axis=0, out=S1[start:stop])
-        tg = data.term_group
-        a = np.empty((tg.size, data.d))
-        # the fractions given (a survival target's baseline may be Efron's on a Breslow fit)
-        corrected = data.ties == "efron" or bool(np.any(frac))
+        return S1, S1D, data.ties == "efron" or bool(np.any(frac))
+
+    def term_means_rows(self, sums, den, frac, k, out=None):
+        """``a_k = (S1 - c S1D) / den`` of the terms ``k`` (a slice or an index array)
+        from :meth:`term_sums` ``sums``, (len(k), d) (into ``out`` when given): the same
+        operations, so the same bits, for any set of terms."""
+        S1, S1D, corrected = sums
+        g = self.data.term_group[k]
+        a = np.take(S1, g, axis=0, out=out)
+        if corrected:
+            a -= frac[k, None] * np.take(S1D, g, axis=0)
+        a /= den[k, None]
+        return a
+
+    def term_means_from_sums(self, sums, den, frac):
+        """All (K, d) term means from :meth:`term_sums` ``sums`` (blocks of terms on
+        threads)."""
+        data = self.data
+        a = np.empty((data.term_group.size, data.d))
 
         def terms(w, k0, k1):                    # terms [k0, k1): disjoint rows of a
-            g = tg[k0:k1]
-            np.take(S1, g, axis=0, out=a[k0:k1])
-            if corrected:
-                a[k0:k1] -= frac[k0:k1, None] * np.take(S1D, g, axis=0)
-            a[k0:k1] /= den[k0:k1, None]
-        for_row_blocks(terms, tg.size, ROW_BLOCK)
+            self.term_means_rows(sums, den, frac, slice(k0, k1), out=a[k0:k1])
+        for_row_blocks(terms, a.shape[0], ROW_BLOCK)
         return a
+
+    def group_term_sums(self, term_rows, width, block=ROW_BLOCK):
+        """:meth:`group_event_sums` of one problem's (K, width) per-term rows, the rows
+        made by blocks of whole tie groups, ``term_rows(k0, k1)`` those of the terms
+        ``[k0, k1)``: (G, width), the same bits (each group's terms are added in order,
+        from zero), without the (K, width) array."""
+        data = self.data
+        out = np.zeros((data.n_groups, width))
+        K = data.term_group.size
+        if not K:
+            return out
+        starts = self._term_group_starts
+        groups = data.term_group[starts]
+        first = np.unique(np.searchsorted(starts, np.arange(0, K, block), side="right") - 1)
+        bounds = np.append(first, starts.size)
+        for i0, i1 in zip(bounds[:-1], bounds[1:]):
+            k0 = int(starts[i0])
+            k1 = int(starts[i1]) if i1 < starts.size else K
+            rows = term_rows(k0, k1)
+            local = starts[i0:i1] - k0
+            csr_matvecs = csr_matvecs_kernel()
+            if csr_matvecs is None:                              # pragma: no cover
+                out[groups[i0:i1]] = np.add.reduceat(rows, local, axis=0)
+                continue
+            part = np.zeros((i1 - i0, width))
+            csr_matvecs(i1 - i0, k1 - k0, width, np.append(local, k1 - k0).astype(np.int64),
+                         np.arange(k1 - k0, dtype=np.int64), np.ones(k1 - k0),
+                         np.ascontiguousarray(rows).reshape(-1), part.reshape(-1))
+            out[groups[i0:i1]] = part
+        return out
 
     def _loss_grad_hess_one(self, theta, terms, hess):
         """:meth:`loss_grad_hess` of one problem (theta (1, d)) without delayed entry: the
@@ -591,7 +640,7 @@ class RiskSets:
         state = self._state(theta)
         if self.data.n > _STATE_CACHE_ROWS:
             return state           # large data: memory first, each caller forms its own
-        for a in (state.risk, state.den, state.term_mean):
+        for a in (state.risk, state.den):       # (the term means are read-only)
             a.flags.writeable = False
         self._derived["state"] = (key, state)
         return state
@@ -600,8 +649,11 @@ class RiskSets:
         terms = self.terms()
         theta = np.asarray(theta, dtype=np.float64)[None, :]
         eta, r, shift, den = self.risk(theta, terms)
-        a = self.term_means(r, den, terms.frac)
-        return RiskSetState(risk=r[0], den=den[0], term_mean=a[0],
+        frac = np.broadcast_to(terms.frac, den.shape[1:])
+        if self.data.entry is None:   # the term means formed when read, or by blocks
+            means, sums = None, self.term_sums(r[0], frac)
+        else:
+            means, sums = self.term_means(r, den, terms.frac)[0], None
+        return RiskSetState(risk=r[0], den=den[0], means=means, group_sums=sums,
                             mean_weight=np.broadcast_to(terms.mean_weight, den.shape[1:]),
-                            frac=np.broadcast_to(terms.frac, den.shape[1:]),
-                            weights=self.data.weights, risk_sets=self)
+                            frac=frac, weights=self.data.weights, risk_sets=self)

@@ -32,15 +32,37 @@ class RiskSetState:
     """Risk-set quantities at one ``theta`` (batch axis dropped), shared by the
     influence functions. Scores are on the shifted scale ``exp(eta - shift)``;
     ``den`` and ``term_mean`` are per Efron term (see :meth:`RiskSets.risk`,
-    :meth:`RiskSets.term_means`)."""
+    :meth:`RiskSets.term_means`).
+
+    The (K, d) term means are given (``means``) or formed when first read from the tie
+    groups' sums ``group_sums`` (:meth:`RiskSets.term_sums`; without delayed entry):
+    :meth:`term_means_of` forms the rows of some terms only, with the same bits, so the
+    VIF of 10^7 rows reads them by blocks and never holds the (K, d) array."""
 
     risk: np.ndarray         # (n,) w * score
     den: np.ndarray          # (K,) S0 - c S0D
-    term_mean: np.ndarray    # (K, d) a_k
     mean_weight: np.ndarray  # (K,) m_k
     frac: np.ndarray         # (K,) c_k (the data's own array: read only)
     weights: np.ndarray      # (n,) w (the data's own array: read only)
     risk_sets: object = None   # the RiskSets it came from (their cached structures)
+    means: np.ndarray = None   # (K, d) a_k, or None: formed from group_sums
+    group_sums: tuple = None   # (S1, S1D, corrected) of RiskSets.term_sums
+
+    @cached_property
+    def term_mean(self):
+        """(K, d) ``a_k``, read-only."""
+        a = self.means
+        if a is None:
+            a = self.risk_sets.term_means_from_sums(self.group_sums, self.den, self.frac)
+        a.flags.writeable = False
+        return a
+
+    def term_means_of(self, k):
+        """``a_k`` of the terms ``k`` (an index array or a slice), a new (len(k), d)
+        array: the rows of :attr:`term_mean`, without forming it when not yet formed."""
+        if self.means is not None or "term_mean" in self.__dict__:
+            return self.term_mean[k]
+        return self.risk_sets.term_means_rows(self.group_sums, self.den, self.frac, k)
 
     @property
     def score(self):
