@@ -528,11 +528,10 @@ def memory_note(cs):
                       f"VIF, {m['peak_predict'] / GIB:.2f} GiB after the prediction of F, "
                       + (f"which took {m['predict_s']:.1f} s" if "predict_s" in m else
                          f"which stopped: {m['predict_error']}") for n, m in big)
-    return [f"Ours' cause-specific peak memory: {sizes}. The prediction evaluates each "
-            "cause's baseline hazard at every jump time through a dense (jump times x "
-            "events) mask (`coxinfluence.likelihood.baseline_hazard.cumulative_mask`), "
-            "quadratic in the cohort's size. (The peak at the end also holds the Reid "
-            "change of F, up to --change-max-n.)", ""]
+    return [f"Ours' cause-specific peak memory: {sizes}. (The prediction holds every "
+            "cause's baseline hazard at every jump time of the cohort for each patient; "
+            "the peak at the end also holds the Reid change of F, up to "
+            "--change-max-n.)", ""]
 
 
 def main(argv=None):

@@ -64,7 +64,7 @@ from coxinfluence.families.new_patients import new_patients
 from coxinfluence.influence_functions.baseline_deletion import baseline_change_of_units
 from coxinfluence.likelihood.baseline_hazard import (
     baseline_ctype,
-    cumulative_mask,
+    cumulative_sums,
     hazard_increments,
 )
 from coxinfluence.models.cox import CoxFit
@@ -277,7 +277,7 @@ def baseline_cumhaz(fit, times, theta=None, stratum=None, ctype=None):
                           "baseline hazard")
     theta = fit.coef if theta is None else theta
     inc, shift, _ = hazard_increments(fit, theta, ctype=ctype)
-    return (cumulative_mask(fit, times)[codes[0]] @ inc[0]) * np.exp(-shift[0, 0])
+    return cumulative_sums(fit, inc[0], times)[codes[0]] * np.exp(-shift[0, 0])
 
 
 @register_target
@@ -338,7 +338,7 @@ class CoxSurvival(_NewPatientTarget):
         inc, shift, _ = hazard_increments(fit, fit.coef, ctype=self.ctype)
         m = fit.risk_sets.terms().mean_weight
         per_term = inc[0] ** 2 / np.broadcast_to(m, inc[0].shape)        # m / den^2
-        cum = np.einsum("k,stk->st", per_term, cumulative_mask(fit, self.times))[codes]  # (P, T)
+        cum = cumulative_sums(fit, per_term, self.times)[codes]           # (P, T)
         risk2 = np.exp(2 * (X @ fit.coef - shift[0, 0]))
         S = self._surv(fit, fit.coef)[0].reshape(cum.shape)
         return (S ** 2 * risk2[:, None] * cum).reshape(-1)
@@ -352,10 +352,11 @@ class CoxSurvival(_NewPatientTarget):
 
     def jacobian(self, fit):
         X = self._X(fit)[0]
-        mask = cumulative_mask(fit, self.times)[self._codes(fit, X)]       # (P, T, K)
+        codes = self._codes(fit, X)
         inc, shift, a = hazard_increments(fit, fit.coef, ctype=self.ctype)
-        cum = mask @ inc[0]                                          # (P, T)
-        cum_a = mask @ (inc[0][:, None] * a[0])                      # (P, T, d)
+        cum = cumulative_sums(fit, inc[0], self.times)[codes]        # (P, T)
+        cum_a = np.moveaxis(cumulative_sums(fit, (inc[0][:, None] * a[0]).T, self.times),
+                            0, -1)[codes]                            # (P, T, d)
         e = np.exp(X @ fit.coef - shift[0, 0])                       # (P,)
         H = e[:, None] * cum                                         # (P, T)
         dH = e[:, None, None] * (cum[:, :, None] * X[:, None, :] - cum_a)
@@ -385,7 +386,7 @@ class CoxSurvival(_NewPatientTarget):
         delta, done = baseline_change_of_units(fit, self.times, units, self.ctype)
         inc, shift, _ = hazard_increments(fit, fit.coef, ctype=self.ctype)
         e = np.exp(X @ fit.coef - shift[0, 0])                              # (P,)
-        S = np.exp(-e[:, None] * (cumulative_mask(fit, self.times)[codes] @ inc[0]))
+        S = np.exp(-e[:, None] * cumulative_sums(fit, inc[0], self.times)[codes])
         out = np.empty((units.n_units, X.shape[0], len(self.times)))      # (U, P, T)
         if delta.shape[1] == 1:                 # one stratum: no gather
             np.multiply(delta, -e[None, :, None], out=out)

@@ -67,11 +67,26 @@ def hazard_increments(fit, theta, deleted=None, ctype=None):
     return inc, shift + (theta @ centre)[:, None], a
 
 
-def cumulative_mask(fit, times):
-    """(S, T, K): term k enters Lambda_0 of stratum s at time t (t_k <= t, k in s)."""
+def cumulative_sums(fit, values, times):
+    """``(..., S, T)``: per stratum s and time t, the sum of ``values[..., k]`` over the
+    event terms k of stratum s with ``t_k <= t`` (``values`` (..., K), one entry per
+    term): ``Lambda_0`` from its increments, by prefix sums over each stratum's terms in
+    time order, O((K + T) S) per leading entry. (A dense (S, T, K) mask of the terms that
+    enter each time, as before, asks for 12.8 GiB at 10^6 subjects of a cause-specific
+    fit predicted over every event time.)"""
     ev = fit.data.event_rows
     t_terms, s_terms = fit.data.time[ev], fit.data.strata[ev]
-    before = t_terms[None, :] <= np.asarray(times, dtype=np.float64)[:, None]      # (T, K)
+    values = np.asarray(values, dtype=np.float64)
+    times = np.asarray(times, dtype=np.float64)
     n_strata = int(fit.data.strata.max()) + 1
-    same = s_terms[None, :] == np.arange(n_strata)[:, None]                         # (S, K)
-    return (same[:, None, :] & before[None, :, :]).astype(np.float64)
+    out = np.zeros(values.shape[:-1] + (n_strata, times.size))
+    for s in range(n_strata):
+        terms = np.flatnonzero(s_terms == s)
+        if terms.size == 0:
+            continue
+        terms = terms[np.argsort(t_terms[terms], kind="stable")]
+        sums = np.cumsum(values[..., terms], axis=-1)
+        count = np.searchsorted(t_terms[terms], times, side="right")   # terms t_k <= t
+        entered = count > 0
+        out[..., s, entered] = sums[..., count[entered] - 1]
+    return out

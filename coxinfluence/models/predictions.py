@@ -82,7 +82,7 @@ from coxinfluence.data.new_patients import (
     stratum_codes,
 )
 from coxinfluence.likelihood.aft import DISTRIBUTIONS, EXACT, INTERVAL, LEFT
-from coxinfluence.likelihood.baseline_hazard import cumulative_mask, hazard_increments
+from coxinfluence.likelihood.baseline_hazard import cumulative_sums, hazard_increments
 from coxinfluence.likelihood.fine_gray import baseline_jumps
 from coxinfluence.models.base import FitProtocol
 
@@ -225,7 +225,7 @@ def cox_cumulative_hazard(fit, theta, X, codes, times, deleted=None, ctype=None)
     """
     theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
     inc, shift, _ = hazard_increments(fit, theta, deleted, ctype)
-    cum = np.einsum("bk,stk->bst", inc, cumulative_mask(fit, times))[:, codes]  # (B, P, T)
+    cum = cumulative_sums(fit, inc, times)[:, codes]                  # (B, P, T)
     lin = linear_predictor(theta, X) - shift                          # (B, P), shifted
     return np.exp(lin)[:, :, None] * cum
 
