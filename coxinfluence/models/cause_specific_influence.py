@@ -56,6 +56,64 @@ def _baseline_parts(model, theta):
     return inc, shift[0, 0] + theta @ model.data.X_center, a, den[0], frac, m, e
 
 
+def _tie_group_sums(tg, A):
+    """(K, q) per Efron term: the sum of the columns of ``A`` (q, K) over its tie group
+    (``tg``, each term's group)."""
+    if not tg.size:
+        return np.zeros((0, A.shape[0]))
+    order = np.argsort(tg, kind="stable")
+    sorted_tg = tg[order]
+    starts = np.flatnonzero(np.r_[True, sorted_tg[1:] != sorted_tg[:-1]])
+    sums = np.add.reduceat(A[:, order], starts, axis=1)                   # (q, groups)
+    which = np.cumsum(np.r_[False, sorted_tg[1:] != sorted_tg[:-1]])      # sorted -> group
+    out = np.empty((tg.size, A.shape[0]))
+    out[order] = sums.T[which]
+    return out
+
+
+def _risk_set_sums(data, B, block=65536):
+    """(n, q): for each row i the sum of the columns ``B[:, k]`` (q, K) of the Efron
+    terms whose risk set holds it: same stratum, ``start_i < t_k <= time_i``.
+
+    Prefix sums over the terms sorted by stratum and time, restarting at each stratum
+    (a zero first), read at each row's two ends (``searchsorted``, right sides: a tied
+    ``t_k == time_i`` is in, ``t_k == start_i`` out): O((n + K) q) after the sorts, in row
+    blocks, with no (n, K) array."""
+    ev = data.event_rows
+    q, n = B.shape[0], data.n
+    out = np.zeros((n, q))
+    if not ev.size:
+        return out
+    t_k, s_k = data.time[ev], data.strata[ev]
+    order = np.lexsort((t_k, s_k))
+    t_k, s_k = t_k[order], s_k[order]
+    values = np.unique(t_k)
+    V = values.size + 1
+    # integer keys (stratum, rank of the time among the terms' times): a row's bound x
+    # counts the terms of earlier strata and those of its own with t_k <= x
+    key_k = s_k.astype(np.int64) * V + np.searchsorted(values, t_k, side="right")
+    S = int(data.strata.max()) + 1
+    n_before = np.searchsorted(s_k, np.arange(S), side="left")        # terms of strata < s
+    # C: per stratum s, rows n_before[s] + s ... : 0, then the running sums of its terms
+    C = np.zeros((ev.size + S, q))
+    C[np.arange(ev.size) + s_k + 1] = B.T[order]
+    bounds = np.append(n_before + np.arange(S), ev.size + S)
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        np.cumsum(C[lo:hi], axis=0, out=C[lo:hi])
+    start = data.start
+    for lo in range(0, n, block):
+        rows = slice(lo, min(lo + block, n))
+        s_i = data.strata[rows].astype(np.int64)
+        up = np.searchsorted(key_k, s_i * V + np.searchsorted(values, data.time[rows],
+                                                              side="right"), side="right")
+        out[rows] = C[up + s_i]
+        if start is not None:
+            down = np.searchsorted(key_k, s_i * V + np.searchsorted(values, start[rows],
+                                                                    side="right"),
+                                   side="right")
+            out[rows] -= C[down + s_i]
+    return out
+
 
 def jump_derivatives(fit, parts, times, cause, product_limit):
     """Per cause: ``dF/d(m_k/den_k)`` (P, T, K) of every Efron term of its baseline, and
@@ -125,27 +183,15 @@ def baseline_influence(fit, parts, times, cause, product_limit=True, units=None)
         P, T, K = dinc.shape
         G = dinc.reshape(P * T, K)
         n_events = data.group_n_events[tg]                                 # (K,)
-        # the events' own part: 1{i in D_g} / (d_g den_k) + (m/den^2) e_i c_k
-        group_of_row = np.full(data.n, -1)
-        group_of_row[ev] = tg
+        # the events' own part, the same for every event row of a tie group g:
+        # sum_{k in g} [1 / (d_g den_k) + (m/den^2) c_k e_i] dF/d(m_k/den_k)
+        coef = _tie_group_sums(tg, G * (1.0 / (n_events * den))[None, :])  # (K, PT)
+        corr = _tie_group_sums(tg, G * (m / den ** 2 * frac)[None, :])
         own = np.zeros((data.n, P * T))
-        for g in np.unique(tg):
-            in_g = tg == g
-            rows = ev[in_g]
-            coef = (G[:, in_g] @ (1.0 / (n_events[in_g] * den[in_g])))     # (PT,)
-            corr = G[:, in_g] @ (m[in_g] / den[in_g] ** 2 * frac[in_g])      # (PT,)
-            own[rows] = coef[None, :] + e[rows, None] * corr[None, :]
+        own[ev] = coef + e[ev, None] * corr
         # the risk sets' part: -(m/den^2) e_i 1{i in R_g}
-        start = np.full(data.n, -np.inf) if data.start is None else data.start
-        t_k, s_k = data.time[ev], data.strata[ev]
-        B = G * (m / den ** 2)[None, :]                                      # (PT, K)
-        risk = np.zeros((data.n, P * T))
-        for lo in range(0, data.n, 2048):
-            rows = np.arange(lo, min(lo + 2048, data.n))
-            R = ((data.time[rows, None] >= t_k[None, :])
-                 & (start[rows, None] < t_k[None, :])
-                 & (data.strata[rows, None] == s_k[None, :]))
-            risk[rows] = (R * e[rows, None]) @ B.T
+        risk = _risk_set_sums(data, G * (m / den ** 2)[None, :])
+        risk *= e[:, None]
         dw = own - risk                                                     # (n, PT)
         change = unit.collapse(-data.weights[:, None] * dw)
         total = change if total is None else total + change
