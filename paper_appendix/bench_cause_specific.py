@@ -542,7 +542,7 @@ def main(argv=None):
                     help="seconds per R process")
     ap.add_argument("--mem-gib", type=float, default=14.0,
                     help="address-space limit of each process (ours and R's), GiB")
-    ap.add_argument("--change-max-n", type=int, default=100_000,
+    ap.add_argument("--change-max-n", type=int, default=1_000_000,
                     help="largest n for our Reid change of the absolute risk (R's "
                          "predict(iid = TRUE) is tried at every n)")
     ap.add_argument("--tie-free-max-n", type=int, default=10_000,
