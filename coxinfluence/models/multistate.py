@@ -684,19 +684,51 @@ def hazard_jumps(fit, k, theta, grid, drop=None):
     if drop is not None:
         presence = (subject[None, :] != np.asarray(drop)[:, None]).astype(np.float64)
     wr = r * presence * weight[None, :]
-    at_risk = ((start[None, :] < grid[:, None])
-               & (stop[None, :] >= grid[:, None])).T.astype(np.float64)      # (n_k, J)
-    events = ((stop[None, :] == grid[:, None]) & (event[None, :] > 0)).T.astype(np.float64)
+    # row i is at risk at grid[j] for first <= j < last (start < grid[j] <= stop), and an
+    # event row has its event at grid[at] (stop == grid[at])
+    first = np.searchsorted(grid, start, side="right")
+    last = np.searchsorted(grid, stop, side="right")
+    at = np.searchsorted(grid, stop, side="left")
+    is_event = (event > 0) & (at < grid.size)
+    is_event[is_event] = grid[at[is_event]] == stop[is_event]
     out = np.zeros((wr.shape[0], fit.n_strata, grid.size))
     for c in range(fit.n_strata):
-        mine = (stratum == c).astype(np.float64)
-        S0, Se = (wr * mine) @ at_risk, (wr * mine) @ events
-        d = (presence * mine) @ events
-        dw = (presence * (weight * mine)[None, :]) @ events
+        mine = stratum == c
+        S0 = _at_risk_sums(wr[:, mine], first[mine], last[mine], grid.size)
+        ev = np.flatnonzero(mine & is_event)
+        Se = _event_sums(wr[:, ev], at[ev], grid.size)
+        d = _event_sums(presence[:, ev], at[ev], grid.size)
+        dw = _event_sums(presence[:, ev] * weight[ev][None, :], at[ev], grid.size)
         den = S0 - (d - 1.0) / (2.0 * np.maximum(d, 1.0) ** 2) * Se \
             if fit.ties == "efron" else S0
         out[:, c] = np.where(d > 0, dw / np.where(d > 0, den, 1.0), 0.0)
     return out, shift
+
+
+def _at_risk_sums(values, first, last, J):
+    """(B, J): ``sum_i values[:, i]`` over the rows at risk at each grid point j (``first_i
+    <= j < last_i``), by suffix sums (rows whose interval ends after j, less those that
+    start after it): O((n + J) B), no (rows x grid) indicator; suffix sums keep the small
+    late risk sets free of the early ones' rounding."""
+    out = np.zeros((values.shape[0], J))
+    for bound, sign in ((last, 1.0), (first, -1.0)):
+        order = np.argsort(bound, kind="stable")
+        suffix = np.cumsum(values[:, order[::-1]], axis=1)[:, ::-1]        # rows k.. of order
+        suffix = np.concatenate([suffix, np.zeros((values.shape[0], 1))], axis=1)
+        after = np.searchsorted(bound[order], np.arange(J), side="right")   # bound > j from
+        out += sign * suffix[:, after]
+    return out
+
+
+def _event_sums(values, at, J):
+    """(B, J): ``sum_i values[:, i]`` over the event rows at each grid point (``at_i =
+    j``), each group summed on its own."""
+    out = np.zeros((values.shape[0], J))
+    if at.size:
+        order = np.argsort(at, kind="stable")
+        points, starts = np.unique(at[order], return_index=True)
+        out[:, points] = np.add.reduceat(values[:, order], starts, axis=1)
+    return out
 
 
 def expm_batch(H):
