@@ -648,10 +648,9 @@ def main(argv=None):
                         "R peak GiB",
                         "ours / R time", "max abs diff coefficients",
                         "max abs diff P(state)"], ms_rows(ms, args)), "",
-        "Not run, and why: our Reid change of the absolute risk only up to "
-        f"{args.change_max_n:,} subjects (measured: {change_times}): per cause it "
-        "forms every subject's membership of every event's risk set, O(n x events), so "
-        "10 times the subjects cost about 100 times as long (an extrapolation, not run); "
+        "Not run, and why: our Reid change of the absolute risk is run up to "
+        f"{args.change_max_n:,} subjects (measured: {change_times}; prefix sums over "
+        "each cause's event terms, O((n + events) x patients x times)); "
         "R's `predict(iid = TRUE)` is tried at every size, under the limits above. The "
         "audits of a target (`ci.influence(..., target=...)`, method vif) only up to "
         f"{args.audit_max_n:,} subjects (measured: {audit_times}): each subject's literal "
