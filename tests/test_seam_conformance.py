@@ -407,6 +407,11 @@ CASES = {c.__name__[1:]: c for c in (
 NOT_CASES = {
     "decomposable": "a DecomposableFit passed directly; its seam, DecomposableAudit, is "
                     "the case lifelines_ancillary's (tests/test_engine.py builds one)",
+    "scikit-survival fit": "the SksurvCoxFit of an audited scikit-survival estimator passed "
+                           "directly; its seams, SksurvCoxAudit and CoxnetAudit, are the "
+                           "cases sksurv_coxph's and sksurv_coxnet's "
+                           "(tests/test_sksurv_fit_direct.py: its refits equal the "
+                           "estimator audit's bit for bit)",
 }
 
 
