@@ -38,7 +38,17 @@ def cause_units(fit, units=None):
 
 @register_target
 class AbsoluteRisk(Target):
-    """The absolute risk ``F_k(t | x)`` of cause ``k`` for new patients at ``times``.
+    r"""The absolute risk :math:`F_k(t \mid x)` of cause :math:`k` for new patients at
+    ``times``.
+
+    .. math::
+
+        F_k(t \mid x) = \sum_{s \le t} S(s- \mid x)\, d\Lambda_k(s)\, e^{\beta_k' x},
+        \qquad S(s \mid x) = \prod_{u \le s} \Big(1 - \sum_j d\Lambda_j(u)\,
+        e^{\beta_j' x}\Big),
+
+    :math:`\Lambda_j` cause :math:`j`'s Breslow baseline cumulative hazard (R's
+    ``riskRegression::predict.CauseSpecificCox``).
 
     Under cause-specific Cox models (:func:`~coxinfluence.fit_cause_specific`), through
     every cause's coefficients and baseline hazard (module docstring): the value of
@@ -54,8 +64,8 @@ class AbsoluteRisk(Target):
         The cause ``k`` (default: the fit's ``cause``, which ``ci.evaluate(...,
         cause=k)`` sets, else 1).
     product_limit : bool, default True
-        The event-free survival by the product limit (R's default), else
-        ``exp(-sum_j Lambda_j)``.
+        The event-free survival :math:`S` by the product limit (R's default), else
+        :math:`\exp(-\sum_j \Lambda_j(s) e^{\beta_j' x})`.
     strata : optional
         Stratum labels of a stratified fit (default: ``X_new``'s stratum columns).
 

@@ -39,9 +39,11 @@ _WEIGHTS = np.array([1.0, -8.0, 8.0, -1.0]) / 12.0
 
 
 class StateProbability(Target):
-    """The probability of being in a state at given times, under a multi-state fit.
+    r"""The probability of being in a state at given times, under a multi-state fit.
 
-    ``p_s(t | x)`` for new patients ``x`` under a :class:`~coxinfluence.MultiStateFit`
+    :math:`p_s(t \mid x) = \big[p_0 \prod_{u \le t} (I + dA(u \mid x))\big]_s` (the
+    Aalen-Johansen product integral, :math:`dA` the transitions' Cox hazard increments)
+    for new patients :math:`x` under a :class:`~coxinfluence.MultiStateFit`
     (R's ``survfit(fit, newdata)$pstate`` at ``times``; a patient starts from the data's
     initial distribution in its stratum, R's ``p0``: the initial state when every subject
     starts there). One column per (patient, time, state), ``"P(state,t|label)"``,
