@@ -34,7 +34,11 @@ from types import SimpleNamespace
 import numpy as np
 
 from coxinfluence.data.units import resolve_units
-from coxinfluence.likelihood.baseline_hazard import baseline_ctype, baseline_terms
+from coxinfluence.likelihood.baseline_hazard import (
+    TermPrefixSums,
+    baseline_ctype,
+    baseline_terms,
+)
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
 
 __all__ = ["jump_derivatives", "absolute_risk_jacobian", "baseline_influence",
@@ -73,45 +77,20 @@ def _tie_group_sums(tg, A):
 
 def _risk_set_sums(data, B, block=65536):
     """(n, q): for each row i the sum of the columns ``B[:, k]`` (q, K) of the Efron
-    terms whose risk set holds it: same stratum, ``start_i < t_k <= time_i``.
-
-    Prefix sums over the terms sorted by stratum and time, restarting at each stratum
-    (a zero first), read at each row's two ends (``searchsorted``, right sides: a tied
-    ``t_k == time_i`` is in, ``t_k == start_i`` out): O((n + K) q) after the sorts, in row
-    blocks, with no (n, K) array."""
-    ev = data.event_rows
-    q, n = B.shape[0], data.n
-    out = np.zeros((n, q))
-    if not ev.size:
+    terms whose risk set holds it: same stratum, ``start_i < t_k <= time_i``, the terms'
+    prefix sums (``TermPrefixSums``) read at the row's two ends (a tied ``t_k == time_i``
+    is in, ``t_k == start_i`` out): O((n + K) q), in row blocks, with no (n, K) array."""
+    out = np.zeros((data.n, B.shape[0]))
+    if not data.event_rows.size:
         return out
-    t_k, s_k = data.time[ev], data.strata[ev]
-    order = np.lexsort((t_k, s_k))
-    t_k, s_k = t_k[order], s_k[order]
-    values = np.unique(t_k)
-    V = values.size + 1
-    # integer keys (stratum, rank of the time among the terms' times): a row's bound x
-    # counts the terms of earlier strata and those of its own with t_k <= x
-    key_k = s_k.astype(np.int64) * V + np.searchsorted(values, t_k, side="right")
-    S = int(data.strata.max()) + 1
-    n_before = np.searchsorted(s_k, np.arange(S), side="left")        # terms of strata < s
-    # C: per stratum s, rows n_before[s] + s ... : 0, then the running sums of its terms
-    C = np.zeros((ev.size + S, q))
-    C[np.arange(ev.size) + s_k + 1] = B.T[order]
-    bounds = np.append(n_before + np.arange(S), ev.size + S)
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        np.cumsum(C[lo:hi], axis=0, out=C[lo:hi])
-    start = data.start
-    for lo in range(0, n, block):
-        rows = slice(lo, min(lo + block, n))
-        s_i = data.strata[rows].astype(np.int64)
-        up = np.searchsorted(key_k, s_i * V + np.searchsorted(values, data.time[rows],
-                                                              side="right"), side="right")
-        out[rows] = C[up + s_i]
-        if start is not None:
-            down = np.searchsorted(key_k, s_i * V + np.searchsorted(values, start[rows],
-                                                                    side="right"),
-                                   side="right")
-            out[rows] -= C[down + s_i]
+    sums = TermPrefixSums(data, B)
+    for lo in range(0, data.n, block):
+        rows = slice(lo, min(lo + block, data.n))
+        strata = data.strata[rows]
+        inside = sums.at(strata, data.time[rows])
+        if data.start is not None:
+            inside -= sums.at(strata, data.start[rows])
+        out[rows] = inside.T
     return out
 
 
