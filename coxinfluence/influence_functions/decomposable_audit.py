@@ -37,6 +37,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from coxinfluence.data.deletion import Deletion
 from coxinfluence.data.inputs import encode_labels
 from coxinfluence.influence_functions.engine import Engine, MaskKernel
 from coxinfluence.influence_functions.seam import FitSeam, ReportHeader
@@ -108,18 +109,11 @@ def minimise(loss, theta0, presence, *, tol, max_iter=60):
     recomputed: a loss's Hessian through autodiff costs several gradients) and
     Levenberg's damping where the Hessian is not positive definite; ``ok``: converged."""
     presence = np.asarray(presence, dtype=np.float64)[None, :]
-    objective = _LossObjective(loss).objective(_Presence(presence))
+    objective = _LossObjective(loss).objective(Deletion(presence))
     res = newton(objective, np.asarray(theta0, dtype=np.float64)[None, :], tol=tol,
                  max_iter=max_iter, max_halving=_HALVINGS, damping=True,
                  hessian="updated")
     return res.theta[0], bool(res.converged[0])
-
-
-class _Presence:
-    """A deletion given by its presence masks (B, n)."""
-
-    def __init__(self, presence):
-        self.presence = presence
 
 
 class _LossObjective:
