@@ -463,14 +463,26 @@ def sksurv_seam(estimator, X, *, y=None, alpha=None, groups=None, robust=None):
     ``build``): ``CoxPHSurvivalAnalysis`` -> :class:`SksurvCoxAudit`,
     ``CoxnetSurvivalAnalysis`` -> :class:`CoxnetAudit` (units: the rows; ``groups=``
     and ``robust=`` refused). ``ci.influence(estimator, X, y=y, alpha=alpha)``."""
+    _refuse_units(groups, robust)
+    resolved = resolve_sksurv(estimator, X, y, alpha)
+    survival = (type(estimator).__name__ == "CoxnetSurvivalAnalysis"
+                and bool(estimator.fit_baseline_model) and not estimator.normalize)
+    return _seam_of_fit(resolved.fit, survival), resolved
+
+
+def _refuse_units(groups, robust):
     if groups is not None or robust:
         raise ValueError("groups= and robust= are not available for scikit-survival "
                          "estimators: their units are the rows")
-    resolved = resolve_sksurv(estimator, X, y, alpha)
-    if type(estimator).__name__ == "CoxnetSurvivalAnalysis":
-        survival = bool(estimator.fit_baseline_model) and not estimator.normalize
-        return CoxnetAudit(resolved.fit, survival=survival), resolved
-    return SksurvCoxAudit(resolved.fit), resolved
+
+
+def _seam_of_fit(fit, survival=False):
+    """The seam of a scikit-survival estimator's :class:`SksurvCoxFit`:
+    :class:`CoxnetAudit` (with ``Survival`` targets when ``survival``) for Coxnet, else
+    :class:`SksurvCoxAudit`."""
+    if fit.estimator == "CoxnetSurvivalAnalysis":
+        return CoxnetAudit(fit, survival=survival)
+    return SksurvCoxAudit(fit)
 
 
 def sksurv_fit_seam(fit, data=None, *, groups=None, robust=None):
@@ -480,14 +492,10 @@ def sksurv_fit_seam(fit, data=None, *, groups=None, robust=None):
     the estimator kept a baseline model is not in the fit) or :class:`SksurvCoxAudit`.
     Without it the fit is a :class:`~coxinfluence.CoxFit` to the registry, and the Cox
     audit does not know the elastic net's penalty."""
-    if groups is not None or robust:
-        raise ValueError("groups= and robust= are not available for scikit-survival "
-                         "estimators: their units are the rows")
+    _refuse_units(groups, robust)
     from coxinfluence.integrations import resolve
     resolved = dataclasses.replace(resolve(fit, data), source="scikit-survival")
-    if fit.estimator == "CoxnetSurvivalAnalysis":
-        return CoxnetAudit(fit), resolved
-    return SksurvCoxAudit(fit), resolved
+    return _seam_of_fit(fit), resolved
 
 
 register_family(Family("scikit-survival fit", SksurvCoxFit, sksurv_fit_seam,
