@@ -40,6 +40,7 @@ from coxinfluence.likelihood.baseline_hazard import (
     baseline_terms,
 )
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
+from coxinfluence.numerics.rows import sums_by_label
 
 __all__ = ["jump_derivatives", "absolute_risk_jacobian", "baseline_influence",
            "coefficient_changes", "absolute_risk_changes"]
@@ -63,16 +64,8 @@ def _baseline_parts(model, theta):
 def _tie_group_sums(tg, A):
     """(K, q) per Efron term: the sum of the columns of ``A`` (q, K) over its tie group
     (``tg``, each term's group)."""
-    if not tg.size:
-        return np.zeros((0, A.shape[0]))
-    order = np.argsort(tg, kind="stable")
-    sorted_tg = tg[order]
-    starts = np.flatnonzero(np.r_[True, sorted_tg[1:] != sorted_tg[:-1]])
-    sums = np.add.reduceat(A[:, order], starts, axis=1)                   # (q, groups)
-    which = np.cumsum(np.r_[False, sorted_tg[1:] != sorted_tg[:-1]])      # sorted -> group
-    out = np.empty((tg.size, A.shape[0]))
-    out[order] = sums.T[which]
-    return out
+    groups, sums = sums_by_label(A, tg)                                   # (q, groups)
+    return sums[:, np.searchsorted(groups, tg)].T
 
 
 def _risk_set_sums(data, B, block=65536):

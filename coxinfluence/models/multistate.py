@@ -56,7 +56,7 @@ from coxinfluence.data.units import resolve_units
 from coxinfluence.likelihood.score_residuals import score_residuals_sorted
 from coxinfluence.models.base import FitInterface, standard_errors
 from coxinfluence.models.cox import fit_cox
-from coxinfluence.numerics.rows import block_diagonal
+from coxinfluence.numerics.rows import block_diagonal, sums_by_label
 
 __all__ = ["MultiStateFit", "fit_multistate", "state_probabilities", "simulate_illness_death"]
 
@@ -724,10 +724,8 @@ def _event_sums(values, at, J):
     """(B, J): ``sum_i values[:, i]`` over the event rows at each grid point (``at_i =
     j``), each group summed on its own."""
     out = np.zeros((values.shape[0], J))
-    if at.size:
-        order = np.argsort(at, kind="stable")
-        points, starts = np.unique(at[order], return_index=True)
-        out[:, points] = np.add.reduceat(values[:, order], starts, axis=1)
+    points, sums = sums_by_label(values, at)
+    out[:, points] = sums
     return out
 
 

@@ -74,3 +74,16 @@ def block_diagonal(blocks):
         out[..., k:k + b.shape[-1], k:k + b.shape[-1]] = b
         k += b.shape[-1]
     return out
+
+
+def sums_by_label(values, labels):
+    """``(keys, sums)``: the columns of ``values`` (..., m) summed over each distinct
+    integer label of ``labels`` (m,): ``keys`` the sorted labels, ``sums`` (..., len(keys))
+    (each group summed on its own, in its columns' order: a stable sort, then
+    ``np.add.reduceat``)."""
+    labels = np.asarray(labels)
+    if labels.size == 0:
+        return labels, np.zeros(np.shape(values)[:-1] + (0,))
+    order = np.argsort(labels, kind="stable")
+    keys, starts = np.unique(labels[order], return_index=True)
+    return keys, np.add.reduceat(np.asarray(values)[..., order], starts, axis=-1)
