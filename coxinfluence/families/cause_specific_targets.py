@@ -71,14 +71,8 @@ class AbsoluteRisk(Target):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(3)
-    >>> n = 300
-    >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-    >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-    >>> t2 = rng.exponential(2.0, n)
-    >>> censor = rng.exponential(3.0, n)
-    >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-    >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+    >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+    >>> X, time, status = simulate_competing_risks()
     >>> fit = ci.fit_cause_specific(X, time, status)
     >>> target = ci.targets.AbsoluteRisk(X.head(1), [0.5, 1.0], cause=1)
     >>> target.columns(fit)

@@ -40,7 +40,7 @@ from coxinfluence.models.predictions import cox_cumulative_hazard, cox_strata, f
 from coxinfluence.numerics.rows import block_diagonal
 
 __all__ = ["CauseSpecificFit", "fit_cause_specific", "absolute_risk", "cause_parts",
-           "absolute_risk_notes"]
+           "absolute_risk_notes", "simulate_competing_risks"]
 
 def cause_parts(fit, X_new, strata=None):
     """Each cause's covariate matrix and stratum codes of new patients.
@@ -155,14 +155,8 @@ class CauseSpecificFit(FitInterface):
 
     Examples
     --------
-    >>> rng = np.random.default_rng(3)
-    >>> n = 300
-    >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-    >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-    >>> t2 = rng.exponential(2.0, n)
-    >>> censor = rng.exponential(3.0, n)
-    >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-    >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+    >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+    >>> X, time, status = simulate_competing_risks()
     >>> fit = ci.fit_cause_specific(X, time, status)
     >>> fit.causes, fit.nobs, fit.n_events
     ([1, 2], 300, 236)
@@ -186,14 +180,8 @@ class CauseSpecificFit(FitInterface):
 
         Examples
         --------
-        >>> rng = np.random.default_rng(3)
-        >>> n = 300
-        >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-        >>> t2 = rng.exponential(2.0, n)
-        >>> censor = rng.exponential(3.0, n)
-        >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+        >>> X, time, status = simulate_competing_risks()
         >>> fit = ci.fit_cause_specific(X, time, status)
         >>> fit.coef.round(3)
         array([ 0.042, -0.334, -0.013, -0.152])
@@ -206,14 +194,8 @@ class CauseSpecificFit(FitInterface):
 
         Examples
         --------
-        >>> rng = np.random.default_rng(3)
-        >>> n = 300
-        >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-        >>> t2 = rng.exponential(2.0, n)
-        >>> censor = rng.exponential(3.0, n)
-        >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+        >>> X, time, status = simulate_competing_risks()
         >>> fit = ci.fit_cause_specific(X, time, status)
         >>> fit.columns
         ['cause 1: age', 'cause 1: treated', 'cause 2: age', 'cause 2: treated']
@@ -227,14 +209,8 @@ class CauseSpecificFit(FitInterface):
 
         Examples
         --------
-        >>> rng = np.random.default_rng(3)
-        >>> n = 300
-        >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-        >>> t2 = rng.exponential(2.0, n)
-        >>> censor = rng.exponential(3.0, n)
-        >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+        >>> X, time, status = simulate_competing_risks()
         >>> fit = ci.fit_cause_specific(X, time, status)
         >>> fit.covariates
         ['age', 'treated']
@@ -247,14 +223,8 @@ class CauseSpecificFit(FitInterface):
 
         Examples
         --------
-        >>> rng = np.random.default_rng(3)
-        >>> n = 300
-        >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-        >>> t2 = rng.exponential(2.0, n)
-        >>> censor = rng.exponential(3.0, n)
-        >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+        >>> X, time, status = simulate_competing_risks()
         >>> fit = ci.fit_cause_specific(X, time, status)
         >>> fit.ratio_positions
         [0, 1, 2, 3]
@@ -267,14 +237,8 @@ class CauseSpecificFit(FitInterface):
 
         Examples
         --------
-        >>> rng = np.random.default_rng(3)
-        >>> n = 300
-        >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-        >>> t2 = rng.exponential(2.0, n)
-        >>> censor = rng.exponential(3.0, n)
-        >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+        >>> X, time, status = simulate_competing_risks()
         >>> fit = ci.fit_cause_specific(X, time, status)
         >>> fit.strata_names
         ()
@@ -287,14 +251,8 @@ class CauseSpecificFit(FitInterface):
 
         Examples
         --------
-        >>> rng = np.random.default_rng(3)
-        >>> n = 300
-        >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-        >>> t2 = rng.exponential(2.0, n)
-        >>> censor = rng.exponential(3.0, n)
-        >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+        >>> X, time, status = simulate_competing_risks()
         >>> fit = ci.fit_cause_specific(X, time, status)
         >>> fit.index[:3].tolist()
         [0, 1, 2]
@@ -307,14 +265,8 @@ class CauseSpecificFit(FitInterface):
 
         Examples
         --------
-        >>> rng = np.random.default_rng(3)
-        >>> n = 300
-        >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-        >>> t2 = rng.exponential(2.0, n)
-        >>> censor = rng.exponential(3.0, n)
-        >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+        >>> X, time, status = simulate_competing_risks()
         >>> fit = ci.fit_cause_specific(X, time, status)
         >>> fit.has_subjects
         False
@@ -327,14 +279,8 @@ class CauseSpecificFit(FitInterface):
 
         Examples
         --------
-        >>> rng = np.random.default_rng(3)
-        >>> n = 300
-        >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-        >>> t2 = rng.exponential(2.0, n)
-        >>> censor = rng.exponential(3.0, n)
-        >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+        >>> X, time, status = simulate_competing_risks()
         >>> fit = ci.fit_cause_specific(X, time, status)
         >>> fit.n
         300
@@ -347,14 +293,8 @@ class CauseSpecificFit(FitInterface):
 
         Examples
         --------
-        >>> rng = np.random.default_rng(3)
-        >>> n = 300
-        >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-        >>> t2 = rng.exponential(2.0, n)
-        >>> censor = rng.exponential(3.0, n)
-        >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+        >>> X, time, status = simulate_competing_risks()
         >>> fit = ci.fit_cause_specific(X, time, status)
         >>> fit.n_units
         300
@@ -367,14 +307,8 @@ class CauseSpecificFit(FitInterface):
 
         Examples
         --------
-        >>> rng = np.random.default_rng(3)
-        >>> n = 300
-        >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-        >>> t2 = rng.exponential(2.0, n)
-        >>> censor = rng.exponential(3.0, n)
-        >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+        >>> X, time, status = simulate_competing_risks()
         >>> fit = ci.fit_cause_specific(X, time, status)
         >>> [m.n_events for m in fit.models], fit.n_events
         ([157, 79], 236)
@@ -387,14 +321,8 @@ class CauseSpecificFit(FitInterface):
 
         Examples
         --------
-        >>> rng = np.random.default_rng(3)
-        >>> n = 300
-        >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-        >>> t2 = rng.exponential(2.0, n)
-        >>> censor = rng.exponential(3.0, n)
-        >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+        >>> X, time, status = simulate_competing_risks()
         >>> fit = ci.fit_cause_specific(X, time, status)
         >>> fit.converged
         True
@@ -407,14 +335,8 @@ class CauseSpecificFit(FitInterface):
 
         Examples
         --------
-        >>> rng = np.random.default_rng(3)
-        >>> n = 300
-        >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-        >>> t2 = rng.exponential(2.0, n)
-        >>> censor = rng.exponential(3.0, n)
-        >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+        >>> X, time, status = simulate_competing_risks()
         >>> fit = ci.fit_cause_specific(X, time, status)
         >>> round(fit.loglik, 3) == round(sum(m.loglik for m in fit.models), 3)
         True
@@ -427,14 +349,8 @@ class CauseSpecificFit(FitInterface):
 
         Examples
         --------
-        >>> rng = np.random.default_rng(3)
-        >>> n = 300
-        >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-        >>> t2 = rng.exponential(2.0, n)
-        >>> censor = rng.exponential(3.0, n)
-        >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+        >>> X, time, status = simulate_competing_risks()
         >>> fit = ci.fit_cause_specific(X, time, status)
         >>> fit.information.shape
         (4, 4)
@@ -447,14 +363,8 @@ class CauseSpecificFit(FitInterface):
 
         Examples
         --------
-        >>> rng = np.random.default_rng(3)
-        >>> n = 300
-        >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-        >>> t2 = rng.exponential(2.0, n)
-        >>> censor = rng.exponential(3.0, n)
-        >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+        >>> X, time, status = simulate_competing_risks()
         >>> fit = ci.fit_cause_specific(X, time, status)
         >>> bool(fit.var[0, 2] == 0.0)
         True
@@ -467,14 +377,8 @@ class CauseSpecificFit(FitInterface):
 
         Examples
         --------
-        >>> rng = np.random.default_rng(3)
-        >>> n = 300
-        >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-        >>> t2 = rng.exponential(2.0, n)
-        >>> censor = rng.exponential(3.0, n)
-        >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+        >>> X, time, status = simulate_competing_risks()
         >>> fit = ci.fit_cause_specific(X, time, status)
         >>> fit.se.round(3)
         array([0.01 , 0.163, 0.014, 0.228])
@@ -488,14 +392,8 @@ class CauseSpecificFit(FitInterface):
 
         Examples
         --------
-        >>> rng = np.random.default_rng(3)
-        >>> n = 300
-        >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-        >>> t2 = rng.exponential(2.0, n)
-        >>> censor = rng.exponential(3.0, n)
-        >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+        >>> X, time, status = simulate_competing_risks()
         >>> fit = ci.fit_cause_specific(X, time, status)
         >>> fit.robust_default
         False
@@ -521,14 +419,8 @@ class CauseSpecificFit(FitInterface):
 
         Examples
         --------
-        >>> rng = np.random.default_rng(3)
-        >>> n = 300
-        >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-        >>> t2 = rng.exponential(2.0, n)
-        >>> censor = rng.exponential(3.0, n)
-        >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+        >>> X, time, status = simulate_competing_risks()
         >>> fit = ci.fit_cause_specific(X, time, status)
         >>> V = fit.robust_covariance()
         >>> np.allclose(V[:2, :2], fit.models[0].robust_covariance())
@@ -593,14 +485,8 @@ class CauseSpecificFit(FitInterface):
 
         Examples
         --------
-        >>> rng = np.random.default_rng(3)
-        >>> n = 300
-        >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-        >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-        >>> t2 = rng.exponential(2.0, n)
-        >>> censor = rng.exponential(3.0, n)
-        >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-        >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+        >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+        >>> X, time, status = simulate_competing_risks()
         >>> fit = ci.fit_cause_specific(X, time, status)
         >>> risk = fit.predict_absolute_risk(X.head(2), [0.5, 1.0], cause=1)
         >>> risk.round(3)
@@ -685,14 +571,8 @@ def fit_cause_specific(X, time, status, causes=None, ties="efron", strata=None,
 
     Examples
     --------
-    >>> rng = np.random.default_rng(3)
-    >>> n = 300
-    >>> X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
-    >>> t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
-    >>> t2 = rng.exponential(2.0, n)
-    >>> censor = rng.exponential(3.0, n)
-    >>> time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
-    >>> status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+    >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+    >>> X, time, status = simulate_competing_risks()
     >>> fit = ci.fit_cause_specific(X, time, status)
     >>> fit.models[0].params.round(3)
     covariate
@@ -730,3 +610,39 @@ def fit_cause_specific(X, time, status, causes=None, ties="efron", strata=None,
         models.append(fit_cox(X[list(cols)], time, (code == k).astype(np.float64),
                               entry=entry, id=id, weights=weights, strata=strata, ties=ties))
     return CauseSpecificFit(models=models, causes=[int(k) for k in chosen], status=code)
+
+
+def simulate_competing_risks(n=300, seed=3):
+    """A simulated competing-risks data set (the examples' data): ``(X, time, status)``.
+
+    ``X``: ``age`` ~ N(60, 8) and ``treated`` ~ Bernoulli(1/2); cause 1 at rate
+    ``exp(0.03 (age - 60) - 0.5 treated)``, cause 2 at rate 1/2, censoring at rate 1/3;
+    times rounded to 2 decimals (ties); ``status`` 0 censored, 1, 2 the causes.
+
+    Parameters
+    ----------
+    n : int, default 300
+        The number of subjects.
+    seed : int, default 3
+        The seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    tuple
+        ``(X (pandas.DataFrame), time (numpy.ndarray), status (numpy.ndarray))``.
+
+    Examples
+    --------
+    >>> from coxinfluence.models.cause_specific import simulate_competing_risks
+    >>> X, time, status = simulate_competing_risks()
+    >>> X.shape, np.bincount(status).tolist()
+    ((300, 2), [64, 157, 79])
+    """
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"age": rng.normal(60, 8, n), "treated": rng.integers(0, 2, n)})
+    t1 = rng.exponential(np.exp(-0.03 * (X["age"] - 60) + 0.5 * X["treated"]))
+    t2 = rng.exponential(2.0, n)
+    censor = rng.exponential(3.0, n)
+    time = np.round(np.minimum(np.minimum(t1, t2), censor), 2)
+    status = np.select([t1 <= np.minimum(t2, censor), t2 <= censor], [1, 2], 0)
+    return X, time, status
